@@ -1,0 +1,207 @@
+package reactive_test
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
+)
+
+func TestMap(t *testing.T) {
+	p := reactive.Map(reactive.FromSlice(1, 2, 3), func(v int) (string, error) { return strconv.Itoa(v * 10), nil })
+	r := newRecorder[string](0)
+	p.Subscribe(r)
+	r.subscription().Request(1)
+	vals, _, _ := r.snapshot()
+	assert.Equal(t, []string{"10"}, vals)
+	r.subscription().Request(5)
+	vals, done, err := r.snapshot()
+	assert.Equal(t, []string{"10", "20", "30"}, vals)
+	require.NoError(t, err)
+	assert.True(t, done)
+}
+
+// countingSource counts what was requested from it.
+func countingSource(n int, requested *atomic.Int64) reactive.Publisher[int] {
+	var i atomic.Int64
+	return reactive.FromFunc(func(context.Context) (int, error) {
+		requested.Add(1)
+		if v := i.Add(1); v <= int64(n) {
+			return int(v), nil
+		}
+		return 0, io.EOF
+	})
+}
+
+func TestMapErrorAndPanicCancelUpstream(t *testing.T) {
+	var pulled atomic.Int64
+	p := reactive.Map(countingSource(1000, &pulled), func(v int) (int, error) {
+		if v == 3 {
+			return 0, errBoom
+		}
+		return v, nil
+	})
+	r := newRecorder[int](reactive.Unbounded)
+	p.Subscribe(r)
+	r.wait(t)
+	vals, _, err := r.snapshot()
+	require.ErrorIs(t, err, errBoom)
+	assert.Equal(t, []int{1, 2}, vals)
+	assert.Less(t, pulled.Load(), int64(100), "upstream was cancelled")
+
+	p = reactive.Map(reactive.FromSlice(1, 2), func(v int) (int, error) {
+		if v == 2 {
+			panic("map bug")
+		}
+		return v, nil
+	})
+	r = newRecorder[int](reactive.Unbounded)
+	p.Subscribe(r)
+	_, _, err = r.snapshot()
+	require.ErrorIs(t, err, reactive.ErrPanic)
+}
+
+func TestMapBoundsUpstreamDemand(t *testing.T) {
+	var pulled atomic.Int64
+	p := reactive.Map(countingSource(1<<20, &pulled), func(v int) (int, error) { return v, nil })
+	r := newRecorder[int](0)
+	p.Subscribe(r)
+	r.subscription().Request(reactive.Unbounded)
+	eventually(t, "100 values", func() bool { v, _, _ := r.snapshot(); return len(v) >= 100 })
+	r.subscription().Cancel()
+	vals, _, err := r.snapshot()
+	require.NoError(t, err)
+	for i, v := range vals {
+		require.Equal(t, i+1, v)
+	}
+}
+
+func TestFilterPreservesDemand(t *testing.T) {
+	p := reactive.Filter(reactive.FromSlice(1, 2, 3, 4, 5, 6, 7), func(v int) bool { return v%3 == 0 })
+	r := newRecorder[int](0)
+	p.Subscribe(r)
+	r.subscription().Request(1)
+	vals, done, _ := r.snapshot()
+	assert.Equal(t, []int{3}, vals, "two dropped elements were replaced by upstream requests")
+	assert.False(t, done)
+	r.subscription().Request(1)
+	vals, _, _ = r.snapshot()
+	assert.Equal(t, []int{3, 6}, vals)
+	r.subscription().Request(1)
+	vals, done, err := r.snapshot()
+	assert.Equal(t, []int{3, 6}, vals)
+	require.NoError(t, err)
+	assert.True(t, done)
+}
+
+func TestFlatMapConcat(t *testing.T) {
+	var outerPulled atomic.Int64
+	p := reactive.FlatMap(countingSource(3, &outerPulled), func(v int) reactive.Publisher[string] {
+		out := make([]string, v)
+		for i := range out {
+			out[i] = strconv.Itoa(v) + "." + strconv.Itoa(i)
+		}
+		return reactive.FromSlice(out...)
+	})
+	r := newRecorder[string](0)
+	p.Subscribe(r)
+	r.subscription().Request(2)
+	eventually(t, "two values", func() bool { v, _, _ := r.snapshot(); return len(v) == 2 })
+	assert.Equal(t, int64(2), outerPulled.Load(), "outer requested one at a time, after the inner completed")
+	r.subscription().Request(10)
+	r.wait(t)
+	vals, done, err := r.snapshot()
+	assert.Equal(t, []string{"1.0", "2.0", "2.1", "3.0", "3.1", "3.2"}, vals)
+	require.NoError(t, err)
+	assert.True(t, done)
+}
+
+func TestFlatMapInnerErrorAndNilPublisher(t *testing.T) {
+	p := reactive.FlatMap(reactive.FromSlice(1, 2), func(v int) reactive.Publisher[int] {
+		if v == 2 {
+			return reactive.Failed[int](errBoom)
+		}
+		return reactive.FromSlice(v)
+	})
+	r := newRecorder[int](reactive.Unbounded)
+	p.Subscribe(r)
+	vals, _, err := r.snapshot()
+	assert.Equal(t, []int{1}, vals)
+	require.ErrorIs(t, err, errBoom)
+
+	p = reactive.FlatMap(reactive.FromSlice(1), func(int) reactive.Publisher[int] { return nil })
+	r = newRecorder[int](1)
+	p.Subscribe(r)
+	_, _, err = r.snapshot()
+	require.ErrorIs(t, err, reactive.ErrNilArgument)
+}
+
+func TestMergeRoundRobinAndCompletion(t *testing.T) {
+	p := reactive.Merge(reactive.FromSlice(1, 2, 3), reactive.FromSlice(10, 20), reactive.Empty[int]())
+	r := newRecorder[int](0)
+	p.Subscribe(r)
+	r.subscription().Request(100)
+	vals, done, err := r.snapshot()
+	assert.ElementsMatch(t, []int{1, 2, 3, 10, 20}, vals)
+	require.NoError(t, err)
+	assert.True(t, done)
+
+	r = newRecorder[int](reactive.Unbounded)
+	reactive.Merge[int]().Subscribe(r)
+	_, done, _ = r.snapshot()
+	assert.True(t, done, "no sources: empty")
+}
+
+func TestMergeErrorCancelsOthers(t *testing.T) {
+	var pulled atomic.Int64
+	p := reactive.Merge(countingSource(1<<20, &pulled), reactive.Failed[int](errBoom))
+	r := newRecorder[int](reactive.Unbounded)
+	p.Subscribe(r)
+	r.wait(t)
+	_, _, err := r.snapshot()
+	require.ErrorIs(t, err, errBoom)
+}
+
+func TestMergeWindowBoundsPerSourceRequests(t *testing.T) {
+	var a, b atomic.Int64
+	p := reactive.Merge(countingSource(1<<20, &a), countingSource(1<<20, &b))
+	r := newRecorder[int](0)
+	p.Subscribe(r)
+	r.subscription().Request(1)
+	eventually(t, "one value", func() bool { v, _, _ := r.snapshot(); return len(v) == 1 })
+	// demand 1: each source gets a window of 1
+	assert.LessOrEqual(t, a.Load(), int64(1))
+	assert.LessOrEqual(t, b.Load(), int64(1))
+	r.subscription().Cancel()
+}
+
+func TestOperatorsRejectNilArguments(t *testing.T) {
+	src := reactive.FromSlice(1)
+	for name, f := range map[string]func(){
+		"Map nil publisher": func() { reactive.Map[int, int](nil, func(v int) (int, error) { return v, nil }) },
+		"Map nil function":  func() { reactive.Map[int, int](src, nil) },
+		"Filter nil":        func() { reactive.Filter(src, nil) },
+		"FlatMap nil":       func() { reactive.FlatMap[int, int](src, nil) },
+		"Merge nil source":  func() { reactive.Merge(src, nil) },
+		"FromFunc nil":      func() { reactive.FromFunc[int](nil) },
+		"FromChan nil":      func() { reactive.FromChan[int](nil) },
+		"ToChan nil":        func() { reactive.ToChan[int](t.Context(), nil, 1) },
+		"NewOutlet nil sub": func() { reactive.NewOutlet[int](nil, nil, nil) },
+		"Inlet nil":         func() { reactive.NewInlet(1).OnSubscribe(nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				err, ok := recover().(error)
+				require.True(t, ok)
+				require.ErrorIs(t, err, reactive.ErrNilArgument)
+			}()
+			f()
+		})
+	}
+}
