@@ -1,0 +1,2 @@
+// Package envelope is the BabelQueue wire envelope (schema_version 1).
+package envelope
