@@ -1,0 +1,67 @@
+# Targets of babelqueue-go-pulsar. Tools are pinned in tools/go.mod and run with
+# `go tool -modfile=tools/go.mod`, so they never enter the module's own go.mod.
+GO        ?= go
+TOOL      := $(GO) tool -modfile=tools/go.mod
+SUITE     ?= ../shared/babelqueue-conformance
+FUZZTIME  ?= 30s
+
+.PHONY: all check test race lint vet bench fuzz cover generate generate-check tidy-check conformance ci
+
+all: check
+
+## check: what CI requires on every change
+check: vet lint tidy-check generate-check race conformance
+
+## test: the README's test command
+test:
+	$(GO) test ./...
+
+## race: the tests under the race detector
+race:
+	$(GO) test -race ./...
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	$(TOOL) golangci-lint run ./...
+
+## bench: codec and publish/consume costs (compare the sdk and baseline sub-benchmarks of one run)
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## fuzz: a short pass over every fuzz target (FUZZTIME each)
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./envelope
+	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=$(FUZZTIME) ./envelope
+	$(GO) test -run='^$$' -fuzz='^FuzzParseAttempts$$' -fuzztime=$(FUZZTIME) ./pulsar
+	$(GO) test -run='^$$' -fuzz='^FuzzGateVerdict$$' -fuzztime=$(FUZZTIME) ./pulsar
+
+cover:
+	$(GO) test -race -covermode=atomic -coverprofile=cover.out ./...
+	$(GO) tool cover -func=cover.out | tail -1
+
+generate:
+	$(GO) generate ./...
+
+## generate-check: generated code (mocks, protobuf) is fresh
+generate-check: generate
+	git diff --exit-code -- . ':(exclude)go.sum'
+
+## tidy-check: go.mod matches the imports
+tidy-check:
+	$(GO) mod tidy
+	git diff --exit-code go.mod go.sum
+
+## conformance: the canonical cross-SDK suite (when ../shared is present) and our own
+conformance:
+	@if [ -f "$(SUITE)/manifest.json" ]; then \
+		$(GO) run ./cmd/bq conformance --suite "$(SUITE)"; \
+	else \
+		echo "conformance: canonical suite not found at $(SUITE); skipped"; \
+	fi
+	$(GO) run ./cmd/bq conformance --suite conformance/testdata/suite
+
+## ci: what .ci/run runs
+ci:
+	bash .ci/run
