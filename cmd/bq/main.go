@@ -60,8 +60,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "conformance":
 		return runConformance(ctx, args[1:], stdout, stderr)
-	case "broker":
-		return runBroker(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
