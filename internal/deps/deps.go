@@ -4,7 +4,6 @@ package deps
 
 import (
 	_ "github.com/apache/pulsar-client-go/pulsar"
-	_ "github.com/google/uuid"
 	_ "go.uber.org/zap"
 	_ "google.golang.org/protobuf/proto"
 )
