@@ -1,10 +1,7 @@
 package deps
 
+// Test-only dependencies pinned until their first real importer lands.
 import (
-	"testing"
-
 	_ "go.uber.org/goleak"
 	_ "go.uber.org/mock/gomock"
 )
-
-func TestNothing(t *testing.T) {}
