@@ -1,0 +1,567 @@
+package pulsartest
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
+)
+
+// serverVersion is what CONNECTED reports.
+const serverVersion = "pulsartest"
+
+// maxProtocolVersion is the newest protocol version pulsartest speaks.
+const maxProtocolVersion = 20
+
+// Broker is an in-process broker speaking the Pulsar binary protocol on a TCP listener.
+type Broker struct {
+	opts  options
+	log   *slog.Logger
+	debug bool // log every command
+	ln    net.Listener
+	url   string
+
+	// life guards closed and wg.Add, so that no goroutine is started once Close began.
+	life   sync.RWMutex
+	closed bool
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	mu          sync.Mutex // guards the maps below; taken before any topic lock
+	topics      map[string]*topic
+	partitioned map[string]int
+	schemas     map[string][]*wire.Schema
+	conns       map[*conn]struct{}
+	ledgerSeq   uint64
+	producerSeq uint64
+	connSeq     uint64
+
+	faultMu     sync.Mutex // leaf lock: fault injection state
+	failSends   map[string]*sendFault
+	failLookups int
+	lookupErr   ServerError
+	paused      map[string]bool
+
+	injectedSendErrors   atomic.Int64
+	injectedLookupErrors atomic.Int64
+}
+
+type sendFault struct {
+	n   int
+	err ServerError
+}
+
+// Start listens and serves until Close. ctx bounds startup only.
+func Start(ctx context.Context, opts ...Option) (*Broker, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", o.addr)
+	if err != nil {
+		return nil, fmt.Errorf("pulsartest: listen %s: %w", o.addr, err)
+	}
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("pulsartest: listen address %q: %w", o.addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	tcpAddr, ok := ln.Addr().(*net.TCPAddr)
+	if !ok {
+		_ = ln.Close()
+		return nil, fmt.Errorf("pulsartest: listener address %v is not TCP", ln.Addr())
+	}
+	port := tcpAddr.Port
+	b := &Broker{
+		opts:        o,
+		debug:       o.logger.Enabled(ctx, slog.LevelDebug),
+		log:         o.logger,
+		ln:          ln,
+		url:         "pulsar://" + net.JoinHostPort(host, strconv.Itoa(port)),
+		topics:      map[string]*topic{},
+		partitioned: map[string]int{},
+		schemas:     map[string][]*wire.Schema{},
+		conns:       map[*conn]struct{}{},
+		ledgerSeq:   100,
+		failSends:   map[string]*sendFault{},
+		paused:      map[string]bool{},
+	}
+	b.wg.Add(1)
+	go b.acceptLoop()
+	b.log.Info("pulsartest: broker listening", "url", b.url)
+	return b, nil
+}
+
+// NewBroker starts a broker for a test, fails the test on error and closes the broker in tb.Cleanup.
+func NewBroker(tb testing.TB, opts ...Option) *Broker {
+	tb.Helper()
+	b, err := Start(tb.Context(), opts...)
+	if err != nil {
+		tb.Fatalf("pulsartest: start broker: %v", err)
+	}
+	tb.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// URL returns the service URL, "pulsar://host:port"; LOOKUP advertises the same URL.
+func (b *Broker) URL() string { return b.url }
+
+// Addr returns the listener's address.
+func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+
+// Close stops the listener, closes every connection, stops all goroutines and timers and drops all state.
+// It is idempotent and waits for every goroutine of the broker to return.
+func (b *Broker) Close() error {
+	var err error
+	b.once.Do(func() {
+		b.life.Lock()
+		b.closed = true
+		b.life.Unlock()
+		err = b.ln.Close()
+		b.mu.Lock()
+		conns := make([]*conn, 0, len(b.conns))
+		for c := range b.conns {
+			conns = append(conns, c)
+		}
+		topics := make([]*topic, 0, len(b.topics))
+		for _, t := range b.topics {
+			topics = append(topics, t)
+		}
+		b.mu.Unlock()
+		for _, c := range conns {
+			c.close()
+		}
+		for _, t := range topics {
+			t.stopTimers()
+		}
+		b.wg.Wait()
+		b.mu.Lock()
+		b.topics = map[string]*topic{}
+		b.partitioned = map[string]int{}
+		b.schemas = map[string][]*wire.Schema{}
+		b.mu.Unlock()
+		b.log.Info("pulsartest: broker closed", "url", b.url)
+	})
+	if err != nil {
+		return fmt.Errorf("pulsartest: close listener: %w", err)
+	}
+	return nil
+}
+
+// enter registers a goroutine or callback with the broker's wait group; it reports false once Close began.
+func (b *Broker) enter() bool {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Add(1)
+	return true
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.wg.Done()
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		b.life.RLock()
+		if b.closed {
+			b.life.RUnlock()
+			_ = nc.Close()
+			return
+		}
+		b.wg.Add(2)
+		b.life.RUnlock()
+		c := b.newConn(nc)
+		go c.readLoop()
+		go c.writeLoop()
+	}
+}
+
+// getTopic returns the topic, creating a non-partitioned topic when create is set.
+func (b *Broker) getTopic(fq string, create bool) (*topic, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.topics[fq]; ok {
+		return t, nil
+	}
+	if _, ok := b.partitioned[fq]; ok {
+		return nil, fmt.Errorf("%w: %s is a partitioned topic; use its partitions", ErrInvalidTopic, fq)
+	}
+	if !create {
+		return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, fq)
+	}
+	return b.createTopicLocked(fq), nil
+}
+
+func (b *Broker) createTopicLocked(fq string) *topic {
+	b.ledgerSeq++
+	base, idx := splitPartition(fq)
+	if _, ok := b.partitioned[base]; !ok {
+		base, idx = fq, -1
+	}
+	t := newTopic(b, fq, base, idx, b.ledgerSeq)
+	b.topics[fq] = t
+	return t
+}
+
+// topicsFor resolves a user name to its topics: the partitions of a partitioned topic, or the topic itself.
+func (b *Broker) topicsFor(name string) []*topic {
+	fq, err := normalizeTopic(name)
+	if err != nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n, ok := b.partitioned[fq]; ok {
+		out := make([]*topic, 0, n)
+		for i := range n {
+			if t := b.topics[fq+partitionSuffix+strconv.Itoa(i)]; t != nil {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	if t := b.topics[fq]; t != nil {
+		return []*topic{t}
+	}
+	return nil
+}
+
+// CreateTopic creates a non-partitioned topic.
+func (b *Broker) CreateTopic(name string) error {
+	fq, err := normalizeTopic(name)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[fq]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, fq)
+	}
+	if _, ok := b.partitioned[fq]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, fq)
+	}
+	b.createTopicLocked(fq)
+	return nil
+}
+
+// CreatePartitionedTopic creates a partitioned topic with n partitions (n >= 1) named "<name>-partition-<i>".
+func (b *Broker) CreatePartitionedTopic(name string, n int) error {
+	fq, err := normalizeTopic(name)
+	if err != nil {
+		return err
+	}
+	if n < 1 {
+		return fmt.Errorf("%w: %d partitions", ErrInvalidTopic, n)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.partitioned[fq]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, fq)
+	}
+	if _, ok := b.topics[fq]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, fq)
+	}
+	b.partitioned[fq] = n
+	for i := range n {
+		p := fq + partitionSuffix + strconv.Itoa(i)
+		if _, ok := b.topics[p]; !ok {
+			b.createTopicLocked(p)
+		}
+	}
+	return nil
+}
+
+// DeleteTopic deletes a topic (all partitions of a partitioned topic) with its data and subscriptions. It fails
+// with ErrTopicBusy while producers or consumers are connected.
+func (b *Broker) DeleteTopic(name string) error {
+	fq, err := normalizeTopic(name)
+	if err != nil {
+		return err
+	}
+	ts := b.topicsFor(fq)
+	b.mu.Lock()
+	_, part := b.partitioned[fq]
+	b.mu.Unlock()
+	if len(ts) == 0 && !part {
+		return fmt.Errorf("%w: %s", ErrTopicNotFound, fq)
+	}
+	for _, t := range ts {
+		if t.busy() {
+			return fmt.Errorf("%w: %s", ErrTopicBusy, t.name)
+		}
+	}
+	b.mu.Lock()
+	delete(b.partitioned, fq)
+	delete(b.schemas, fq)
+	for _, t := range ts {
+		delete(b.topics, t.name)
+	}
+	b.mu.Unlock()
+	for _, t := range ts {
+		t.stopTimers()
+	}
+	return nil
+}
+
+// Topics returns the fully qualified names of all topics, partitions included, sorted.
+func (b *Broker) Topics() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.topics))
+	for n := range b.topics {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Subscriptions returns the subscription names of a topic (the union over the partitions of a partitioned
+// topic), sorted.
+func (b *Broker) Subscriptions(topicName string) []string {
+	set := map[string]struct{}{}
+	for _, t := range b.topicsFor(topicName) {
+		for _, s := range t.subscriptionNames() {
+			set[s] = struct{}{}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Backlog returns the number of messages (not entries) of the topic not yet acknowledged by the subscription,
+// summed over the partitions of a partitioned topic. It is 0 for unknown topics or subscriptions.
+func (b *Broker) Backlog(topicName, sub string) int {
+	n := 0
+	for _, t := range b.topicsFor(topicName) {
+		n += t.backlog(sub)
+	}
+	return n
+}
+
+// Trim drops the entries every subscription has acknowledged and returns how many were dropped.
+func (b *Broker) Trim(topicName string) int {
+	n := 0
+	for _, t := range b.topicsFor(topicName) {
+		n += t.trim()
+	}
+	return n
+}
+
+// TopicStats is a snapshot of a topic (summed over partitions for a partitioned topic).
+type TopicStats struct {
+	Entries       int                          // stored entries
+	Messages      int                          // stored messages (batches counted per message)
+	Producers     int                          // connected producers
+	Subscriptions map[string]SubscriptionStats // by subscription name
+	// InjectedSendErrors counts SEND_ERRORs caused by FailNextSends on this topic.
+	InjectedSendErrors int
+}
+
+// SubscriptionStats is a snapshot of one subscription.
+type SubscriptionStats struct {
+	Type      string // Exclusive, Shared, Failover or Key_Shared
+	Durable   bool
+	Consumers int
+	Backlog   int // messages not acknowledged
+	Pending   int // entries dispatched and not acknowledged (Shared and Key_Shared)
+	Permits   int // sum of the consumers' permits
+	Replay    int // entries waiting for redelivery
+	Delayed   int // entries held back by delayed delivery
+}
+
+// Stats returns a snapshot of the topic.
+func (b *Broker) Stats(topicName string) TopicStats {
+	st := TopicStats{Subscriptions: map[string]SubscriptionStats{}}
+	for _, t := range b.topicsFor(topicName) {
+		t.addStats(&st)
+	}
+	return st
+}
+
+// DropConnections closes every client connection, as a broker crash or network failure would.
+func (b *Broker) DropConnections() {
+	b.mu.Lock()
+	conns := make([]*conn, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// UnloadTopic sends CLOSE_PRODUCER and CLOSE_CONSUMER to every client of the topic (all partitions of a
+// partitioned topic), which makes the clients look the topic up again and reconnect.
+func (b *Broker) UnloadTopic(topicName string) {
+	for _, t := range b.topicsFor(topicName) {
+		t.unload()
+	}
+}
+
+// FailNextSends makes the next n SENDs on the topic (any partition of a partitioned topic) fail with
+// SEND_ERROR(err) without storing anything.
+func (b *Broker) FailNextSends(topicName string, n int, err ServerError) {
+	fq, e := normalizeTopic(topicName)
+	if e != nil {
+		return
+	}
+	b.faultMu.Lock()
+	defer b.faultMu.Unlock()
+	if n <= 0 {
+		delete(b.failSends, fq)
+		return
+	}
+	b.failSends[fq] = &sendFault{n: n, err: err}
+}
+
+// FailNextLookups makes the next n LOOKUP and PARTITIONED_METADATA requests fail with err.
+func (b *Broker) FailNextLookups(n int, err ServerError) {
+	b.faultMu.Lock()
+	defer b.faultMu.Unlock()
+	b.failLookups, b.lookupErr = n, err
+}
+
+// PauseDispatch stops pushing messages of the topic (all partitions of a partitioned topic) to consumers; sends
+// are still stored and receipted.
+func (b *Broker) PauseDispatch(topicName string) {
+	fq, err := normalizeTopic(topicName)
+	if err != nil {
+		return
+	}
+	b.faultMu.Lock()
+	b.paused[fq] = true
+	b.faultMu.Unlock()
+}
+
+// ResumeDispatch undoes PauseDispatch and dispatches what accumulated.
+func (b *Broker) ResumeDispatch(topicName string) {
+	fq, err := normalizeTopic(topicName)
+	if err != nil {
+		return
+	}
+	b.faultMu.Lock()
+	delete(b.paused, fq)
+	b.faultMu.Unlock()
+	for _, t := range b.topicsFor(fq) {
+		t.kick()
+	}
+}
+
+func (b *Broker) isPaused(t *topic) bool {
+	b.faultMu.Lock()
+	defer b.faultMu.Unlock()
+	return b.paused[t.name] || b.paused[t.base]
+}
+
+// takeSendFault consumes one injected send failure for the topic, if any.
+func (b *Broker) takeSendFault(t *topic) (ServerError, bool) {
+	b.faultMu.Lock()
+	defer b.faultMu.Unlock()
+	for _, k := range []string{t.name, t.base} {
+		if f := b.failSends[k]; f != nil && f.n > 0 {
+			f.n--
+			if f.n == 0 {
+				delete(b.failSends, k)
+			}
+			b.injectedSendErrors.Add(1)
+			t.injectedSendErrors.Add(1)
+			return f.err, true
+		}
+	}
+	return 0, false
+}
+
+func (b *Broker) takeLookupFault() (ServerError, bool) {
+	b.faultMu.Lock()
+	defer b.faultMu.Unlock()
+	if b.failLookups > 0 {
+		b.failLookups--
+		b.injectedLookupErrors.Add(1)
+		return b.lookupErr, true
+	}
+	return 0, false
+}
+
+func (b *Broker) nextProducerName() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.producerSeq++
+	return b.opts.clusterName + "-0-" + strconv.FormatUint(b.producerSeq, 10)
+}
+
+// schema registry, keyed by the partitioned (base) topic name.
+
+func schemaVersionBytes(v int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) } //nolint:gosec // small
+
+func (b *Broker) getOrCreateSchema(base string, s *wire.Schema) []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	list := b.schemas[base]
+	for i, have := range list {
+		if have.GetType() == s.GetType() && string(have.GetSchemaData()) == string(s.GetSchemaData()) {
+			return schemaVersionBytes(i)
+		}
+	}
+	b.schemas[base] = append(list, s)
+	return schemaVersionBytes(len(list))
+}
+
+func (b *Broker) getSchema(base string, version []byte) (*wire.Schema, []byte, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	list := b.schemas[base]
+	if len(list) == 0 {
+		return nil, nil, false
+	}
+	if len(version) == 0 {
+		return list[len(list)-1], schemaVersionBytes(len(list) - 1), true
+	}
+	if len(version) != 8 {
+		return nil, nil, false
+	}
+	v := binary.BigEndian.Uint64(version)
+	if v >= uint64(len(list)) {
+		return nil, nil, false
+	}
+	return list[v], version, true
+}
+
+func (b *Broker) topicsOfNamespace(ns string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for n := range b.topics {
+		if namespaceOf(n) == ns {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (b *Broker) partitions(fq string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.partitioned[fq]
+}

@@ -1,0 +1,54 @@
+package pulsartest
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+const partitionSuffix = "-partition-"
+
+// normalizeTopic turns the short forms clients send into persistent://tenant/namespace/name.
+func normalizeTopic(name string) (string, error) {
+	rest, scheme := name, "persistent"
+	if i := strings.Index(name, "://"); i >= 0 {
+		scheme, rest = name[:i], name[i+3:]
+	}
+	if scheme != "persistent" {
+		return "", fmt.Errorf("%w: %q: only persistent topics are supported", ErrInvalidTopic, name)
+	}
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) == 1 && parts[0] != "":
+		return "persistent://public/default/" + parts[0], nil
+	case len(parts) == 3 && parts[0] != "" && parts[1] != "" && parts[2] != "":
+		return "persistent://" + rest, nil
+	case len(parts) == 4 && parts[0] != "" && parts[3] != "":
+		// legacy tenant/cluster/namespace/topic
+		return "persistent://" + rest, nil
+	default:
+		return "", fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+}
+
+// splitPartition returns the partitioned topic name and index of a partition name, or (name, -1).
+func splitPartition(fq string) (string, int32) {
+	i := strings.LastIndex(fq, partitionSuffix)
+	if i < 0 {
+		return fq, -1
+	}
+	n, err := strconv.ParseInt(fq[i+len(partitionSuffix):], 10, 32)
+	if err != nil || n < 0 {
+		return fq, -1
+	}
+	return fq[:i], int32(n)
+}
+
+// namespaceOf returns tenant/namespace of a fully qualified topic name.
+func namespaceOf(fq string) string {
+	rest := strings.TrimPrefix(fq, "persistent://")
+	if i := strings.LastIndex(rest, "/"); i >= 0 {
+		return rest[:i]
+	}
+	return rest
+}

@@ -1,0 +1,116 @@
+package pulsartest
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Option configures a Broker.
+type Option func(*options)
+
+// FailoverSelection chooses how a Failover subscription on a non-partitioned topic picks its active consumer.
+type FailoverSelection int
+
+// Failover selection modes.
+const (
+	// SortedByName picks the first consumer in (name) order; partition i picks sorted[i % n].
+	SortedByName FailoverSelection = iota
+	// ConsistentHash picks the consumer nearest murmur3(topic) on a ring of consumer names (Pulsar 3.x).
+	ConsistentHash
+)
+
+type options struct {
+	addr                   string
+	clock                  Clock
+	realisticTiming        bool
+	redeliveryOnDisconnect bool
+	maxMessageSize         int
+	brokerEntryMetadata    bool
+	failoverSelection      FailoverSelection
+	batchIndexAck          bool
+	clusterName            string
+	authToken              string
+	logger                 *slog.Logger
+}
+
+func defaultOptions() options {
+	return options{
+		addr:           "127.0.0.1:0",
+		clock:          wallClock{},
+		maxMessageSize: 5 * 1024 * 1024,
+		clusterName:    "standalone",
+		logger:         slog.New(slog.DiscardHandler),
+	}
+}
+
+// WithAddr sets the listen address; URL and LOOKUP advertise exactly this host and the bound port.
+// Default: "127.0.0.1:0".
+func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
+
+// WithClock sets the clock driving delayed delivery, the failover delay and broker timestamps.
+// Default: the wall clock.
+func WithClock(c Clock) Option {
+	return func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
+// WithRealisticTiming adds the 1 s failover delay and 1 s delayed-delivery tick of a real broker.
+// Default: off (immediate and exact).
+func WithRealisticTiming(on bool) Option { return func(o *options) { o.realisticTiming = on } }
+
+// WithRedeliveryOnDisconnect increments the redelivery count of entries re-queued when a Shared or Key_Shared
+// consumer leaves while others remain (Pulsar 2.5 to 2.x behaviour). Default: off (3.x behaviour).
+func WithRedeliveryOnDisconnect(on bool) Option {
+	return func(o *options) { o.redeliveryOnDisconnect = on }
+}
+
+// WithMaxMessageSize sets CONNECTED.max_message_size; a small value forces client-side chunking.
+// Default: 5242880.
+func WithMaxMessageSize(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxMessageSize = n
+		}
+	}
+}
+
+// WithBrokerEntryMetadata adds a BrokerEntryMetadata block (broker timestamp, index) to every MESSAGE.
+// Default: off.
+func WithBrokerEntryMetadata(on bool) Option { return func(o *options) { o.brokerEntryMetadata = on } }
+
+// WithFailoverSelection sets how a Failover subscription on a non-partitioned topic picks its active consumer.
+// Default: SortedByName.
+func WithFailoverSelection(m FailoverSelection) Option {
+	return func(o *options) { o.failoverSelection = m }
+}
+
+// WithBatchIndexAck honours batch-index acknowledgements (ack_set). Default: off.
+func WithBatchIndexAck(on bool) Option { return func(o *options) { o.batchIndexAck = on } }
+
+// WithClusterName sets the cluster name used in generated producer names. Default: "standalone".
+func WithClusterName(s string) Option {
+	return func(o *options) {
+		if s != "" {
+			o.clusterName = s
+		}
+	}
+}
+
+// WithAuthToken makes CONNECT require auth method "token" with exactly this token. It is not security.
+// Default: any credentials are accepted.
+func WithAuthToken(tok string) Option { return func(o *options) { o.authToken = tok } }
+
+// WithLogger sets the logger; the broker logs connections at Info and every command at Debug.
+// Default: a logger that discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+const realisticDelay = time.Second

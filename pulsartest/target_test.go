@@ -1,0 +1,247 @@
+package pulsartest_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+)
+
+// capabilities records broker behaviour that differs between versions (BROKER.md §9).
+type capabilities struct {
+	redeliveryOnDisconnect bool
+	failoverFirstConnected bool
+	chunking               bool // the broker is configured with a small max message size
+	faults                 bool // fault hooks available (embedded only)
+}
+
+// target is where the scenario suite runs: the embedded broker or a real one (PULSAR_URL).
+type target interface {
+	ServiceURL() string
+	CreatePartitionedTopic(t *testing.T, name string, n int)
+	UniqueTopic(t *testing.T) string
+	Capabilities() capabilities
+	Broker() *pulsartest.Broker // nil for a real broker
+}
+
+var topicSeq atomic.Int64
+
+func uniqueName(t *testing.T, prefix string) string {
+	t.Helper()
+	n := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
+	if len(n) > 60 {
+		n = n[len(n)-60:]
+	}
+	return fmt.Sprintf("%s-%s-%d-%d", prefix, strings.ToLower(n), time.Now().UnixNano()%1e9, topicSeq.Add(1))
+}
+
+type embeddedTarget struct {
+	b *pulsartest.Broker
+}
+
+func newEmbedded(t *testing.T, opts ...pulsartest.Option) *embeddedTarget {
+	t.Helper()
+	return &embeddedTarget{b: pulsartest.NewBroker(t, opts...)}
+}
+
+func (e *embeddedTarget) ServiceURL() string         { return e.b.URL() }
+func (e *embeddedTarget) Broker() *pulsartest.Broker { return e.b }
+func (*embeddedTarget) UniqueTopic(t *testing.T) string {
+	t.Helper()
+	return uniqueName(t, "t")
+}
+
+func (*embeddedTarget) Capabilities() capabilities {
+	return capabilities{chunking: true, faults: true}
+}
+
+func (e *embeddedTarget) CreatePartitionedTopic(t *testing.T, name string, n int) {
+	t.Helper()
+	require.NoError(t, e.b.CreatePartitionedTopic(name, n))
+}
+
+type realTarget struct {
+	url   string
+	admin string // admin REST base URL, e.g. http://127.0.0.1:8080
+}
+
+func (r *realTarget) ServiceURL() string       { return r.url }
+func (*realTarget) Broker() *pulsartest.Broker { return nil }
+func (*realTarget) UniqueTopic(t *testing.T) string {
+	t.Helper()
+	return uniqueName(t, "t")
+}
+
+func (*realTarget) Capabilities() capabilities {
+	return capabilities{
+		redeliveryOnDisconnect: os.Getenv("PULSAR_REDELIVERY_ON_DISCONNECT") == "true",
+		failoverFirstConnected: os.Getenv("PULSAR_FAILOVER_FIRST_CONNECTED") == "true",
+		chunking:               os.Getenv("PULSAR_SMALL_MAX_MESSAGE_SIZE") == "true",
+	}
+}
+
+func (r *realTarget) CreatePartitionedTopic(t *testing.T, name string, n int) {
+	t.Helper()
+	if r.admin == "" {
+		t.Skip("PULSAR_ADMIN_URL not set: partitioned topics need the admin API on a real broker")
+	}
+	// PUT /admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions with the count as body; the
+	// pulsaradmin package would need dependencies this module does not carry.
+	url := fmt.Sprintf("%s/admin/v2/persistent/public/default/%s/partitions", strings.TrimRight(r.admin, "/"), name)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, url, strings.NewReader(fmt.Sprint(n)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Less(t, resp.StatusCode, 300, "create partitioned topic: %s", resp.Status)
+}
+
+// targetCase starts one target for one (sub)test; t.Run calls it inside the subtest.
+type targetCase struct {
+	name  string
+	start func(t *testing.T) target
+}
+
+// targets lists where the suite runs: the embedded broker always, a real broker when PULSAR_URL is set.
+func targets() []targetCase {
+	return []targetCase{
+		{name: "embedded", start: func(t *testing.T) target {
+			t.Helper()
+			return newEmbedded(t)
+		}},
+		{name: "real", start: func(t *testing.T) target {
+			t.Helper()
+			url := os.Getenv("PULSAR_URL")
+			if url == "" {
+				t.Skip("PULSAR_URL not set: the scenario runs against the embedded broker only")
+			}
+			return &realTarget{url: url, admin: os.Getenv("PULSAR_ADMIN_URL")}
+		}},
+	}
+}
+
+func newClient(t *testing.T, url string) apulsar.Client {
+	t.Helper()
+	c, err := apulsar.NewClient(apulsar.ClientOptions{
+		URL:               url,
+		OperationTimeout:  5 * time.Second,
+		ConnectionTimeout: 5 * time.Second,
+		Logger:            plog.DefaultNopLogger(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func newProducer(t *testing.T, c apulsar.Client, opts apulsar.ProducerOptions) apulsar.Producer {
+	t.Helper()
+	p, err := c.CreateProducer(opts)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+func subscribe(t *testing.T, c apulsar.Client, opts apulsar.ConsumerOptions) apulsar.Consumer {
+	t.Helper()
+	if opts.NackRedeliveryDelay == 0 {
+		opts.NackRedeliveryDelay = 100 * time.Millisecond
+	}
+	if opts.AckGroupingOptions == nil && !opts.AckWithResponse {
+		opts.AckGroupingOptions = &apulsar.AckGroupingOptions{MaxSize: 1000, MaxTime: 10 * time.Millisecond}
+	}
+	k, err := c.Subscribe(opts)
+	require.NoError(t, err)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(k.Close) })
+	return k
+}
+
+func sendAll(t *testing.T, p apulsar.Producer, payloads ...string) []apulsar.MessageID {
+	t.Helper()
+	ids := make([]apulsar.MessageID, 0, len(payloads))
+	for _, s := range payloads {
+		id, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte(s)})
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func numbered(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("m-%d", i)
+	}
+	return out
+}
+
+const receiveTimeout = 10 * time.Second
+
+func receive(t *testing.T, k apulsar.Consumer) apulsar.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), receiveTimeout)
+	defer cancel()
+	m, err := k.Receive(ctx)
+	require.NoError(t, err, "receive")
+	return m
+}
+
+func receiveN(t *testing.T, k apulsar.Consumer, n int) []apulsar.Message {
+	t.Helper()
+	out := make([]apulsar.Message, 0, n)
+	for range n {
+		out = append(out, receive(t, k))
+	}
+	return out
+}
+
+// expectNone asserts that nothing arrives within d.
+func expectNone(t *testing.T, k apulsar.Consumer, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	m, err := k.Receive(ctx)
+	if err == nil {
+		t.Fatalf("unexpected message %q (id %v)", m.Payload(), m.ID())
+	}
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func payloads(ms []apulsar.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m.Payload())
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// eventually polls cond until it holds or 10 s passed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,570 @@
+package pulsartest
+
+import (
+	"encoding/base64"
+	"math"
+	"math/bits"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
+)
+
+// entry is the bytes of one SEND (a message, a batch or a chunk), stored from the 0x0e01 magic on.
+type entry struct {
+	id          int64
+	raw         []byte
+	numMsgs     int32
+	hasBatch    bool // num_messages_in_batch present: GET_LAST_MESSAGE_ID reports a batch index
+	deliverAt   int64
+	hash        uint32
+	publishTime int64
+	brokerTime  int64
+	index       int64 // broker entry index: index of the entry's last message in the topic
+	uuid        string
+	lastChunk   bool
+}
+
+const noneKey = "NONE_KEY"
+
+func newEntry(raw []byte, md *wire.MessageMetadata, now int64) *entry {
+	e := &entry{
+		raw:         raw,
+		numMsgs:     max(md.GetNumMessagesInBatch(), 1),
+		hasBatch:    md.NumMessagesInBatch != nil,
+		deliverAt:   md.GetDeliverAtTime(),
+		publishTime: int64(md.GetPublishTime()), //nolint:gosec // ms timestamps
+		brokerTime:  now,
+		uuid:        md.GetUuid(),
+	}
+	if e.uuid != "" {
+		e.lastChunk = md.GetChunkId() >= md.GetNumChunksFromMsg()-1
+	}
+	key := []byte(noneKey)
+	switch {
+	case len(md.GetOrderingKey()) > 0:
+		key = md.GetOrderingKey()
+	case md.GetPartitionKey() != "":
+		key = []byte(md.GetPartitionKey())
+		if md.GetPartitionKeyB64Encoded() {
+			if dec, err := base64.StdEncoding.DecodeString(md.GetPartitionKey()); err == nil {
+				key = dec
+			}
+		}
+	}
+	e.hash = murmur3(key)
+	return e
+}
+
+// topic is one non-partitioned topic or one partition. mu guards everything below it.
+type topic struct {
+	b         *Broker
+	name      string
+	base      string // partitioned topic name for a partition, else name
+	partition int32
+	ledgerID  uint64
+
+	injectedSendErrors atomic.Int64
+
+	mu        sync.Mutex
+	entries   []*entry
+	first     int64 // id of entries[0]
+	next      int64 // id of the next entry
+	msgCount  int64
+	subs      map[string]*subscription
+	producers map[*producer]struct{}
+}
+
+func newTopic(b *Broker, name, base string, partition int32, ledger uint64) *topic {
+	return &topic{
+		b: b, name: name, base: base, partition: partition, ledgerID: ledger,
+		subs: map[string]*subscription{}, producers: map[*producer]struct{}{},
+	}
+}
+
+func (t *topic) entry(id int64) *entry {
+	if id < t.first || id >= t.next {
+		return nil
+	}
+	return t.entries[id-t.first]
+}
+
+func (t *topic) now() int64 { return t.b.opts.clock.Now().UnixMilli() }
+
+// kick runs one dispatch pass and sends what it produced after unlocking.
+func (t *topic) kick() {
+	t.mu.Lock()
+	outs := t.dispatchLocked(nil)
+	t.mu.Unlock()
+	send(outs)
+}
+
+func (t *topic) dispatchLocked(outs []outbound) []outbound {
+	if t.b.isPaused(t) {
+		return outs
+	}
+	now := t.now()
+	for _, s := range t.subs {
+		outs = s.dispatch(now, outs)
+	}
+	return outs
+}
+
+func (t *topic) append(e *entry) (int64, []outbound) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e.id = t.next
+	t.next++
+	t.msgCount += int64(e.numMsgs)
+	e.index = t.msgCount - 1
+	t.entries = append(t.entries, e)
+	return e.id, t.dispatchLocked(nil)
+}
+
+func (t *topic) busy() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.producers) > 0 {
+		return true
+	}
+	for _, s := range t.subs {
+		if len(s.consumers) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *topic) stopTimers() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.subs {
+		s.stopTimer()
+	}
+}
+
+func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSub string) (ServerError, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for other := range t.producers {
+		if other.name == p.name {
+			return ProducerBusy, "producer with name '" + p.name + "' is already connected to topic " + t.name
+		}
+	}
+	if mode != wire.ProducerAccessMode_Shared && len(t.producers) > 0 {
+		if mode == wire.ProducerAccessMode_ExclusiveWithFencing {
+			return ProducerFenced, "exclusive producer access is not available while other producers are connected"
+		}
+		return ProducerBusy, "topic " + t.name + " already has connected producers"
+	}
+	if initialSub != "" {
+		if _, ok := t.subs[initialSub]; !ok {
+			t.subs[initialSub] = t.newSubscription(initialSub, true, wire.CommandSubscribe_Shared, nil)
+			t.subs[initialSub].setPosition(t.first)
+		}
+	}
+	t.producers[p] = struct{}{}
+	return 0, ""
+}
+
+func (t *topic) removeProducer(p *producer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.producers, p)
+}
+
+func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerError, string) {
+	t.mu.Lock()
+	var outs []outbound
+	defer func() {
+		t.mu.Unlock()
+		send(outs)
+	}()
+	name, typ := m.GetSubscription(), m.GetSubType()
+	ks := m.GetKeySharedMeta()
+	s := t.subs[name]
+	switch {
+	case s == nil:
+		s = t.newSubscription(name, m.GetDurable(), typ, ks)
+		pos := t.next
+		switch {
+		case !m.GetDurable():
+			pos = t.startPosition(m.GetStartMessageId())
+		case m.GetInitialPosition() == wire.CommandSubscribe_Earliest:
+			pos = t.first
+		}
+		s.setPosition(pos)
+		t.subs[name] = s
+	case len(s.consumers) > 0:
+		switch {
+		case s.subType == wire.CommandSubscribe_Exclusive && typ == wire.CommandSubscribe_Exclusive:
+			return nil, ConsumerBusy, "Exclusive consumer is already connected"
+		case s.subType != typ:
+			return nil, ConsumerBusy, "Subscription is of different type"
+		case typ == wire.CommandSubscribe_Key_Shared &&
+			(s.ksMode != ks.GetKeySharedMode() || s.allowOOO != ks.GetAllowOutOfOrderDelivery()):
+			return nil, ConsumerBusy, "Subscription is of different type: key shared mode or out-of-order delivery differs"
+		}
+	default:
+		s.subType, s.ksMode, s.allowOOO = typ, ks.GetKeySharedMode(), ks.GetAllowOutOfOrderDelivery()
+	}
+	k := &consumer{id: m.GetConsumerId(), c: c, name: m.GetConsumerName(), sub: s, pending: map[int64]pendingEntry{}}
+	if s.subType == wire.CommandSubscribe_Key_Shared && s.ksMode == wire.KeySharedMode_STICKY {
+		for _, r := range ks.GetHashRanges() {
+			if r.GetStart() < 0 || r.GetEnd() >= ksRangeSize || r.GetStart() > r.GetEnd() {
+				return nil, ConsumerAssignError, "invalid hash range"
+			}
+			for _, other := range s.consumers {
+				for _, o := range other.ranges {
+					if r.GetStart() <= o.end && o.start <= r.GetEnd() {
+						return nil, ConsumerAssignError, "hash range overlaps with consumer " + other.name
+					}
+				}
+			}
+			k.ranges = append(k.ranges, hashRange{start: r.GetStart(), end: r.GetEnd()})
+		}
+	}
+	s.consumers = append(s.consumers, k)
+	s.membershipChanged()
+	if s.singleActive() {
+		outs = s.pickActive(outs)
+	}
+	return k, 0, ""
+}
+
+// startPosition resolves a non-durable start message id to the first entry to read. A concrete id is delivered
+// itself (the client filters it), like a real broker stepping one entry back.
+func (t *topic) startPosition(id *wire.MessageIdData) int64 {
+	if id == nil {
+		return t.next
+	}
+	l, e := id.GetLedgerId(), id.GetEntryId()
+	switch {
+	case l == math.MaxUint64 || e == math.MaxUint64:
+		return t.first
+	case l >= math.MaxInt64 || e >= math.MaxInt64:
+		return t.next
+	}
+	return min(max(int64(e), t.first), t.next)
+}
+
+func (t *topic) flow(k *consumer, n int64) {
+	t.mu.Lock()
+	k.permits += n
+	first := !k.flowSeen
+	k.flowSeen = true
+	var outs []outbound
+	if first && k.sub.subType == wire.CommandSubscribe_Failover {
+		outs = k.sub.notifyActive(outs)
+	}
+	outs = t.dispatchLocked(outs)
+	t.mu.Unlock()
+	send(outs)
+}
+
+func (t *topic) ack(k *consumer, m *wire.CommandAck) {
+	t.mu.Lock()
+	s := k.sub
+	if k.removed {
+		t.mu.Unlock()
+		return
+	}
+	ids := m.GetMessageId()
+	if m.GetAckType() == wire.CommandAck_Cumulative {
+		if !s.singleActive() || len(ids) == 0 {
+			t.b.log.Warn("pulsartest: cumulative ack ignored on " + s.subType.String() + " subscription")
+		} else {
+			id := ids[0]
+			eid := int64(id.GetEntryId()) //nolint:gosec // entry ids are small
+			if t.b.opts.batchIndexAck && anyBit(id.GetAckSet()) {
+				s.ackUpTo(eid - 1)
+				s.partialAck(eid, id.GetAckSet())
+			} else {
+				s.ackUpTo(eid)
+			}
+		}
+	} else {
+		for _, id := range ids {
+			if id.GetLedgerId() != t.ledgerID {
+				continue
+			}
+			eid := int64(id.GetEntryId()) //nolint:gosec // entry ids are small
+			if t.b.opts.batchIndexAck && len(id.GetAckSet()) > 0 && anyBit(id.GetAckSet()) {
+				s.partialAck(eid, id.GetAckSet())
+				continue
+			}
+			s.fullAck(eid)
+		}
+	}
+	outs := t.dispatchLocked(nil)
+	t.mu.Unlock()
+	send(outs)
+}
+
+func (t *topic) redeliver(k *consumer, ids []*wire.MessageIdData) {
+	t.mu.Lock()
+	s := k.sub
+	if !k.removed {
+		if s.singleActive() {
+			// Ids are ignored: a single active consumer gets everything after mark-delete again, in order.
+			if k == s.active {
+				s.readPos = s.markDelete + 1
+			}
+		} else {
+			var which []int64
+			if len(ids) == 0 {
+				for id := range k.pending {
+					which = append(which, id)
+				}
+			} else {
+				for _, id := range ids {
+					which = append(which, int64(id.GetEntryId())) //nolint:gosec // small
+				}
+			}
+			for _, id := range which {
+				if _, ok := k.pending[id]; ok {
+					s.unpend(k, id)
+					s.redelivery[id]++
+					s.addReplay(id)
+				}
+			}
+		}
+	}
+	outs := t.dispatchLocked(nil)
+	t.mu.Unlock()
+	send(outs)
+}
+
+// removeConsumer detaches k. With notify, the client is told by CLOSE_CONSUMER (broker-initiated close).
+func (t *topic) removeConsumer(k *consumer, notify bool) {
+	t.mu.Lock()
+	outs := t.removeConsumerLocked(k, notify, nil)
+	outs = t.dispatchLocked(outs)
+	t.mu.Unlock()
+	send(outs)
+}
+
+func (t *topic) removeConsumerLocked(k *consumer, notify bool, outs []outbound) []outbound {
+	if k.removed {
+		return outs
+	}
+	k.removed = true
+	s := k.sub
+	for i, o := range s.consumers {
+		if o == k {
+			s.consumers = append(s.consumers[:i:i], s.consumers[i+1:]...)
+			break
+		}
+	}
+	if notify {
+		k.c.mu.Lock()
+		if k.c.consumers[k.id] == k {
+			delete(k.c.consumers, k.id)
+		}
+		k.c.mu.Unlock()
+		outs = append(outs, outbound{k.c, k.c.encode(&wire.BaseCommand{
+			Type:          cmdType(wire.BaseCommand_CLOSE_CONSUMER),
+			CloseConsumer: &wire.CommandCloseConsumer{ConsumerId: ptr(k.id), RequestId: ptr(uint64(0))},
+		})})
+	}
+	s.membershipChanged()
+	if s.singleActive() {
+		return s.pickActive(outs)
+	}
+	for id := range k.pending {
+		s.unpend(k, id)
+		if t.b.opts.redeliveryOnDisconnect && len(s.consumers) > 0 {
+			s.redelivery[id]++
+		}
+		s.addReplay(id)
+	}
+	if len(s.consumers) == 0 {
+		s.resetDispatch()
+		if !s.durable && !s.keep {
+			s.stopTimer()
+			delete(t.subs, s.name)
+		}
+	}
+	return outs
+}
+
+func (t *topic) unsubscribe(k *consumer, force bool) (ServerError, string) {
+	t.mu.Lock()
+	s := k.sub
+	if len(s.consumers) > 1 && !force {
+		t.mu.Unlock()
+		return MetadataError, "Unconnected or shared consumer attempting to unsubscribe"
+	}
+	var outs []outbound
+	for _, o := range append([]*consumer(nil), s.consumers...) {
+		outs = t.removeConsumerLocked(o, o != k, outs)
+	}
+	s.stopTimer()
+	delete(t.subs, s.name)
+	t.mu.Unlock()
+	send(outs)
+	return 0, ""
+}
+
+func (t *topic) seek(s *subscription, m *wire.CommandSeek) {
+	t.mu.Lock()
+	pos := t.first
+	if id := m.GetMessageId(); id != nil {
+		pos = t.startPosition(id)
+	} else {
+		ts := int64(m.GetMessagePublishTime()) //nolint:gosec // ms timestamp
+		for i := len(t.entries) - 1; i >= 0; i-- {
+			e := t.entries[i]
+			when := e.publishTime
+			if t.b.opts.brokerEntryMetadata {
+				when = e.brokerTime
+			}
+			if when <= ts {
+				pos = e.id + 1
+				break
+			}
+		}
+	}
+	var outs []outbound
+	s.keep = true
+	for _, k := range append([]*consumer(nil), s.consumers...) {
+		outs = t.removeConsumerLocked(k, true, outs)
+	}
+	s.keep = false
+	s.resetDispatch()
+	s.setPosition(pos)
+	t.mu.Unlock()
+	send(outs)
+}
+
+func (t *topic) lastMessageID(s *subscription) (*wire.MessageIdData, *wire.MessageIdData) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last := &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition)}
+	if e := t.entry(t.next - 1); e != nil {
+		last.EntryId = ptr(uint64(e.id)) //nolint:gosec // >= 0
+		if e.hasBatch {
+			last.BatchIndex = ptr(e.numMsgs - 1)
+		}
+	}
+	md := &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(s.markDelete))} //nolint:gosec // -1 wraps as on the wire
+	return last, md
+}
+
+func (t *topic) unload() {
+	t.mu.Lock()
+	var outs []outbound
+	for p := range t.producers {
+		p.c.mu.Lock()
+		if p.c.producers[p.id] == p {
+			delete(p.c.producers, p.id)
+		}
+		p.c.mu.Unlock()
+		outs = append(outs, outbound{p.c, p.c.encode(&wire.BaseCommand{
+			Type:          cmdType(wire.BaseCommand_CLOSE_PRODUCER),
+			CloseProducer: &wire.CommandCloseProducer{ProducerId: ptr(p.id), RequestId: ptr(uint64(0))},
+		})})
+	}
+	t.producers = map[*producer]struct{}{}
+	for _, s := range t.subs {
+		for _, k := range append([]*consumer(nil), s.consumers...) {
+			outs = t.removeConsumerLocked(k, true, outs)
+		}
+	}
+	t.mu.Unlock()
+	send(outs)
+}
+
+func (t *topic) subscriptionNames() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.subs))
+	for n := range t.subs {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (t *topic) backlog(sub string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.subs[sub]
+	if s == nil {
+		return 0
+	}
+	return s.backlog()
+}
+
+func (t *topic) trim() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.subs) == 0 {
+		return 0
+	}
+	upTo := int64(math.MaxInt64)
+	for _, s := range t.subs {
+		upTo = min(upTo, s.markDelete)
+	}
+	n := 0
+	for t.first <= upTo && len(t.entries) > 0 {
+		t.entries[0] = nil
+		t.entries = t.entries[1:]
+		t.first++
+		n++
+	}
+	return n
+}
+
+func (t *topic) addStats(st *TopicStats) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st.Entries += len(t.entries)
+	for _, e := range t.entries {
+		st.Messages += int(e.numMsgs)
+	}
+	st.Producers += len(t.producers)
+	st.InjectedSendErrors += int(t.injectedSendErrors.Load())
+	for name, s := range t.subs {
+		ss := st.Subscriptions[name]
+		ss.Type, ss.Durable = s.subType.String(), s.durable
+		ss.Consumers += len(s.consumers)
+		ss.Backlog += s.backlog()
+		ss.Replay += len(s.replay)
+		ss.Delayed += len(s.delayed)
+		for _, k := range s.consumers {
+			ss.Pending += len(k.pending)
+			ss.Permits += int(k.permits)
+		}
+		st.Subscriptions[name] = ss
+	}
+}
+
+func anyBit(set []int64) bool {
+	for _, w := range set {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func popcount(set []int64) int32 {
+	var n int32
+	for _, w := range set {
+		n += int32(bits.OnesCount64(uint64(w))) //nolint:gosec // at most 64
+	}
+	return n
+}
+
+func durationMs(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+func sortedIDs(m map[int64]struct{}) []int64 {
+	out := make([]int64, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
