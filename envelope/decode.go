@@ -67,8 +67,9 @@ const (
 // without escapes and unknown members without whitespace are substrings of that copy, so a
 // typical envelope costs three allocations: the copy, the Envelope and its Data bytes.
 type decoder struct {
-	s string
-	e *Envelope
+	s     string
+	e     *Envelope
+	depth int // nesting depth of the object whose member is being decoded (frame = 1)
 }
 
 func (d *decoder) frame() *PoisonError {
@@ -125,12 +126,14 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 			return i, syntaxPoison(prefix, errSyntax(i, "unexpected end of input, want a value"))
 		}
 		var err *PoisonError
+		d.depth = 2
 		switch lvl {
 		case levelMeta:
 			i, err = d.metaMember(i, key, name)
 		case levelDeadLetter:
 			i, err = d.deadLetterMember(i, key, name)
 		default:
+			d.depth = 1
 			i, err = d.topMember(i, key, name)
 		}
 		if err != nil {
@@ -169,7 +172,7 @@ func (d *decoder) topMember(i int, key, name string) (int, *PoisonError) {
 		if d.s[i] != '{' {
 			return d.typeErr(i, "/data", "an object")
 		}
-		end, ws, serr := scanValue(d.s, i, 0)
+		end, ws, serr := scanValue(d.s, i, d.depth)
 		if serr != nil {
 			return end, syntaxPoison("/data", serr)
 		}
@@ -316,7 +319,7 @@ func (d *decoder) integer(i int, ptr string, asInt bool) (int64, int, *PoisonErr
 // typeErr validates the value at s[i] and reports it as a RuleType failure (or as
 // RuleSingleObject when the value itself is malformed).
 func (d *decoder) typeErr(i int, ptr, want string) (int, *PoisonError) {
-	end, _, serr := scanValue(d.s, i, 0)
+	end, _, serr := scanValue(d.s, i, d.depth)
 	if serr != nil {
 		return end, syntaxPoison(ptr, serr)
 	}
@@ -325,7 +328,7 @@ func (d *decoder) typeErr(i int, ptr, want string) (int, *PoisonError) {
 
 // forbidden validates and skips the value of a forbidden key and records a warning.
 func (d *decoder) forbidden(i int, ptr string) (int, *PoisonError) {
-	end, _, serr := scanValue(d.s, i, 0)
+	end, _, serr := scanValue(d.s, i, d.depth)
 	if serr != nil {
 		return end, syntaxPoison(ptr, serr)
 	}
@@ -343,7 +346,7 @@ func (d *decoder) forbidden(i int, ptr string) (int, *PoisonError) {
 
 // unknown validates the value of an unknown member and keeps it verbatim (compacted).
 func (d *decoder) unknown(i int, key, name, prefix string, list *[]member) (int, *PoisonError) {
-	end, ws, serr := scanValue(d.s, i, 0)
+	end, ws, serr := scanValue(d.s, i, d.depth)
 	if serr != nil {
 		return end, syntaxPoison(prefix+"/"+escapePointer(name), serr)
 	}

@@ -372,3 +372,13 @@ func TestPoisonErrorIs(t *testing.T) {
 	require.NotErrorIs(t, err, envelope.ErrInvalidData)
 	assert.Equal(t, "envelope: poison (single_object): payload is a JSON array, not an object", err.Error())
 }
+
+func TestDecodeDepthMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{9999, 10000} { // the frame is one level, so 9999 arrays reach 10000
+		payload := []byte(`{"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`)
+		_, err := envelope.Decode(payload)
+		assert.Equal(t, json.Valid(payload), err == nil, "depth %d: %v", n, err)
+	}
+	assert.True(t, json.Valid([]byte(strings.Repeat("[", 10000)+strings.Repeat("]", 10000))), "the limit is 10000")
+}

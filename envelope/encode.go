@@ -114,7 +114,7 @@ func checkData(data []byte) (json.RawMessage, bool, error) {
 		return nil, false, dataError("not valid UTF-8")
 	}
 	i := skipWS(data, 0)
-	end, ws, serr := scanValue(data, i, 0)
+	end, ws, serr := scanValue(data, i, 1) // data sits at depth 1 inside the frame
 	switch {
 	case serr != nil:
 		return nil, false, dataError("malformed JSON: " + serr.String())

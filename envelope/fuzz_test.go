@@ -1,0 +1,175 @@
+package envelope_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+)
+
+// addSeeds seeds a fuzz target from the conformance fixtures (when present), from
+// testdata/ and from a few hand-written edge cases.
+func addSeeds(f *testing.F) {
+	f.Helper()
+	for _, b := range fixturePayloads(f) {
+		f.Add(b)
+	}
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, de := range entries {
+		if de.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", de.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{
+		``, `{}`, `[]`, `null`, "\uFEFF{}", `{} {}`, `{"JOB":"x"}`, `{"attempts":"3"}`,
+		`{"job":"\ud800","urn":" u ","data":{"a":[1.0,-0,1e400]},"meta":{"ts":1,"x":{}}}`,
+		`{"job":" ","urn":"u","trace_id":"t","data":{},"meta":{"schema_version":1},"dead_letter":{"error":null}}`,
+		"{\"data\":{\"s\":\"\xff\"}}", `{"a":1,"a":2,"\u0061":3}`,
+	} {
+		f.Add([]byte(s))
+	}
+}
+
+// FuzzDecode checks Decode's invariants: it never panics; invalid UTF-8 is never accepted;
+// it accepts nothing encoding/json rejects; data is the compacted received text; and an
+// accepted body re-encodes to a fixed point that decodes to equal values.
+func FuzzDecode(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		e, err := envelope.Decode(payload)
+		if err != nil {
+			var pe *envelope.PoisonError
+			if !errors.As(err, &pe) || !errors.Is(err, envelope.ErrPoison) || pe.Detail == "" {
+				t.Fatalf("decode error is not a detailed *PoisonError: %#v", err)
+			}
+			if !utf8.Valid(payload) && pe.Rule != envelope.RuleUTF8 {
+				t.Fatalf("invalid UTF-8 reported as %s", pe.Rule)
+			}
+			return
+		}
+		if !utf8.Valid(payload) {
+			t.Fatalf("invalid UTF-8 accepted: %q", payload)
+		}
+		if !json.Valid(payload) {
+			t.Fatalf("accepted a body encoding/json rejects: %q", payload)
+		}
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(payload, &members); err != nil {
+			t.Fatalf("accepted a body that is not a JSON object for encoding/json: %v", err)
+		}
+		if raw, ok := members["data"]; ok {
+			var want bytes.Buffer
+			if err := json.Compact(&want, raw); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(want.Bytes(), e.Data) {
+				t.Fatalf("data text changed:\n got %s\nwant %s", e.Data, want.Bytes())
+			}
+		}
+		if e.Attempts < 0 {
+			t.Fatalf("negative attempts %d", e.Attempts)
+		}
+
+		out, err := e.Encode()
+		if err != nil {
+			t.Fatalf("an accepted body does not re-encode: %v", err)
+		}
+		if !json.Valid(out) || !utf8.Valid(out) {
+			t.Fatalf("invalid canonical output %q", out)
+		}
+		back, err := envelope.Decode(out)
+		if err != nil {
+			t.Fatalf("re-encoded body rejected: %v\n%s", err, out)
+		}
+		wantJob := e.Job
+		if envelope.IsBlank(wantJob) {
+			wantJob = e.URN()
+		}
+		switch {
+		case back.Job != wantJob:
+			t.Fatalf("job %q, want %q", back.Job, wantJob)
+		case back.URN() != e.URN():
+			t.Fatalf("urn %q, want %q", back.URN(), e.URN())
+		case back.TraceID != e.TraceID:
+			t.Fatalf("trace_id %q, want %q", back.TraceID, e.TraceID)
+		case back.Attempts != e.Attempts:
+			t.Fatalf("attempts %d, want %d", back.Attempts, e.Attempts)
+		case !bytes.Equal(back.Data, e.Data) && len(e.Data) > 0:
+			t.Fatalf("data %s, want %s", back.Data, e.Data)
+		case len(back.Warnings()) != 0:
+			t.Fatalf("canonical output has forbidden keys: %v", back.Warnings())
+		}
+		if back.Meta.ID != e.Meta.ID || back.Meta.Queue != e.Meta.Queue || back.Meta.Lang != e.Meta.Lang ||
+			back.Meta.SchemaVersion != e.Meta.SchemaVersion || back.Meta.CreatedAt != e.Meta.CreatedAt {
+			t.Fatalf("meta %+v, want %+v", back.Meta, e.Meta)
+		}
+		if (back.DeadLetter == nil) != (e.DeadLetter == nil) {
+			t.Fatalf("dead_letter presence changed")
+		}
+		again, err := back.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, again) {
+			t.Fatalf("canonical encoding is not a fixed point:\n 1st %s\n 2nd %s", out, again)
+		}
+	})
+}
+
+// FuzzClassify checks that Classify is Decode plus rules 5-6: an accepted body is decodable,
+// has a URN, schema version 1, object data and a trace id, and stays acceptable when
+// re-encoded and retried; a Decode failure is reported with the same rule.
+func FuzzClassify(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		e, err := envelope.Classify(payload)
+		d, derr := envelope.Decode(payload)
+		if err != nil {
+			var pe *envelope.PoisonError
+			if !errors.As(err, &pe) || e != nil {
+				t.Fatalf("classify failure is not a *PoisonError with a nil envelope: %#v", err)
+			}
+			if derr != nil && err.Error() != derr.Error() {
+				t.Fatalf("classify %v, decode %v", err, derr)
+			}
+			if derr == nil {
+				switch pe.Rule {
+				case envelope.RuleURN, envelope.RuleSchemaVersion, envelope.RuleData, envelope.RuleTraceID:
+				default:
+					t.Fatalf("decodable body refused with rule %s", pe.Rule)
+				}
+			}
+			return
+		}
+		if derr != nil || d == nil {
+			t.Fatalf("classify accepted what decode rejects: %v", derr)
+		}
+		if e.URN() == "" || e.Meta.SchemaVersion != 1 || len(e.Data) < 2 || e.Data[0] != '{' || envelope.IsBlank(e.TraceID) {
+			t.Fatalf("accepted an envelope breaking rules 5-6: %+v", e)
+		}
+		out, err := e.WithAttempts(e.Attempts + 1).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := envelope.Classify(out)
+		if err != nil {
+			t.Fatalf("retry copy refused: %v\n%s", err, out)
+		}
+		if r.Attempts != max(e.Attempts+1, 0) || r.URN() != e.URN() || !bytes.Equal(r.Data, e.Data) {
+			t.Fatalf("retry copy changed: %+v vs %+v", r, e)
+		}
+	})
+}
