@@ -1,2 +1,117 @@
-// Package envelope is the BabelQueue wire envelope (schema_version 1).
+// Package envelope is the BabelQueue wire envelope (schema_version 1): building messages
+// ([Make]), the one strict decoder of the SDK ([Decode], [Classify]), the canonical encoder
+// ([Envelope.Encode]) and the dead-letter copies ([Envelope.ToDeadLetter], [PoisonCopy]).
+// It implements section 1 of the wire contract (docs/CONTRACT.md) and imports only the
+// standard library and github.com/google/uuid.
+//
+//	env, err := envelope.Make("urn:babel:orders:created", map[string]any{"order_id": 1042},
+//		envelope.WithQueue("orders"))
+//	if err != nil { … }
+//	body, err := env.Encode()
+//	…
+//	in, err := envelope.Classify(body)
+//	if err != nil { … dead-letter with envelope.PoisonCopy(body, …) … }
+//	var order struct{ OrderID int64 `json:"order_id"` }
+//	err = in.Bind(&order)
+//
+// # Acceptance
+//
+// A body is acceptable when all rules of CONTRACT §1.3 hold; [Classify] returns a
+// *[PoisonError] naming the first failed [Rule] and, when known, the JSON pointer of the
+// member:
+//
+//  1. [RuleUTF8]: the whole payload is valid UTF-8 (utf8.Valid). encoding/json would
+//     replace invalid bytes with U+FFFD; here they make the body poison.
+//  2. [RuleSingleObject]: exactly one JSON object, JSON whitespace (space, TAB, LF, CR)
+//     around it allowed. A BOM, trailing bytes, null, arrays, strings and numbers are
+//     poison, and so is malformed JSON anywhere, inside data and unknown members too.
+//  3. Keys match case-sensitively ("JOB" is an unknown key). A key spelled with escapes
+//     ("\u006aob") is the key it decodes to. On duplicate keys the last value wins.
+//  4. [RuleType]: job, urn, trace_id, meta.id, meta.queue, meta.lang and the dead_letter
+//     strings are strings; meta.schema_version, meta.created_at, attempts,
+//     dead_letter.failed_at and dead_letter.attempts are JSON integers ("3", 3.0 and 1e2
+//     are not) that fit int64 (int for the counters); data, meta and dead_letter are
+//     objects; dead_letter.error and dead_letter.exception are strings or null. Every
+//     occurrence of a duplicated key is type-checked, not only the last.
+//  5. [RuleURN]: the resolved URN ([Envelope.URN]) is not blank.
+//  6. [RuleSchemaVersion], [RuleData], [RuleTraceID]: meta.schema_version is 1, data is
+//     present, trace_id is not blank.
+//  7. A missing attempts reads as 0, a negative one as 0.
+//
+// [Decode] applies rules 1–4 and 7 only, for callers that must look at an envelope that is
+// not acceptable (tools, conformance runners); consumers use [Classify]. "Blank" is
+// [IsBlank]: empty or only the six ASCII blanks; NBSP, NEL, U+3000 and the BOM are not.
+//
+// # Lossless re-emit
+//
+// The data member and unknown members (top level, in meta and in dead_letter) are kept as
+// their received JSON text with only insignificant whitespace removed: key order, number
+// spelling (9007199254740993, 1.0, 1E+400) and string escapes are untouched, so a retry
+// ([Envelope.WithAttempts]), a dead-letter copy or a redrive ([Envelope.WithoutDeadLetter])
+// changes only what the operation changes. Numbers in data are checked for JSON syntax,
+// not magnitude: 1E+400 is accepted and kept, although binding it to a float64 fails.
+//
+// Forbidden keys (timestamp, meta.max_retries, meta.attempts, meta.source, meta.ts) do not
+// make a body poison: [Envelope.Warnings] names each by pointer (once), and they are never
+// stored nor re-emitted.
+//
+// # Canonical encoding
+//
+// [Envelope.Encode] writes compact JSON in the order job, trace_id, data, meta (id, queue,
+// lang, schema_version, created_at, unknown meta keys), attempts, dead_letter when present
+// (reason, error, exception, failed_at, original_queue, attempts, lang, unknown keys), then
+// the unknown top-level keys in received order. Strings written by this package use no
+// HTML escaping, escape U+2028 and U+2029, use \b \f \n \r \t or \u00xx (lower-case hex)
+// for other control characters and write other non-ASCII as raw UTF-8. Received text (data,
+// unknown members) is never re-escaped. A Data that is not one JSON object is an error
+// wrapping [ErrInvalidData] and nothing is written.
+//
+// # Decisions
+//
+//   - Every known member is always written, with its zero value when it was absent; an
+//     empty meta.queue is written as "queue":"" (the producer schema requires the key), an
+//     absent data as {}. Re-encoding is therefore a fixed point after one pass.
+//   - The urn alias is kept as received, among the unknown keys at its position. When job
+//     is absent or blank, job is written as the resolved URN, so every re-emitted message
+//     carries the canonical field; [Make] never writes urn.
+//   - A lone or mismatched UTF-16 surrogate escape (\ud800) is valid JSON and accepted.
+//     In a known string member it decodes to U+FFFD, as encoding/json does; in data and
+//     unknown members the escape text is kept verbatim.
+//   - Duplicate keys: the last value wins. An unknown key keeps the position of its first
+//     occurrence; a duplicated meta, data or dead_letter object replaces the earlier one
+//     entirely.
+//   - Nesting deeper than 10000 levels (the frame counts as one) is poison, the limit of
+//     encoding/json.
+//   - [Classify] returns a nil envelope with every error, so a poison body is never
+//     handled by accident; dead-letter it with [PoisonCopy].
+//   - A poison copy writes each invalid UTF-8 byte of raw as \ufffd and adds raw_base64
+//     (standard, padded) only when the payload is not valid UTF-8.
+//
+// # Ownership of bytes
+//
+// [Decode] and [Classify] copy the payload once into a string and never keep the caller's
+// slice: the caller may reuse its buffer as soon as they return. Decoded strings and
+// unknown members are substrings of that copy (which therefore lives as long as the
+// envelope); Data is a separate slice owned by the envelope. [Make] copies raw data.
+// [Envelope.Clone] and the With… methods return deep copies, so mutating their Data does
+// not affect the original. An Envelope is not safe for concurrent mutation; concurrent
+// reads (Encode, URN, Bind) are safe.
+//
+// # Performance
+//
+// Decoding is one hand-written pass over the payload: no reflection, no maps, three
+// allocations for a typical envelope (the payload copy, the Envelope, the Data bytes).
+// Measured with go test -bench=. -benchmem on a shared 2-core amd64 machine (Go 1.26),
+// against encoding/json through map[string]any:
+//
+//	Decode   order-created  ~1.4 µs, 576 B, 3 allocs   vs ~6.6 µs, 1632 B, 42 allocs   (~4.7×)
+//	Decode   nested-4k      ~15 µs, 9.2 KB, 3 allocs   vs ~140 µs, 39.6 KB, 910 allocs  (~9×)
+//	Classify order-created  ~1.2 µs, 576 B, 3 allocs   vs ~7.3 µs, 1632 B, 42 allocs   (~6×)
+//	Classify nested-4k      ~16 µs, 9.2 KB, 3 allocs   vs ~290 µs, 39.6 KB, 910 allocs  (~18×)
+//	Encode   order-created  ~0.5 µs, 0 allocs (AppendEncode into a reused buffer)
+//	                        ~1.1 µs, 1 alloc (Encode)    vs ~8 µs, 1072 B, 26 allocs    (~7×)
+//	Encode   nested-4k      ~11 µs, 1 alloc (Encode)     vs ~200 µs, 24 KB, 571 allocs  (~18×)
+//
+// The machine was loaded by other work, so absolute times vary by ±30%; the ratios and
+// allocation counts are stable.
 package envelope

@@ -1,0 +1,152 @@
+package envelope_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+)
+
+// Each benchmark runs the SDK beside an encoding/json baseline doing the same job through
+// map[string]any, so the ratio reads from one run:
+//
+//	go test -run='^$' -bench=. -benchmem ./envelope
+
+type benchPayload struct {
+	name    string
+	payload []byte
+}
+
+func benchPayloads(b *testing.B) []benchPayload {
+	b.Helper()
+	var out []benchPayload
+	if fx := fixturePayloads(b); fx["order-created.json"] != nil {
+		out = append(out, benchPayload{"order-created", fx["order-created.json"]})
+	} else {
+		b.Logf("conformance fixtures not found under %s: order-created benchmarks skipped", conformanceDir)
+	}
+	nested, err := os.ReadFile(filepath.Join("testdata", "nested-4k.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return append(out, benchPayload{"nested-4k", nested})
+}
+
+var (
+	sinkEnvelope *envelope.Envelope
+	sinkMap      map[string]any
+	sinkBytes    []byte
+)
+
+func BenchmarkDecode(b *testing.B) {
+	for _, p := range benchPayloads(b) {
+		b.Run(p.name+"/sdk", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(p.payload)))
+			for b.Loop() {
+				e, err := envelope.Decode(p.payload)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkEnvelope = e
+			}
+		})
+		b.Run(p.name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(p.payload)))
+			for b.Loop() {
+				var m map[string]any
+				if err := json.Unmarshal(p.payload, &m); err != nil {
+					b.Fatal(err)
+				}
+				sinkMap = m
+			}
+		})
+	}
+}
+
+func BenchmarkClassify(b *testing.B) {
+	for _, p := range benchPayloads(b) {
+		b.Run(p.name+"/sdk", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(p.payload)))
+			for b.Loop() {
+				e, err := envelope.Classify(p.payload)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkEnvelope = e
+			}
+		})
+		// The baseline is a naive classifier: utf8.Valid, Unmarshal into a map, then the
+		// rule 5-6 checks on the map (it does not check member types strictly).
+		b.Run(p.name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(p.payload)))
+			for b.Loop() {
+				if !utf8.Valid(p.payload) {
+					b.Fatal("invalid UTF-8")
+				}
+				var m map[string]any
+				if err := json.Unmarshal(p.payload, &m); err != nil {
+					b.Fatal(err)
+				}
+				job, _ := m["job"].(string)
+				trace, _ := m["trace_id"].(string)
+				_, isObj := m["data"].(map[string]any)
+				meta, _ := m["meta"].(map[string]any)
+				if envelope.IsBlank(job) || envelope.IsBlank(trace) || !isObj || meta["schema_version"] != float64(1) {
+					b.Fatal("not acceptable")
+				}
+				sinkMap = m
+			}
+		})
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	for _, p := range benchPayloads(b) {
+		e, err := envelope.Decode(p.payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(p.payload, &m); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(p.name+"/sdk", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := e.Encode()
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkBytes = out
+			}
+		})
+		b.Run(p.name+"/sdk-append", func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 2*len(p.payload))
+			for b.Loop() {
+				out, err := e.AppendEncode(buf[:0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkBytes = out
+			}
+		})
+		b.Run(p.name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := json.Marshal(m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkBytes = out
+			}
+		})
+	}
+}
