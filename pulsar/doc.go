@@ -19,5 +19,82 @@
 //     Absent or blank (the six ASCII blank characters only) goes on; exactly "1" goes on;
 //     anything else is rejected untrimmed.
 //   - [Reconcile]: attempts = max(valid bq-attempts, else the body's attempts; Pulsar's
-//     0-based redelivery count), and the counted delivery number.
+//     0-based redelivery count), and the counted delivery number.//
+// # Publishing
+//
+// [NewPublisher] creates a producer for one topic; [Publisher.Publish] builds the envelope,
+// sends it with exactly the six bq-* properties ([ProjectProperties]) and returns meta.id.
+// [Publisher.PublishAsync] does the same without waiting, with at most [WithMaxPending]
+// sends in flight and the outcome delivered to a callback. Per message: [WithTraceID],
+// [WithQueue], [WithDelay] / [WithDeliverAt] (also bq-delay; honoured by the broker only on
+// Shared and Key_Shared subscriptions), [WithHeaders], [WithKey], [WithOrderingKey].
+//
+//	pub, err := bqpulsar.NewPublisher(client, "persistent://public/default/orders")
+//	if err != nil { … }
+//	defer pub.Close()
+//	id, err := pub.Publish(ctx, "urn:babel:orders:created", map[string]any{"order": 42})
+//
+// The producer batches per key by default ([WithKeyBasedBatching]) so that Key_Shared
+// subscriptions keep their key affinity.
+//
+// # Consuming
+//
+// [NewConsumer] subscribes and dispatches by URN. Each message goes through the contract's
+// pipeline in order: the bq-schema-version gate ([GateVerdict]), classification
+// (envelope.Classify), attempts reconciliation ([Reconcile]), routing (a usable bq-job
+// property wins over the body's URN; [OnRoutingMismatch]), dispatch (handler panics are
+// recovered into failures) and settlement:
+//
+//   - success: ack;
+//   - failure or unknown URN with deliveries left: retry (republish + ack by default, or
+//     nack on Shared/Key_Shared with retry.Nack), with the policy's backoff;
+//   - exhausted: annotated copy to the dead-letter topic, then ack;
+//   - poison: ADR-0035 copy ({"raw":…,"dead_letter":…}) to the dead-letter topic at once;
+//   - gate rejection: the payload and properties unchanged to the dead-letter topic, on the
+//     first delivery;
+//   - a failed republish or dead-letter write: nack, never ack.
+//
+// Dead-lettering is on by default ("<queue>.dlq"); retries and dead letters of a partition
+// go to the parent topic. With dead-lettering off, exhausted messages are acked, logged at
+// WARN and reported as *[ExhaustedError].
+//
+//	c, err := bqpulsar.NewConsumer(client,
+//		bqpulsar.WithTopic("persistent://public/default/orders"),
+//		bqpulsar.WithSubscription("billing", apulsar.Shared),
+//		bqpulsar.Handle("urn:babel:orders:created", handleCreated),
+//		bqpulsar.WithMaxAttempts(5),
+//	)
+//	if err != nil { … }
+//	defer c.Close()
+//	err = c.Run(ctx) // until ctx ends
+//
+// # Retries on Exclusive and Failover subscriptions
+//
+// The broker ignores DeliverAfter and does not count nack redeliveries there. Retries are
+// therefore republished (retry.Nack is refused at construction), and the backoff is waited
+// by the consumer itself before the republish, holding that worker.
+//
+// # Concurrency and lifecycle
+//
+// [WithConcurrency] handles up to n messages at once while keeping messages of one key (or
+// ordering key) in order. [Consumer.Close] stops receiving, drains in-flight messages within
+// [WithCloseTimeout], closes the producers and the subscription it created (never the
+// client, never a consumer passed to [WrapConsumer]) and waits for its goroutines.
+//
+// # Logging and observation
+//
+// [WithLogger] injects a *zap.Logger (default: nop); give the client the same logger with
+// [NewClientLogger]. Every drop is logged at WARN and reported to [OnError]. An [Observer]
+// receives pipeline events (received, handled with latency, failed, retried,
+// dead-lettered, dropped, poison, gate-rejected, unknown URN).
+//
+// # Deviations from the architecture sketch
+//
+//   - Event hooks: the observer is one interface with one method taking an [Event], so that
+//     new kinds can be added without breaking implementations.
+//   - [Publisher.PublishAsync] takes a callback instead of returning a promise.
+//   - [WithQueue], [WithLogger] and [WithCloseTimeout] are accepted by more than one
+//     constructor or call; each returns a value implementing the option interfaces it applies to.
+//   - The handler receives the envelope shared with the settlement that follows; it must not
+//     modify it.
 package pulsar

@@ -1,0 +1,266 @@
+package pulsar
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+// HandlerFunc handles one message. env is the decoded envelope with attempts set to the
+// reconciled count (the number of earlier deliveries), msg the Pulsar message. Return nil to
+// acknowledge; an error (or a panic, which is recovered) counts as a failed delivery. ctx
+// ends when the consumer's drain deadline passes. env is shared with the settlement that
+// follows: do not modify it.
+type HandlerFunc func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error
+
+// ErrorHook receives the consumer's errors: gate rejections, poison, unknown URNs without a
+// hook, handler failures, exhausted messages dropped, settlement failures (failed republish,
+// dead-letter write or ack) and receive failures. env is nil when the payload was not
+// decoded; msg is nil for receive failures. It is called from the goroutine handling the
+// message; a panic in it is recovered and logged.
+type ErrorHook func(err error, env *envelope.Envelope, msg apulsar.Message)
+
+// UnknownURNHook is called for a message whose routing URN has no handler; the message is
+// then acknowledged. If it panics, the panic is reported to the error hook and the message is
+// treated as an unknown URN without a hook (retried, then dead-lettered).
+type UnknownURNHook func(env *envelope.Envelope, msg apulsar.Message)
+
+// RoutingMismatchHook is called when the bq-job property and the body's URN differ; the
+// property wins the routing. A panic in it is recovered and logged; settlement is unchanged.
+type RoutingMismatchHook func(propertyURN, bodyURN string, env *envelope.Envelope, msg apulsar.Message)
+
+// ConsumerOption configures [NewConsumer] and [WrapConsumer].
+type ConsumerOption interface {
+	applyConsumer(c *consumerConfig) error
+}
+
+type consumerOptionFunc func(c *consumerConfig) error
+
+func (f consumerOptionFunc) applyConsumer(c *consumerConfig) error { return f(c) }
+
+type consumerConfig struct {
+	topics        []string
+	subscription  string
+	subType       apulsar.SubscriptionType
+	subTypeSet    bool
+	handlers      map[string]HandlerFunc
+	policy        retry.Policy
+	maxAttempts   int // from WithMaxAttempts; 0 = policy's
+	deadLetter    dlq.Config
+	concurrency   int
+	onError       ErrorHook
+	onUnknown     UnknownURNHook
+	onMismatch    RoutingMismatchHook
+	logger        *zap.Logger
+	observer      Observer
+	closeTimeout  time.Duration
+	nackDelay     time.Duration
+	consumerOpts  func(*apulsar.ConsumerOptions)
+	senderFactory func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
+}
+
+func defaultConsumerConfig() consumerConfig {
+	return consumerConfig{
+		subType:      apulsar.Exclusive,
+		handlers:     map[string]HandlerFunc{},
+		policy:       retry.DefaultPolicy(),
+		concurrency:  1,
+		logger:       zap.NewNop(),
+		closeTimeout: DefaultCloseTimeout,
+	}
+}
+
+// WithTopic adds a topic to consume (a partitioned topic means all its partitions). At
+// least one topic is needed by [NewConsumer]; ignored by [WrapConsumer].
+func WithTopic(topic string) ConsumerOption {
+	return WithTopics(topic)
+}
+
+// WithTopics adds topics to consume. See [WithTopic].
+func WithTopics(topics ...string) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		for _, t := range topics {
+			if err := dlq.ValidateTopic(t); err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+			}
+			c.topics = append(c.topics, t)
+		}
+		return nil
+	})
+}
+
+// WithSubscription sets the subscription name and type. Required by [NewConsumer]. With
+// [WrapConsumer] the name is ignored and the type declares what the wrapped consumer's
+// subscription is (see [WithSubscriptionType]).
+func WithSubscription(name string, t apulsar.SubscriptionType) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if envelope.IsBlank(name) {
+			return fmt.Errorf("%w: blank subscription name", ErrInvalidOption)
+		}
+		c.subscription = name
+		return setSubType(c, t)
+	})
+}
+
+// WithSubscriptionType declares the subscription type. [WrapConsumer] cannot ask the
+// wrapped consumer for it, and the retry strategy depends on it: undeclared means
+// Exclusive, the safe assumption. Default: Exclusive.
+func WithSubscriptionType(t apulsar.SubscriptionType) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error { return setSubType(c, t) })
+}
+
+func setSubType(c *consumerConfig, t apulsar.SubscriptionType) error {
+	switch t {
+	case apulsar.Exclusive, apulsar.Shared, apulsar.Failover, apulsar.KeyShared:
+	default:
+		return fmt.Errorf("%w: unknown subscription type %d", ErrInvalidOption, t)
+	}
+	c.subType = t
+	c.subTypeSet = true
+	return nil
+}
+
+// Handle registers h for urn (exact match). Registering a URN twice, a blank URN or a nil
+// handler is refused.
+func Handle(urn string, h HandlerFunc) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		switch {
+		case envelope.IsBlank(urn):
+			return fmt.Errorf("%w: blank urn", ErrInvalidOption)
+		case h == nil:
+			return fmt.Errorf("%w: nil handler for %q", ErrInvalidOption, urn)
+		}
+		if _, dup := c.handlers[urn]; dup {
+			return fmt.Errorf("%w: a handler for %q is already registered", ErrInvalidOption, urn)
+		}
+		c.handlers[urn] = h
+		return nil
+	})
+}
+
+// WithMaxAttempts sets the number of deliveries in total, the first included: 1 means no
+// retry. It wins over the policy's MaxAttempts whatever the option order. Default: 3. n < 1
+// is refused.
+func WithMaxAttempts(n int) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: max attempts %d is below 1", ErrInvalidOption, n)
+		}
+		c.maxAttempts = n
+		return nil
+	})
+}
+
+// WithRetry sets the retry policy: attempts (0 keeps the default 3), strategy and backoff.
+// [retry.Nack] is refused on Exclusive and Failover subscriptions (and on a wrapped consumer
+// whose type is not declared Shared or Key_Shared): there the broker does not raise the
+// redelivery count, so the message would loop forever.
+//
+// The backoff delays each retry. With [retry.Republish] on Shared and Key_Shared
+// subscriptions the copy is sent with DeliverAfter (the broker holds it back, the consumer
+// goes on at once); on Exclusive and Failover, where the broker ignores delays, the
+// consumer waits the backoff itself before republishing, which holds back that worker (and,
+// with [WithConcurrency](1), the whole subscription, preserving order). With [retry.Nack]
+// the backoff becomes the consumer's NackBackoffPolicy when [NewConsumer] subscribes.
+// Default: [retry.DefaultPolicy] (3 attempts, republish, 1 s doubling to 1 min, 20 % jitter).
+func WithRetry(p retry.Policy) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		c.policy = p
+		return nil
+	})
+}
+
+// WithDeadLetter configures dead-letter topics (see [dlq.Config]). Default: on, every queue
+// to "<queue>.dlq" in its namespace; turn it off with dlq.Off() or per queue.
+func WithDeadLetter(cfg dlq.Config) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		c.deadLetter = cfg
+		return nil
+	})
+}
+
+// WithConcurrency handles up to n messages at once. Messages with the same ordering key (or,
+// without one, the same key) go to the same worker, so they are handled in the order
+// received; messages without a key go to any idle worker. In-flight messages are bounded by
+// n (plus the one the receive loop holds while every worker is busy). Default: 1, handled
+// one at a time on the receiving goroutine. n < 1 is refused.
+func WithConcurrency(n int) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: concurrency %d is below 1", ErrInvalidOption, n)
+		}
+		c.concurrency = n
+		return nil
+	})
+}
+
+// OnError sets the error hook (see [ErrorHook]). Default: none (errors are still logged).
+func OnError(h ErrorHook) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.onError = h
+		return nil
+	})
+}
+
+// OnUnknownURN sets the hook for messages without a handler (see [UnknownURNHook]). Default:
+// none: such messages are retried and then dead-lettered with reason unknown_urn.
+func OnUnknownURN(h UnknownURNHook) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.onUnknown = h
+		return nil
+	})
+}
+
+// OnRoutingMismatch sets the hook called when bq-job and the body's URN differ (see
+// [RoutingMismatchHook]). Default: none.
+func OnRoutingMismatch(h RoutingMismatchHook) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.onMismatch = h
+		return nil
+	})
+}
+
+// WithObserver sets the observer of pipeline events (see [Observer]). Default: none.
+func WithObserver(o Observer) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.observer = o
+		return nil
+	})
+}
+
+// WithNackRedeliveryDelay sets the delay before the broker redelivers a negatively
+// acknowledged message, for the Pulsar consumer [NewConsumer] subscribes. Default: the
+// client's (1 min). d ≤ 0 is refused. Ignored by [WrapConsumer].
+func WithNackRedeliveryDelay(d time.Duration) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: nack redelivery delay %s is not positive", ErrInvalidOption, d)
+		}
+		c.nackDelay = d
+		return nil
+	})
+}
+
+// WithConsumerOptions lets the caller adjust the apulsar.ConsumerOptions [NewConsumer]
+// subscribes with (initial position, receiver queue size, …); topics, subscription name and
+// type are set again after f runs. It is the one escape hatch to pulsar-client-go settings.
+// Default: none. Ignored by [WrapConsumer].
+func WithConsumerOptions(f func(o *apulsar.ConsumerOptions)) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.consumerOpts = f
+		return nil
+	})
+}

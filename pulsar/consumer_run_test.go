@@ -1,0 +1,203 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/mocks"
+)
+
+// feed makes a mock receiver hand out msgs in order, then block until ctx ends, the way
+// apulsar.Consumer.Receive does.
+func feed(recv *mocks.MockReceiver, msgs ...apulsar.Message) {
+	var mu sync.Mutex
+	next := 0
+	recv.EXPECT().Receive(gomock.Any()).DoAndReturn(func(ctx context.Context) (apulsar.Message, error) {
+		mu.Lock()
+		if next < len(msgs) {
+			m := msgs[next]
+			next++
+			mu.Unlock()
+			return m, nil
+		}
+		mu.Unlock()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}).AnyTimes()
+}
+
+func TestRunReportsTransientReceiveErrorsAndGoesOn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	transient := errors.New("connection reset")
+	acked := make(chan struct{})
+	gomock.InOrder(
+		recv.EXPECT().Receive(gomock.Any()).Return(nil, transient),
+		recv.EXPECT().Receive(gomock.Any()).Return(msg, nil),
+		recv.EXPECT().Receive(gomock.Any()).DoAndReturn(func(ctx context.Context) (apulsar.Message, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}).AnyTimes(),
+	)
+	h.settler.EXPECT().Ack(msg).DoAndReturn(func(apulsar.Message) error { close(acked); return nil })
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(ctx) }()
+	<-acked
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled, "Run returns ctx.Err() when ctx ends")
+
+	errs := h.errors()
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], ErrReceive)
+	require.ErrorIs(t, errs[0], transient)
+	assert.Nil(t, h.errEnvs[0])
+	assert.Nil(t, h.errMsgs[0])
+}
+
+func TestRunStopsOnFatalReceiveError(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	closedErr := fmt.Errorf("receive: %w", ErrClosed)
+	recv.EXPECT().Receive(gomock.Any()).Return(nil, closedErr)
+	err := h.c.Run(t.Context())
+	require.ErrorIs(t, err, ErrReceive)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestCloseStopsRunAndIsIdempotent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	started := make(chan struct{})
+	recv.EXPECT().Receive(gomock.Any()).DoAndReturn(func(ctx context.Context) (apulsar.Message, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(t.Context()) }()
+	<-started
+	require.ErrorIs(t, h.c.Run(t.Context()), ErrRunning)
+	require.NoError(t, h.c.Close())
+	require.ErrorIs(t, <-done, ErrClosed)
+	require.NoError(t, h.c.Close())
+	require.ErrorIs(t, h.c.Run(t.Context()), ErrClosed)
+}
+
+func TestConcurrencyKeepsPerKeyOrder(t *testing.T) {
+	t.Parallel()
+	const keys, perKey = 8, 25
+	var (
+		mu       sync.Mutex
+		seen     = map[string][]int{}
+		inflight atomic.Int32
+		peak     atomic.Int32
+	)
+	h := newHarness(t, WithConcurrency(4), Handle(testURN, func(_ context.Context, env *envelope.Envelope, msg apulsar.Message) error {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Microsecond)
+		seq, err := strconv.Atoi(msg.Properties()["seq"])
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		seen[msg.Key()] = append(seen[msg.Key()], seq)
+		mu.Unlock()
+		return nil
+	}))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	var msgs []apulsar.Message
+	for i := range perKey {
+		for k := range keys {
+			m, _ := newMessage(t, testURN, 0, 0)
+			m.key = "key-" + strconv.Itoa(k)
+			m.props["seq"] = strconv.Itoa(i)
+			msgs = append(msgs, m)
+		}
+	}
+	feed(recv, msgs...)
+	var acked atomic.Int32
+	all := make(chan struct{})
+	h.settler.EXPECT().Ack(gomock.Any()).DoAndReturn(func(apulsar.Message) error {
+		if acked.Add(1) == int32(len(msgs)) {
+			close(all)
+		}
+		return nil
+	}).Times(len(msgs))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(ctx) }()
+	<-all
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	for k := range keys {
+		got := seen["key-"+strconv.Itoa(k)]
+		require.Len(t, got, perKey)
+		for i := range got {
+			assert.Equal(t, i, got[i], "key %d handled out of order", k)
+		}
+	}
+	assert.LessOrEqual(t, peak.Load(), int32(4), "in-flight bounded by the concurrency")
+	assert.Greater(t, peak.Load(), int32(1), "handlers ran concurrently")
+}
+
+func TestRunDrainsInFlightThenCancelsAfterDeadline(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var sawCancel atomic.Bool
+	h := newHarness(t, WithConcurrency(2), WithCloseTimeout(50*time.Millisecond),
+		Handle(testURN, func(ctx context.Context, _ *envelope.Envelope, _ apulsar.Message) error {
+			close(release)
+			<-ctx.Done() // stuck handler: only the drain deadline frees it
+			sawCancel.Store(true)
+			return ctx.Err()
+		}))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	feed(recv, msg)
+	// The handler fails with ctx.Err(); the retry's send is refused by the cancelled ctx.
+	h.senders[testParent].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(
+		func(ctx context.Context, _ *apulsar.ProducerMessage) (apulsar.MessageID, error) {
+			return nil, ctx.Err()
+		}).AnyTimes()
+	h.settler.EXPECT().Nack(msg)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(ctx) }()
+	<-release
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.True(t, sawCancel.Load())
+}

@@ -1,0 +1,324 @@
+package pulsar
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+)
+
+// Publisher publishes BabelQueue envelopes to one Pulsar topic. It is safe for concurrent
+// use. Build it with [NewPublisher] (it then owns its producer) or [WrapProducer].
+type Publisher struct {
+	producer MessageProducer
+	closeFn  func() // closes the producer the publisher created; nil when wrapped
+	topic    string
+	queue    string
+	logger   *zap.Logger
+	timeout  time.Duration
+	pending  chan struct{} // semaphore of PublishAsync's sends in flight
+
+	mu     sync.RWMutex // guards closed and wg.Add against Close
+	closed bool
+	wg     sync.WaitGroup // PublishAsync callbacks not yet run
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewPublisher creates a producer for topic on client and returns a Publisher that owns
+// it: [Publisher.Close] closes that producer, never the client. Options: [WithQueue],
+// [WithMaxPending], [WithKeyBasedBatching], [WithProducerOptions], [WithCloseTimeout],
+// [WithLogger]. Errors wrap [ErrInvalidOption] for a bad option or topic, or are the
+// client's error from CreateProducer.
+func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) (*Publisher, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
+	}
+	cfg, err := publisherSetup(topic, opts)
+	if err != nil {
+		return nil, err
+	}
+	po := apulsar.ProducerOptions{Topic: topic}
+	if cfg.keyBased {
+		po.BatcherBuilderType = apulsar.KeyBasedBatchBuilder
+	}
+	if cfg.producerOpts != nil {
+		cfg.producerOpts(&po)
+		po.Topic = topic
+	}
+	p, err := client.CreateProducer(po)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, err)
+	}
+	return newPublisher(p, p.Close, topic, cfg), nil
+}
+
+// WrapProducer returns a Publisher over an existing producer. [Publisher.Close] flushes
+// it but does not close it: the caller keeps ownership. Options as for [NewPublisher]
+// ([WithKeyBasedBatching] and [WithProducerOptions] do not apply).
+func WrapProducer(p apulsar.Producer, opts ...PublisherOption) (*Publisher, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil producer", ErrInvalidOption)
+	}
+	return wrapMessageProducer(p, p.Topic(), opts)
+}
+
+func wrapMessageProducer(p MessageProducer, topic string, opts []PublisherOption) (*Publisher, error) {
+	cfg, err := publisherSetup(topic, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newPublisher(p, nil, topic, cfg), nil
+}
+
+func publisherSetup(topic string, opts []PublisherOption) (publisherConfig, error) {
+	cfg := defaultPublisherConfig()
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.applyPublisher(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.queue == "" {
+		q, err := dlq.QueueName(topic)
+		if err != nil {
+			return cfg, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		cfg.queue = q
+	} else if err := dlq.ValidateTopic(topic); err != nil {
+		return cfg, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return cfg, nil
+}
+
+func newPublisher(p MessageProducer, closeFn func(), topic string, cfg publisherConfig) *Publisher {
+	return &Publisher{
+		producer: p,
+		closeFn:  closeFn,
+		topic:    topic,
+		queue:    cfg.queue,
+		logger:   cfg.logger,
+		timeout:  cfg.closeTimeout,
+		pending:  make(chan struct{}, cfg.maxPending),
+	}
+}
+
+// Topic returns the topic the publisher sends to.
+func (p *Publisher) Topic() string { return p.topic }
+
+// Queue returns the default logical queue name written to meta.queue.
+func (p *Publisher) Queue() string { return p.queue }
+
+// Publish builds an envelope for urn and data ([envelope.Make]), sends it and waits for the
+// broker's receipt. It returns meta.id, the message's idempotency key. ctx bounds the whole
+// delivery. data is a JSON object: nil, a map, a struct, or json.RawMessage/[]byte holding
+// an object. Errors: [ErrClosed], [ErrInvalidOption], the envelope package's
+// ErrInvalidURN/ErrInvalidData, or the send's error.
+func (p *Publisher) Publish(ctx context.Context, urn string, data any, opts ...PublishOption) (string, error) {
+	env, po, err := p.build(urn, data, opts)
+	if err != nil {
+		return "", err
+	}
+	return p.send(ctx, env, po)
+}
+
+// PublishEnvelope sends a ready envelope as it is (its trace id, meta.id, queue and
+// attempts) and waits for the receipt. Delay, header and key options apply; WithTraceID,
+// WithMessageID and WithQueue are ignored. It returns env.Meta.ID.
+func (p *Publisher) PublishEnvelope(ctx context.Context, env *envelope.Envelope, opts ...PublishOption) (string, error) {
+	if env == nil {
+		return "", fmt.Errorf("%w: nil envelope", ErrInvalidOption)
+	}
+	var po publishOptions
+	if err := applyPublishOptions(&po, opts); err != nil {
+		return "", err
+	}
+	return p.send(ctx, env, &po)
+}
+
+// PublishAsync builds and enqueues a message like [Publisher.Publish] without waiting for
+// the receipt: done is called exactly once, from a client goroutine, with meta.id and the
+// send's outcome. At most [WithMaxPending] sends are in flight; when that many are, the call
+// blocks until one completes or ctx ends. ctx bounds that wait and the enqueue, not the
+// delivery. When PublishAsync returns an error, nothing was sent and done is never called.
+func (p *Publisher) PublishAsync(ctx context.Context, urn string, data any, done func(messageID string, err error), opts ...PublishOption) error {
+	env, po, err := p.build(urn, data, opts)
+	if err != nil {
+		return err
+	}
+	msg, err := p.message(env, po)
+	if err != nil {
+		return err
+	}
+	select {
+	case p.pending <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("pulsar: publish to %q: waiting for a pending slot: %w", p.topic, ctx.Err())
+	}
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		<-p.pending
+		return ErrClosed
+	}
+	p.wg.Add(1)
+	p.mu.RUnlock()
+	id := env.Meta.ID
+	p.producer.SendAsync(ctx, msg, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+		defer p.wg.Done()
+		<-p.pending
+		if err != nil {
+			err = fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
+		}
+		if done != nil {
+			done(id, err)
+		}
+	})
+	return nil
+}
+
+func applyPublishOptions(po *publishOptions, opts []PublishOption) error {
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.applyPublish(po); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Publisher) build(urn string, data any, opts []PublishOption) (*envelope.Envelope, *publishOptions, error) {
+	po := &publishOptions{}
+	if err := applyPublishOptions(po, opts); err != nil {
+		return nil, nil, err
+	}
+	queue := p.queue
+	if po.queue != "" {
+		queue = po.queue
+	}
+	mo := make([]envelope.MakeOption, 1, 3)
+	mo[0] = envelope.WithQueue(queue)
+	if po.traceID != "" {
+		mo = append(mo, envelope.WithTraceID(po.traceID))
+	}
+	if po.messageID != "" {
+		mo = append(mo, envelope.WithMessageID(po.messageID))
+	}
+	env, err := envelope.Make(urn, data, mo...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
+	}
+	return env, po, nil
+}
+
+// contractProps are the property names only the SDK writes.
+var contractProps = [...]string{PropJob, PropTraceID, PropMessageID, PropSchemaVersion, PropSourceLang, PropAttempts, PropDelay}
+
+func isContractProp(k string) bool {
+	for _, c := range contractProps {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*apulsar.ProducerMessage, error) {
+	payload, err := env.Encode()
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
+	}
+	props := ProjectProperties(env)
+	for k, v := range po.headers {
+		if !isContractProp(k) {
+			props[k] = v
+		}
+	}
+	msg := &apulsar.ProducerMessage{
+		Payload:     payload,
+		Properties:  props,
+		Key:         po.key,
+		OrderingKey: po.orderingKey,
+	}
+	switch {
+	case po.delay > 0:
+		msg.DeliverAfter = po.delay
+		props[PropDelay] = strconv.FormatInt(po.delay.Milliseconds(), 10)
+	case !po.deliverAt.IsZero():
+		if left := time.Until(po.deliverAt); left > 0 {
+			msg.DeliverAt = po.deliverAt
+			props[PropDelay] = strconv.FormatInt(left.Milliseconds(), 10)
+		}
+	}
+	return msg, nil
+}
+
+func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publishOptions) (string, error) {
+	p.mu.RLock()
+	closed := p.closed
+	p.mu.RUnlock()
+	if closed {
+		return "", ErrClosed
+	}
+	msg, err := p.message(env, po)
+	if err != nil {
+		return "", err
+	}
+	if _, err := p.producer.Send(ctx, msg); err != nil {
+		return "", fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
+	}
+	return env.Meta.ID, nil
+}
+
+// Close stops the publisher, in this order: new publishes fail with [ErrClosed]; pending
+// asynchronous sends are flushed and their callbacks awaited (both bounded by
+// [WithCloseTimeout]); then the producer is closed when the publisher created it. It is
+// idempotent and returns the flush error, if any.
+func (p *Publisher) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		defer cancel()
+		if err := p.producer.FlushWithCtx(ctx); err != nil {
+			p.closeErr = fmt.Errorf("pulsar: close publisher for %q: flush: %w", p.topic, err)
+			p.logger.Warn("publisher flush failed on close", zap.String("topic", p.topic), zap.Error(err))
+		}
+		if p.closeFn != nil {
+			// Closing the producer fails whatever is still pending, which runs the callbacks.
+			waitGroup(ctx, &p.wg)
+			p.closeFn()
+		}
+		p.wg.Wait()
+	})
+	return p.closeErr
+}
+
+// waitGroup waits for wg or ctx, whichever comes first. The helper goroutine it may start
+// ends when wg does, which every caller guarantees by waiting on wg afterwards.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,281 @@
+package pulsar
+
+import (
+	"fmt"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+)
+
+// DefaultMaxPending is the default bound of [Publisher.PublishAsync]'s pending sends.
+const DefaultMaxPending = 1000
+
+// DefaultCloseTimeout bounds the flush of [Publisher.Close] and the drain of
+// [Consumer.Close] by default.
+const DefaultCloseTimeout = 10 * time.Second
+
+// PublisherOption configures [NewPublisher] and [WrapProducer].
+type PublisherOption interface {
+	applyPublisher(c *publisherConfig) error
+}
+
+type publisherConfig struct {
+	queue        string
+	logger       *zap.Logger
+	maxPending   int
+	closeTimeout time.Duration
+	keyBased     bool
+	producerOpts func(*apulsar.ProducerOptions)
+}
+
+func defaultPublisherConfig() publisherConfig {
+	return publisherConfig{
+		logger:       zap.NewNop(),
+		maxPending:   DefaultMaxPending,
+		closeTimeout: DefaultCloseTimeout,
+		keyBased:     true,
+	}
+}
+
+type publisherOptionFunc func(c *publisherConfig) error
+
+func (f publisherOptionFunc) applyPublisher(c *publisherConfig) error { return f(c) }
+
+// WithMaxPending bounds the sends [Publisher.PublishAsync] keeps in flight; a further call
+// blocks until one completes or its ctx ends. Default: [DefaultMaxPending]. n < 1 is refused.
+func WithMaxPending(n int) PublisherOption {
+	return publisherOptionFunc(func(c *publisherConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: max pending %d is below 1", ErrInvalidOption, n)
+		}
+		c.maxPending = n
+		return nil
+	})
+}
+
+// WithKeyBasedBatching chooses the batch builder of the producer [NewPublisher] creates. On
+// (the default), messages are batched per key (apulsar.KeyBasedBatchBuilder), which Key_Shared
+// subscriptions need: the broker dispatches a whole batch to one consumer, so a batch mixing
+// keys would break the key-to-consumer affinity. Off uses the client's default builder,
+// which is fine when no subscription is Key_Shared. Ignored by [WrapProducer].
+func WithKeyBasedBatching(on bool) PublisherOption {
+	return publisherOptionFunc(func(c *publisherConfig) error {
+		c.keyBased = on
+		return nil
+	})
+}
+
+// WithProducerOptions lets the caller adjust the apulsar.ProducerOptions [NewPublisher]
+// creates its producer with (batching, compression, send timeout, …); the topic is set
+// before and after f runs. It is the one escape hatch to pulsar-client-go settings. Default:
+// none. Ignored by [WrapProducer].
+func WithProducerOptions(f func(o *apulsar.ProducerOptions)) PublisherOption {
+	return publisherOptionFunc(func(c *publisherConfig) error {
+		c.producerOpts = f
+		return nil
+	})
+}
+
+// WithCloseTimeout bounds how long Close waits: the publisher's flush of pending sends, or
+// the consumer's drain of in-flight messages. Default: [DefaultCloseTimeout]. d ≤ 0 is
+// refused.
+func WithCloseTimeout(d time.Duration) interface {
+	PublisherOption
+	ConsumerOption
+} {
+	return bothOption{
+		pub: func(c *publisherConfig) error {
+			if d <= 0 {
+				return fmt.Errorf("%w: close timeout %s is not positive", ErrInvalidOption, d)
+			}
+			c.closeTimeout = d
+			return nil
+		},
+		con: func(c *consumerConfig) error {
+			if d <= 0 {
+				return fmt.Errorf("%w: close timeout %s is not positive", ErrInvalidOption, d)
+			}
+			c.closeTimeout = d
+			return nil
+		},
+	}
+}
+
+// WithLogger sets the logger of a publisher or consumer. Default: zap.NewNop(). A nil
+// logger is refused. Give the client the same logger through [NewClientLogger].
+func WithLogger(l *zap.Logger) interface {
+	PublisherOption
+	ConsumerOption
+} {
+	return bothOption{
+		pub: func(c *publisherConfig) error {
+			if l == nil {
+				return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+			}
+			c.logger = l
+			return nil
+		},
+		con: func(c *consumerConfig) error {
+			if l == nil {
+				return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+			}
+			c.logger = l
+			return nil
+		},
+	}
+}
+
+type bothOption struct {
+	pub func(c *publisherConfig) error
+	con func(c *consumerConfig) error
+}
+
+func (o bothOption) applyPublisher(c *publisherConfig) error { return o.pub(c) }
+func (o bothOption) applyConsumer(c *consumerConfig) error   { return o.con(c) }
+
+// PublishOption configures one publish.
+type PublishOption interface {
+	applyPublish(o *publishOptions) error
+}
+
+type publishOptions struct {
+	traceID     string
+	queue       string
+	delay       time.Duration
+	deliverAt   time.Time
+	headers     map[string]string
+	key         string
+	orderingKey string
+	messageID   string
+}
+
+type publishOptionFunc func(o *publishOptions) error
+
+func (f publishOptionFunc) applyPublish(o *publishOptions) error { return f(o) }
+
+// WithTraceID continues a trace: the envelope's trace_id (and bq-trace-id) is id instead of
+// a fresh random UUID. Default: a new trace. A blank id is refused. Ignored by
+// [Publisher.PublishEnvelope], whose envelope already has its trace id.
+func WithTraceID(id string) PublishOption {
+	return publishOptionFunc(func(o *publishOptions) error {
+		if envelope.IsBlank(id) {
+			return fmt.Errorf("%w: blank trace id", ErrInvalidOption)
+		}
+		o.traceID = id
+		return nil
+	})
+}
+
+// WithMessageID sets meta.id (and bq-message-id) instead of a fresh UUID v4, for producers
+// that derive idempotency keys themselves. Default: a new UUID. A blank id is refused.
+// Ignored by [Publisher.PublishEnvelope].
+func WithMessageID(id string) PublishOption {
+	return publishOptionFunc(func(o *publishOptions) error {
+		if envelope.IsBlank(id) {
+			return fmt.Errorf("%w: blank message id", ErrInvalidOption)
+		}
+		o.messageID = id
+		return nil
+	})
+}
+
+// WithQueue sets the logical queue name written to meta.queue. As a [PublisherOption] it
+// sets the publisher's default; as a [PublishOption] it overrides it for one message
+// (ignored by [Publisher.PublishEnvelope]). Default: the queue name of the publisher's topic
+// (its last segment without -partition-<n>, see [dlq.QueueName]). An invalid name (empty,
+// containing '/') is refused.
+func WithQueue(name string) interface {
+	PublisherOption
+	PublishOption
+} {
+	return queueOption(name)
+}
+
+type queueOption string
+
+func (q queueOption) check() error {
+	if err := dlq.ValidateQueueName(string(q)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return nil
+}
+
+func (q queueOption) applyPublisher(c *publisherConfig) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	c.queue = string(q)
+	return nil
+}
+
+func (q queueOption) applyPublish(o *publishOptions) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	o.queue = string(q)
+	return nil
+}
+
+// WithDelay delays delivery by d (apulsar.ProducerMessage.DeliverAfter) and adds the
+// bq-delay property, d in whole milliseconds. d ≤ 0 means no delay and no bq-delay.
+// Pulsar honours delays only on Shared and Key_Shared subscriptions; Exclusive and Failover
+// subscriptions receive the message at once. Default: no delay.
+func WithDelay(d time.Duration) PublishOption {
+	return publishOptionFunc(func(o *publishOptions) error {
+		o.delay = d
+		o.deliverAt = time.Time{}
+		return nil
+	})
+}
+
+// WithDeliverAt delivers the message at t (apulsar.ProducerMessage.DeliverAt) and adds the
+// bq-delay property, the time left until t in whole milliseconds when publishing. A t not
+// in the future means no delay and no bq-delay. As for [WithDelay], only Shared and
+// Key_Shared subscriptions honour it. Default: no delay.
+func WithDeliverAt(t time.Time) PublishOption {
+	return publishOptionFunc(func(o *publishOptions) error {
+		o.deliverAt = t
+		o.delay = 0
+		return nil
+	})
+}
+
+// WithHeaders merges extra properties (W3C traceparent, tracestate, bq-replay-bypass, …)
+// into the message's properties. Empty keys or values are dropped, and a contract property
+// (bq-job, bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang, bq-attempts,
+// bq-delay) always wins a clash. Several WithHeaders merge, the later winning. Default: none.
+func WithHeaders(h map[string]string) PublishOption {
+	return publishOptionFunc(func(o *publishOptions) error {
+		if o.headers == nil {
+			o.headers = make(map[string]string, len(h))
+		}
+		for k, v := range h {
+			if k != "" && v != "" {
+				o.headers[k] = v
+			}
+		}
+		return nil
+	})
+}
+
+// WithKey sets the message key (apulsar.ProducerMessage.Key): partition routing, Key_Shared
+// affinity, compaction. Default: none.
+func WithKey(key string) PublishOption {
+	return publishOptionFunc(func(o *publishOptions) error {
+		o.key = key
+		return nil
+	})
+}
+
+// WithOrderingKey sets the ordering key (apulsar.ProducerMessage.OrderingKey), which
+// Key_Shared subscriptions use instead of the key when set. Default: none.
+func WithOrderingKey(key string) PublishOption {
+	return publishOptionFunc(func(o *publishOptions) error {
+		o.orderingKey = key
+		return nil
+	})
+}

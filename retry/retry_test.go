@@ -1,0 +1,124 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestIsRetryable(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"canceled", context.Canceled, false},
+		{"canceled wrapped", fmt.Errorf("send: %w", context.Canceled), false},
+		{"deadline", context.DeadlineExceeded, true},
+		{"deadline joined with a connection error", errors.Join(context.DeadlineExceeded, errors.New("connection error")), true},
+		{"send timeout", apulsar.ErrSendTimeout, true},
+		{"send timeout wrapped", fmt.Errorf("publish: %w", apulsar.ErrSendTimeout), true},
+		{"context expired", apulsar.ErrContextExpired, true},
+		{"queue full", apulsar.ErrSendQueueIsFull, true},
+		{"memory buffer full", apulsar.ErrMemoryBufferIsFull, true},
+		{"producer closed", apulsar.ErrProducerClosed, false},
+		{"message too large", apulsar.ErrMessageTooLarge, false},
+		{"topic not found", apulsar.ErrTopicNotfound, false},
+		{"topic terminated", apulsar.ErrTopicTerminated, false},
+		{"fenced", apulsar.ErrProducerFenced, false},
+		{"schema", apulsar.ErrSchema, false},
+		{"invalid message", apulsar.ErrInvalidMessage, false},
+		{"eof", io.EOF, true},
+		{"unexpected eof", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"net op error", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{"plain error", errors.New("boom"), false},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, retry.IsRetryable(tc.err), tc.name)
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	t.Parallel()
+	assert.Zero(t, retry.Backoff{}.Delay(1), "zero backoff means no delay")
+	b := retry.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2}
+	assert.Equal(t, 100*time.Millisecond, b.Delay(0), "retry numbers below 1 count as the first")
+	assert.Equal(t, 100*time.Millisecond, b.Delay(1))
+	assert.Equal(t, 200*time.Millisecond, b.Delay(2))
+	assert.Equal(t, 400*time.Millisecond, b.Delay(3))
+	assert.Equal(t, time.Second, b.Delay(5), "capped at Max")
+	assert.Equal(t, time.Second, b.Delay(math.MaxInt32), "huge retry numbers stay capped")
+
+	constant := retry.Backoff{Initial: 50 * time.Millisecond}
+	assert.Equal(t, 50*time.Millisecond, constant.Delay(7), "multiplier below 1 means constant")
+
+	uncapped := retry.Backoff{Initial: time.Hour, Multiplier: 10}
+	assert.Positive(t, uncapped.Delay(1000), "no overflow into negative durations")
+
+	jittered := retry.Backoff{Initial: time.Second, Multiplier: 1, Jitter: 0.5}
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		d := jittered.Delay(1)
+		assert.GreaterOrEqual(t, d, 500*time.Millisecond)
+		assert.LessOrEqual(t, d, time.Second)
+		seen[d] = true
+	}
+	assert.Greater(t, len(seen), 1, "jitter varies the delay")
+}
+
+func TestPolicyValidate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, retry.DefaultPolicy().Validate())
+	require.NoError(t, retry.Policy{}.Validate())
+	assert.Equal(t, retry.DefaultMaxAttempts, retry.Policy{}.Attempts())
+	assert.Equal(t, 1, retry.Policy{MaxAttempts: 1}.Attempts())
+
+	bad := []retry.Policy{
+		{MaxAttempts: -1},
+		{Strategy: retry.Strategy(9)},
+		{Backoff: retry.Backoff{Max: -time.Second}},
+		{Backoff: retry.Backoff{Multiplier: math.NaN()}},
+		{Backoff: retry.Backoff{Multiplier: -2}},
+		{Backoff: retry.Backoff{Jitter: 1.5}},
+		{Backoff: retry.Backoff{Jitter: -0.1}},
+	}
+	for _, p := range bad {
+		err := p.Validate()
+		require.ErrorIs(t, err, retry.ErrInvalidPolicy, "%+v", p)
+		assert.Contains(t, err.Error(), "retry: invalid policy")
+	}
+}
+
+func TestStrategyString(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "republish", retry.Republish.String())
+	assert.Equal(t, "nack", retry.Nack.String())
+	assert.Equal(t, "Strategy(7)", retry.Strategy(7).String())
+}
+
+func TestWait(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, retry.Wait(t.Context(), 0))
+	require.NoError(t, retry.Wait(t.Context(), time.Millisecond))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, retry.Wait(ctx, time.Hour), context.Canceled, "an ended ctx stops the wait")
+	require.ErrorIs(t, retry.Wait(ctx, 0), context.Canceled)
+}

@@ -1,0 +1,62 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+)
+
+// IsRetryable reports whether err is worth retrying: the same operation may succeed later
+// without anyone changing the request. The rules, in order:
+//
+//  1. nil is not retryable (nothing failed).
+//  2. [context.Canceled] is not retryable: the caller gave up.
+//  3. [context.DeadlineExceeded] is retryable: the operation ran out of time. A failed
+//     CreateProducer, for example, returns an errors.Join of DeadlineExceeded and a
+//     connection error that is not a *apulsar.Error.
+//  4. A *apulsar.Error anywhere in the chain (errors.As) decides by its Result:
+//     TimeoutError (which covers apulsar.ErrSendTimeout and apulsar.ErrContextExpired),
+//     LookupError, ConnectError, ReadError, BrokerMetadataError, BrokerPersistenceError,
+//     NotConnectedError, TooManyLookupRequestException, ServiceUnitNotReady,
+//     ProducerQueueIsFull, ProducerBlockedQuotaExceededError,
+//     ProducerBlockedQuotaExceededException, ClientMemoryBufferIsFull,
+//     MaxConcurrentOperationsReached and ConsumerBusy are retryable; every other result
+//     (configuration, authentication, authorisation, closed producer or consumer, invalid or
+//     too big message, unknown or terminated topic, schema, fencing, crypto, …) is not.
+//  5. io.EOF, io.ErrUnexpectedEOF and any [net.Error] (a dropped or refused connection, a
+//     network timeout) are retryable.
+//  6. Everything else is not retryable.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var pe *apulsar.Error
+	if errors.As(err, &pe) {
+		return retryableResult(pe.Result())
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+func retryableResult(r apulsar.Result) bool {
+	switch r {
+	case apulsar.TimeoutError, apulsar.LookupError, apulsar.ConnectError, apulsar.ReadError,
+		apulsar.BrokerMetadataError, apulsar.BrokerPersistenceError, apulsar.NotConnectedError,
+		apulsar.TooManyLookupRequestException, apulsar.ServiceUnitNotReady,
+		apulsar.ProducerQueueIsFull, apulsar.ProducerBlockedQuotaExceededError,
+		apulsar.ProducerBlockedQuotaExceededException, apulsar.ClientMemoryBufferIsFull,
+		apulsar.MaxConcurrentOperationsReached, apulsar.ConsumerBusy:
+		return true
+	default:
+		return false
+	}
+}
