@@ -19,7 +19,8 @@
 //     Absent or blank (the six ASCII blank characters only) goes on; exactly "1" goes on;
 //     anything else is rejected untrimmed.
 //   - [Reconcile]: attempts = max(valid bq-attempts, else the body's attempts; Pulsar's
-//     0-based redelivery count), and the counted delivery number.//
+//     0-based redelivery count), and the counted delivery number.
+//
 // # Publishing
 //
 // [NewPublisher] creates a producer for one topic; [Publisher.Publish] builds the envelope,
