@@ -32,10 +32,10 @@ bench:
 
 ## fuzz: a short pass over every fuzz target (FUZZTIME each)
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./envelope
-	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=$(FUZZTIME) ./envelope
-	$(GO) test -run='^$$' -fuzz='^FuzzParseAttempts$$' -fuzztime=$(FUZZTIME) ./pulsar
-	$(GO) test -run='^$$' -fuzz='^FuzzGateVerdict$$' -fuzztime=$(FUZZTIME) ./pulsar
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./envelope
+	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./envelope
+	$(GO) test -run='^$$' -fuzz='^FuzzParseAttempts$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./pulsar
+	$(GO) test -run='^$$' -fuzz='^FuzzGateVerdict$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./pulsar
 
 cover:
 	$(GO) test -race -covermode=atomic -coverprofile=cover.out ./...
