@@ -1,0 +1,253 @@
+package pulsartest_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
+)
+
+// rawConn is a hand-driven protocol connection for tests that the real client cannot express.
+type rawConn struct {
+	t  *testing.T
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+func dialRaw(t *testing.T, b *pulsartest.Broker) *rawConn {
+	t.Helper()
+	var d net.Dialer
+	nc, err := d.DialContext(t.Context(), "tcp", b.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = nc.Close() })
+	rc := &rawConn{t: t, nc: nc, r: bufio.NewReader(nc)}
+	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_CONNECT.Enum(), Connect: &wire.CommandConnect{
+		ClientVersion: proto.String("raw-test"), ProtocolVersion: proto.Int32(20),
+	}})
+	f := rc.read()
+	require.Equal(t, wire.BaseCommand_CONNECTED, f.Cmd.GetType())
+	return rc
+}
+
+func (rc *rawConn) send(cmd *wire.BaseCommand) {
+	rc.t.Helper()
+	f, err := wire.EncodeCommand(cmd)
+	require.NoError(rc.t, err)
+	_, err = rc.nc.Write(f)
+	require.NoError(rc.t, err)
+}
+
+func (rc *rawConn) read() wire.Frame {
+	rc.t.Helper()
+	require.NoError(rc.t, rc.nc.SetReadDeadline(time.Now().Add(receiveTimeout)))
+	f, err := wire.ReadFrame(rc.r, 64<<20)
+	require.NoError(rc.t, err)
+	return f
+}
+
+// A consumer that never reads its socket must not stall anybody else: its broker writer blocks on TCP, while
+// the producer and a consumer on another connection go on at full speed.
+func TestSlowConsumerDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	topic := uniqueName(t, "t")
+
+	slow := dialRaw(t, b)
+	slow.send(&wire.BaseCommand{Type: wire.BaseCommand_SUBSCRIBE.Enum(), Subscribe: &wire.CommandSubscribe{
+		Topic: proto.String(topic), Subscription: proto.String("slow"), SubType: wire.CommandSubscribe_Shared.Enum(),
+		ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(1),
+	}})
+	require.Equal(t, wire.BaseCommand_SUCCESS, slow.read().Cmd.GetType())
+	slow.send(&wire.BaseCommand{Type: wire.BaseCommand_FLOW.Enum(), Flow: &wire.CommandFlow{
+		ConsumerId: proto.Uint64(1), MessagePermits: proto.Uint32(1 << 20),
+	}})
+	// From here on the slow connection is never read.
+
+	c := newClient(t, b.URL())
+	fast := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "fast", Type: apulsar.Shared})
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	body := bytes.Repeat([]byte("x"), 256*1024)
+	const n = 120 // 30 MiB: far beyond any socket buffer of the slow connection
+	for range n {
+		_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: body})
+		require.NoError(t, err)
+	}
+	for range n {
+		m := receive(t, fast)
+		require.Len(t, m.Payload(), len(body))
+		require.NoError(t, fast.Ack(m))
+	}
+	st := b.Stats(topic)
+	assert.Equal(t, n, st.Subscriptions["slow"].Pending, "everything was dispatched to the slow consumer")
+	assert.Equal(t, n, st.Subscriptions["slow"].Backlog)
+}
+
+func TestPauseDispatchAndBacklog(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	require.NoError(t, b.CreatePartitionedTopic(topic, 2))
+	k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared})
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	b.PauseDispatch(topic)
+	sendAll(t, p, numbered(6)...)
+	expectNone(t, k, 200*time.Millisecond)
+	assert.Equal(t, 6, b.Backlog(topic, "s"))
+	assert.Equal(t, 6, b.Stats(topic).Messages)
+	b.ResumeDispatch(topic)
+	ms := receiveN(t, k, 6)
+	assert.Equal(t, numbered(6), sorted(payloads(ms)))
+	for _, m := range ms {
+		require.NoError(t, k.Ack(m))
+	}
+	eventually(t, "backlog 0", func() bool { return b.Backlog(topic, "s") == 0 })
+	assert.Equal(t, []string{"s"}, b.Subscriptions(topic))
+}
+
+func TestUnloadTopicReconnectsClients(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+	sendAll(t, p, "before")
+	require.NoError(t, k.Ack(receive(t, k)))
+	b.UnloadTopic(topic)
+	sendAll(t, p, "after")
+	assert.Equal(t, "after", string(receive(t, k).Payload()))
+}
+
+func TestFailNextLookups(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	c := newClient(t, b.URL())
+	b.FailNextLookups(1, pulsartest.TopicNotFound)
+	_, err := c.CreateProducer(apulsar.ProducerOptions{Topic: uniqueName(t, "t")})
+	require.Error(t, err)
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: uniqueName(t, "t")})
+	sendAll(t, p, "ok")
+}
+
+func TestUnsupportedFeaturesAnswerAnError(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	rc := dialRaw(t, b)
+	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_NEW_TXN.Enum(), NewTxn: &wire.CommandRequestIDOnly{RequestId: proto.Uint64(7)}})
+	f := rc.read()
+	require.Equal(t, wire.BaseCommand_ERROR, f.Cmd.GetType())
+	assert.Equal(t, uint64(7), f.Cmd.GetError().GetRequestId())
+	assert.Equal(t, wire.ServerError_NotAllowedError, f.Cmd.GetError().GetError())
+	assert.Contains(t, f.Cmd.GetError().GetMessage(), "transactions are not supported")
+
+	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_SUBSCRIBE.Enum(), Subscribe: &wire.CommandSubscribe{
+		Topic: proto.String("t"), Subscription: proto.String("s"), SubType: wire.CommandSubscribe_Exclusive.Enum(),
+		ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(8), ReadCompacted: proto.Bool(true),
+	}})
+	f = rc.read()
+	require.Equal(t, wire.BaseCommand_ERROR, f.Cmd.GetType())
+	assert.Contains(t, f.Cmd.GetError().GetMessage(), "compaction")
+
+	// The connection is still usable.
+	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_PING.Enum(), Ping: &wire.CommandPing{}})
+	assert.Equal(t, wire.BaseCommand_PONG, rc.read().Cmd.GetType())
+}
+
+func TestChecksumMismatchIsASendError(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	rc := dialRaw(t, b)
+	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_PRODUCER.Enum(), Producer: &wire.CommandProducer{
+		Topic: proto.String("t"), ProducerId: proto.Uint64(1), RequestId: proto.Uint64(1),
+	}})
+	f := rc.read()
+	require.Equal(t, wire.BaseCommand_PRODUCER_SUCCESS, f.Cmd.GetType())
+	assert.Equal(t, "standalone-0-1", f.Cmd.GetProducerSuccess().GetProducerName())
+	payload, err := wire.BuildPayload(&wire.MessageMetadata{
+		ProducerName: proto.String("p"), SequenceId: proto.Uint64(0), PublishTime: proto.Uint64(1),
+	}, []byte("body"))
+	require.NoError(t, err)
+	payload[len(payload)-1] ^= 0xff
+	frame, err := wire.EncodePayloadCommand(&wire.BaseCommand{Type: wire.BaseCommand_SEND.Enum(), Send: &wire.CommandSend{
+		ProducerId: proto.Uint64(1), SequenceId: proto.Uint64(0),
+	}}, nil, payload)
+	require.NoError(t, err)
+	_, err = rc.nc.Write(frame)
+	require.NoError(t, err)
+	f = rc.read()
+	require.Equal(t, wire.BaseCommand_SEND_ERROR, f.Cmd.GetType())
+	assert.Equal(t, wire.ServerError_ChecksumError, f.Cmd.GetSendError().GetError())
+	assert.Equal(t, 0, b.Stats("t").Entries)
+}
+
+func TestAdminAPI(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	require.NoError(t, b.CreateTopic("plain"))
+	require.ErrorIs(t, b.CreateTopic("public/default/plain"), pulsartest.ErrTopicExists)
+	require.NoError(t, b.CreatePartitionedTopic("persistent://acme/ns/orders", 2))
+	require.ErrorIs(t, b.CreatePartitionedTopic("x", 0), pulsartest.ErrInvalidTopic)
+	require.ErrorIs(t, b.CreateTopic("non-persistent://public/default/x"), pulsartest.ErrInvalidTopic)
+	assert.Equal(t, []string{
+		"persistent://acme/ns/orders-partition-0",
+		"persistent://acme/ns/orders-partition-1",
+		"persistent://public/default/plain",
+	}, b.Topics())
+	require.NoError(t, b.DeleteTopic("acme/ns/orders"))
+	require.ErrorIs(t, b.DeleteTopic("acme/ns/orders"), pulsartest.ErrTopicNotFound)
+	assert.Equal(t, []string{"persistent://public/default/plain"}, b.Topics())
+	assert.Equal(t, 0, b.Backlog("plain", "nope"))
+	require.NoError(t, b.Close())
+	require.NoError(t, b.Close(), "Close is idempotent")
+	assert.True(t, strings.HasPrefix(b.URL(), "pulsar://127.0.0.1:"))
+}
+
+func TestTopicBusyWhileClientsAreConnected(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+	sendAll(t, p, "x")
+	require.ErrorIs(t, b.DeleteTopic(topic), pulsartest.ErrTopicBusy)
+	p.Close()
+	eventually(t, "producer gone", func() bool { return b.Stats(topic).Producers == 0 })
+	require.NoError(t, b.DeleteTopic(topic))
+}
+
+func TestStartFailsOnBadAddress(t *testing.T) {
+	t.Parallel()
+	_, err := pulsartest.Start(t.Context(), pulsartest.WithAddr("256.0.0.1:0"))
+	require.Error(t, err)
+	var opErr *net.OpError
+	assert.True(t, errors.As(err, &opErr) || strings.Contains(err.Error(), "pulsartest"), err)
+}
+
+func TestManualClock(t *testing.T) {
+	t.Parallel()
+	start := time.Unix(1000, 0)
+	clk := pulsartest.NewManualClock(start)
+	var fired []int
+	clk.AfterFunc(2*time.Second, func() { fired = append(fired, 2) })
+	stop := clk.AfterFunc(time.Second, func() { fired = append(fired, 1) })
+	clk.AfterFunc(3*time.Second, func() { fired = append(fired, 3) })
+	assert.True(t, stop())
+	assert.False(t, stop())
+	clk.Advance(2 * time.Second)
+	assert.Equal(t, []int{2}, fired)
+	clk.Set(start.Add(5 * time.Second))
+	assert.Equal(t, []int{2, 3}, fired)
+	assert.Equal(t, start.Add(5*time.Second), clk.Now())
+}
