@@ -7,6 +7,8 @@
 // Commands:
 //
 //	conformance  run a BabelQueue conformance suite against this SDK
+//	publish      publish a BabelQueue envelope
+//	tail         print the messages of a topic with the consumer's verdict
 //	broker       run the embedded Pulsar-protocol broker for local development
 //
 // Run `bq <command> -h` for the flags of a command. Errors are printed as one line on
@@ -46,6 +48,8 @@ Usage:
 Commands:
 
 	conformance  run a BabelQueue conformance suite against this SDK
+	publish      publish a BabelQueue envelope
+	tail         print the messages of a topic with the consumer's verdict
 	broker       run the embedded Pulsar-protocol broker for local development
 
 Run "bq <command> -h" for the flags of a command.
@@ -60,6 +64,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "conformance":
 		return runConformance(ctx, args[1:], stdout, stderr)
+	case "publish":
+		return runPublish(ctx, args[1:], stdout, stderr)
+	case "tail":
+		return runTail(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

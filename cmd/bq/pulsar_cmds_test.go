@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+)
+
+var uuidLine = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+func TestPublishAndTail(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	url := "--url=" + b.URL()
+
+	code, stdout, stderr := runBQ(t, "publish", url, "--topic", "orders", "--urn", "urn:babel:orders:created",
+		"--data", `{"order_id":1042}`, "--header", "traceparent=00-abc-def-01", "--header", "bq-job=spoofed",
+		"--key", "customer-7", "--count", "2")
+	require.Equal(t, exitOK, code, stderr)
+	ids := strings.Fields(stdout)
+	require.Len(t, ids, 2)
+	for _, id := range ids {
+		assert.Regexp(t, uuidLine, id)
+	}
+
+	file := filepath.Join(t.TempDir(), "data.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"order_id": 9007199254740993, "rate": 1.0}`), 0o600))
+	code, _, stderr = runBQ(t, "publish", url, "--topic", "orders", "--urn", "urn:babel:orders:paid",
+		"--data", "@"+file, "--queue", "billing")
+	require.Equal(t, exitOK, code, stderr)
+
+	// A reader prints everything and acks nothing; run it twice to prove it.
+	for range 2 {
+		code, stdout, stderr = runBQ(t, "tail", url, "--topic", "orders", "--wait", "500ms")
+		require.Equal(t, exitOK, code, stderr)
+		assert.Equal(t, 3, strings.Count(stdout, "--- "), stdout)
+		assert.Contains(t, stdout, "  bq-job: urn:babel:orders:created\n", "the contract property wins over a header")
+		assert.Contains(t, stdout, "  traceparent: 00-abc-def-01\n")
+		assert.Contains(t, stdout, "  verdict: accepted urn:babel:orders:created, attempts 0\n")
+		assert.Contains(t, stdout, `"order_id": 9007199254740993`, "data text kept exactly")
+		assert.Contains(t, stdout, `"rate": 1.0`)
+		assert.Contains(t, stdout, `"queue": "billing"`)
+		assert.True(t, strings.HasSuffix(stdout, "3 message(s)\n"), stdout)
+	}
+
+	// With a subscription, printed messages are acked: a second run sees nothing.
+	code, stdout, stderr = runBQ(t, "tail", url, "--topic", "orders", "--subscription", "ops", "-n", "3", "--wait", "2s")
+	require.Equal(t, exitOK, code, stderr)
+	assert.True(t, strings.HasSuffix(stdout, "3 message(s)\n"), stdout)
+	assert.Equal(t, 0, b.Backlog("orders", "ops"))
+	code, stdout, stderr = runBQ(t, "tail", url, "--topic", "orders", "--subscription", "ops", "--wait", "300ms")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "0 message(s)\n", stdout)
+}
+
+func TestPublishErrors(t *testing.T) {
+	code, _, stderr := runBQ(t, "publish", "--topic", "orders")
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "bq publish: --topic and --urn are required\n", stderr)
+
+	code, _, stderr = runBQ(t, "publish", "--topic", "orders", "--urn", "urn:x", "--data", "[1,2]")
+	assert.Equal(t, exitFail, code)
+	assert.Equal(t, "bq publish: data must be a JSON object, got \"[1,2]\"\n", stderr)
+
+	code, _, stderr = runBQ(t, "publish", "--topic", "orders", "--urn", "urn:x", "--data", "@/does/not/exist")
+	assert.Equal(t, exitFail, code)
+	assert.True(t, strings.HasPrefix(stderr, "bq publish: read data: "), stderr)
+
+	code, _, stderr = runBQ(t, "publish", "--topic", "orders", "--urn", "urn:x", "--header", "novalue")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `header "novalue" is not key=value`)
+
+	// Nothing listens on port 1: one clear line, non-zero exit.
+	code, _, stderr = runBQ(t, "publish", "--url", "pulsar://127.0.0.1:1", "--connect-timeout", "300ms",
+		"--topic", "orders", "--urn", "urn:x")
+	assert.Equal(t, exitFail, code)
+	assert.True(t, strings.HasPrefix(stderr, "bq publish: "), stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+
+	code, _, stderr = runBQ(t, "tail", "--topic", "orders", "--from", "middle")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--from must be earliest or latest")
+}

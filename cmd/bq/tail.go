@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// source is what tail reads from: a reader (no acks) or a subscription (acks).
+type source interface {
+	next(ctx context.Context) (apulsar.Message, error)
+	done(msg apulsar.Message) error
+	close()
+}
+
+type readerSource struct{ r apulsar.Reader }
+
+func (s readerSource) next(ctx context.Context) (apulsar.Message, error) {
+	m, err := s.r.Next(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	return m, nil
+}
+func (readerSource) done(apulsar.Message) error { return nil }
+func (s readerSource) close()                   { s.r.Close() }
+
+type consumerSource struct{ c apulsar.Consumer }
+
+func (s consumerSource) next(ctx context.Context) (apulsar.Message, error) {
+	m, err := s.c.Receive(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("receive: %w", err)
+	}
+	return m, nil
+}
+
+func (s consumerSource) done(m apulsar.Message) error {
+	if err := s.c.Ack(m); err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	return nil
+}
+func (s consumerSource) close() { s.c.Close() }
+
+// runTail implements `bq tail`.
+func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bq tail", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var conn connFlags
+	conn.register(fs)
+	topic := fs.String("topic", "", "`topic` to read (required)")
+	sub := fs.String("subscription", "", "read through this durable subscription and ack what is printed (default: a reader that acks nothing)")
+	from := fs.String("from", "earliest", "where a reader or a new subscription starts: earliest or latest")
+	limit := fs.Int("n", 0, "stop after this many messages (0: no limit)")
+	wait := fs.Duration("wait", 2*time.Second, "stop when no message arrived for this long (0: follow until interrupted)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: bq tail --topic TOPIC [--subscription NAME] [flags]
+
+Prints the messages of a topic: their properties, the consumer's verdict (accepted with
+URN and attempts, poison with the broken rule, or rejected by the schema-version gate)
+and the pretty-printed payload. Without --subscription nothing is acknowledged.
+
+Example:
+
+	bq tail --topic orders -n 10
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	fail := func(err error) int { return failLine(stderr, "bq tail", err) }
+	if *topic == "" {
+		fmt.Fprintln(stderr, "bq tail: --topic is required")
+		return exitUsage
+	}
+	if *from != "earliest" && *from != "latest" {
+		fmt.Fprintf(stderr, "bq tail: --from must be earliest or latest, got %q\n", *from)
+		return exitUsage
+	}
+	client, err := conn.client(stderr)
+	if err != nil {
+		return fail(err)
+	}
+	defer client.Close()
+	src, err := openSource(client, *topic, *sub, *from)
+	if err != nil {
+		return fail(err)
+	}
+	defer src.close()
+
+	n := 0
+	for *limit == 0 || n < *limit {
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if *wait > 0 {
+			rctx, cancel = context.WithTimeout(ctx, *wait)
+		}
+		msg, err := src.next(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			return fail(err)
+		}
+		printMessage(stdout, msg)
+		if err := src.done(msg); err != nil {
+			return fail(err)
+		}
+		n++
+	}
+	fmt.Fprintf(stdout, "%d message(s)\n", n)
+	return exitOK
+}
+
+func openSource(client apulsar.Client, topic, sub, from string) (source, error) {
+	if sub == "" {
+		start := apulsar.EarliestMessageID()
+		if from == "latest" {
+			start = apulsar.LatestMessageID()
+		}
+		r, err := client.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: start})
+		if err != nil {
+			return nil, fmt.Errorf("create reader on %s: %w", topic, err)
+		}
+		return readerSource{r}, nil
+	}
+	pos := apulsar.SubscriptionPositionEarliest
+	if from == "latest" {
+		pos = apulsar.SubscriptionPositionLatest
+	}
+	c, err := client.Subscribe(apulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: sub, Type: apulsar.Shared,
+		SubscriptionInitialPosition: pos,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe %s to %s: %w", sub, topic, err)
+	}
+	return consumerSource{c}, nil
+}
+
+// printMessage writes one message: a header line, its properties, the verdict of the
+// consumer pipeline (gate, then classification) and the payload, indented when it is JSON.
+func printMessage(w io.Writer, msg apulsar.Message) {
+	props := msg.Properties()
+	fmt.Fprintf(w, "--- %s  %s  published %s  redelivery %d\n", msg.ID(), msg.Topic(),
+		msg.PublishTime().UTC().Format(time.RFC3339Nano), msg.RedeliveryCount())
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s: %s\n", k, props[k])
+	}
+	fmt.Fprintf(w, "  verdict: %s\n", verdict(msg))
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, msg.Payload(), "  ", "  "); err == nil {
+		fmt.Fprintf(w, "  %s\n", pretty.Bytes())
+		return
+	}
+	fmt.Fprintf(w, "  %q\n", msg.Payload())
+}
+
+// verdict applies the consumer's pre-dispatch rules to a message.
+func verdict(msg apulsar.Message) string {
+	props := msg.Properties()
+	sv, present := props[bqpulsar.PropSchemaVersion]
+	if err := bqpulsar.GateVerdict(sv, present); err != nil {
+		return "rejected by the gate: " + err.Error()
+	}
+	env, err := envelope.Classify(msg.Payload())
+	if err != nil {
+		return err.Error()
+	}
+	ap, apPresent := props[bqpulsar.PropAttempts]
+	reconciled, _ := bqpulsar.Reconcile(ap, apPresent, env.Attempts, msg.RedeliveryCount())
+	s := fmt.Sprintf("accepted %s, attempts %d", env.URN(), reconciled)
+	if env.DeadLetter != nil {
+		s += fmt.Sprintf(", dead-lettered (%s) from %s after %d attempts", env.DeadLetter.Reason,
+			env.DeadLetter.OriginalQueue, env.DeadLetter.Attempts)
+	}
+	return s
+}
