@@ -162,12 +162,20 @@ func clientSenders(client apulsar.Client, cfg consumerConfig) func(topic string)
 		return cfg.senderFactory
 	}
 	return func(topic string) (Sender, func(), error) {
-		p, err := client.CreateProducer(apulsar.ProducerOptions{
-			Topic: topic,
+		po := apulsar.ProducerOptions{
 			// Each retry or dead letter is sent synchronously by the worker that holds the
-			// message; batching would only add the batching delay to every send.
-			DisableBatching: true,
-		})
+			// message, so a batch of one is flushed at once instead of after the batching
+			// delay. Batching is not disabled outright: pulsar-client-go v0.19.0's unbatched
+			// send path races with its own reconnect (producerName and encryptor are rewritten
+			// by grabCnx while internalSingleSend reads them), which -race reports whenever a
+			// connection drops during a send.
+			BatchingMaxMessages: 1,
+		}
+		if cfg.senderOpts != nil {
+			cfg.senderOpts(&po)
+		}
+		po.Topic = topic
+		p, err := client.CreateProducer(po)
 		if err != nil {
 			return nil, nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, err)
 		}
@@ -459,6 +467,21 @@ func (s *senderCache) get(ctx context.Context, topic string) (Sender, error) {
 		return e.sender, e.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("pulsar: waiting for a producer for %q: %w", topic, ctx.Err())
+	}
+}
+
+// evict forgets the producer of topic when it is still sender, and closes it.
+func (s *senderCache) evict(topic string, sender Sender) {
+	s.mu.Lock()
+	e := s.m[topic]
+	if e == nil || e.sender != sender || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.m, topic)
+	s.mu.Unlock()
+	if e.closeFn != nil {
+		e.closeFn()
 	}
 }
 

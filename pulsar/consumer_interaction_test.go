@@ -717,3 +717,16 @@ func TestObserverSeesLatencyAndAttempt(t *testing.T) {
 	assert.Equal(t, testTopic, last.Topic)
 	assert.GreaterOrEqual(t, last.Latency, 5*time.Millisecond)
 }
+
+func TestFailedSendReplacesTheProducer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(errors.New("x"))), WithMaxAttempts(1))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(nil, apulsar.ErrSendTimeout)
+	h.settler.EXPECT().Nack(msg)
+	h.process(msg)
+	h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	h.process(msg)
+	assert.Equal(t, []string{testDLQ, testDLQ}, h.created, "a producer whose send failed is replaced")
+}

@@ -63,6 +63,7 @@ type consumerConfig struct {
 	closeTimeout  time.Duration
 	nackDelay     time.Duration
 	consumerOpts  func(*apulsar.ConsumerOptions)
+	senderOpts    func(*apulsar.ProducerOptions)
 	senderFactory func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
 }
 
@@ -261,6 +262,18 @@ func WithNackRedeliveryDelay(d time.Duration) ConsumerOption {
 func WithConsumerOptions(f func(o *apulsar.ConsumerOptions)) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
 		c.consumerOpts = f
+		return nil
+	})
+}
+
+// WithSenderOptions lets the caller adjust the apulsar.ProducerOptions of the producers the
+// consumer creates for retries and dead letters (send timeout, compression, …); the topic
+// is set after f runs. Default: batches of one message (each retry or dead letter is sent
+// on its own, synchronously, without the batching delay) and the client's defaults
+// otherwise.
+func WithSenderOptions(f func(o *apulsar.ProducerOptions)) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.senderOpts = f
 		return nil
 	})
 }

@@ -277,6 +277,11 @@ func (c *Consumer) send(ctx context.Context, topic string, pm *apulsar.ProducerM
 		return err
 	}
 	if _, err := s.Send(ctx, pm); err != nil {
+		if ctx.Err() == nil {
+			// The producer may be unusable (a send timeout after the broker refused it, a
+			// closed or fenced producer): the next settlement creates a fresh one.
+			c.senders.evict(topic, s)
+		}
 		return fmt.Errorf("pulsar: send to %q: %w", topic, err)
 	}
 	return nil
