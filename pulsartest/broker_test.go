@@ -121,7 +121,7 @@ func TestUnloadTopicReconnectsClients(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	c := newClient(t, b.URL())
 	topic := uniqueName(t, "t")
-	k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", AckWithResponse: true})
 	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
 	sendAll(t, p, "before")
 	require.NoError(t, k.Ack(receive(t, k)))

@@ -277,7 +277,8 @@ func TestScenario08ExclusiveNack(t *testing.T) {
 			tg := tc.start(t)
 			c := newClient(t, tg.ServiceURL())
 			topic := tg.UniqueTopic(t)
-			k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+			// Acks with response: the ack of "1" must reach the broker before the nack's rewind.
+			k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", AckWithResponse: true})
 			p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 			sendAll(t, p, "1", "2", "3")
 			ms := receiveN(t, k, 3)
