@@ -25,13 +25,14 @@ func VerifySubscriberBlackbox[T any](t *testing.T, f BlackboxFactory[T], o Optio
 	verifyBlackbox(realT{t: t}, f, o)
 }
 
-func verifyBlackbox[T any](r runner, f BlackboxFactory[T], o Options) {
+func verifyBlackbox[T any](r runner, f BlackboxFactory[T], o Options, only ...string) {
 	r.Helper()
 	c, err := resolve(o)
 	if err != nil {
 		r.Errorf("%v", err)
 		r.FailNow()
 	}
+	c.only = onlySet(only)
 	if f.Create == nil || f.Element == nil {
 		r.Errorf("tck: BlackboxFactory.Create and Element are required")
 		r.FailNow()

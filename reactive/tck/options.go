@@ -78,6 +78,7 @@ type config struct {
 	maxSubscribers               int64
 	coordinated                  bool
 	bufferSize                   int
+	only                         map[string]bool // meta-tests: run just these subtests
 }
 
 func (c config) unicast() bool { return c.maxSubscribers == 1 }
@@ -138,4 +139,15 @@ func resolve(o Options) (config, error) {
 	}
 	c.skipStochastic, c.maxSubscribers, c.coordinated = o.SkipStochastic, o.MaxSubscribers, o.CoordinatedEmission
 	return c, nil
+}
+
+func onlySet(names []string) map[string]bool {
+	if len(names) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }

@@ -31,13 +31,14 @@ func VerifyIdentityProcessor[T any](t *testing.T, f ProcessorFactory[T], o Optio
 	verifyProcessor(realT{t: t}, f, o)
 }
 
-func verifyProcessor[T any](r runner, f ProcessorFactory[T], o Options) {
+func verifyProcessor[T any](r runner, f ProcessorFactory[T], o Options, only ...string) {
 	r.Helper()
 	c, err := resolve(o)
 	if err != nil {
 		r.Errorf("%v", err)
 		r.FailNow()
 	}
+	c.only = onlySet(only)
 	if f.Create == nil || f.Element == nil {
 		r.Errorf("tck: ProcessorFactory.Create and Element are required")
 		r.FailNow()

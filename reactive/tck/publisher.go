@@ -31,13 +31,14 @@ func VerifyPublisher[T any](t *testing.T, f PublisherFactory[T], o Options) {
 	verifyPublisher(realT{t: t}, f, o)
 }
 
-func verifyPublisher[T any](r runner, f PublisherFactory[T], o Options) {
+func verifyPublisher[T any](r runner, f PublisherFactory[T], o Options, only ...string) {
 	r.Helper()
 	c, err := resolve(o)
 	if err != nil {
 		r.Errorf("%v", err)
 		r.FailNow()
 	}
+	c.only = onlySet(only)
 	if f.Create == nil {
 		r.Errorf("tck: PublisherFactory.Create is nil")
 		r.FailNow()
@@ -56,6 +57,9 @@ type tcase struct {
 
 func runCases(r runner, c config, cases []tcase) {
 	for _, tc := range cases {
+		if c.only != nil && !c.only[tc.name] {
+			continue
+		}
 		r.Run(tc.name, func(sr runner) {
 			e := newEnv(sr, c)
 			defer func() { e.recoverInto(recover()) }()

@@ -61,13 +61,14 @@ func VerifySubscriberWhitebox[T any](t *testing.T, f WhiteboxFactory[T], o Optio
 	verifyWhitebox(realT{t: t}, f, o)
 }
 
-func verifyWhitebox[T any](r runner, f WhiteboxFactory[T], o Options) {
+func verifyWhitebox[T any](r runner, f WhiteboxFactory[T], o Options, only ...string) {
 	r.Helper()
 	c, err := resolve(o)
 	if err != nil {
 		r.Errorf("%v", err)
 		r.FailNow()
 	}
+	c.only = onlySet(only)
 	if f.Create == nil || f.Element == nil {
 		r.Errorf("tck: WhiteboxFactory.Create and Element are required")
 		r.FailNow()
