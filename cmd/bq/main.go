@@ -68,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runPublish(ctx, args[1:], stdout, stderr)
 	case "tail":
 		return runTail(ctx, args[1:], stdout, stderr)
+	case "broker":
+		return runBroker(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

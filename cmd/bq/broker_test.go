@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a polling reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestBrokerCommandServesARealClient(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runBroker(ctx, []string{"-addr", "127.0.0.1:0", "-partitioned", "orders=2"}, &stdout, &stderr)
+	}()
+	var url string
+	require.Eventually(t, func() bool {
+		url = strings.TrimSpace(stdout.String())
+		return url != ""
+	}, 10*time.Second, 5*time.Millisecond, "service URL on stdout; stderr: %s", stderr.String())
+	require.True(t, strings.HasPrefix(url, "pulsar://127.0.0.1:"), url)
+
+	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: url, Logger: plog.DefaultNopLogger()})
+	require.NoError(t, err)
+	consumer, err := client.Subscribe(apulsar.ConsumerOptions{Topic: "orders", SubscriptionName: "s"})
+	require.NoError(t, err)
+	producer, err := client.CreateProducer(apulsar.ProducerOptions{Topic: "orders"})
+	require.NoError(t, err)
+	_, err = producer.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("hello")})
+	require.NoError(t, err)
+	rctx, rcancel := context.WithTimeout(t.Context(), 10*time.Second)
+	m, err := consumer.Receive(rctx)
+	rcancel()
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(m.Payload()))
+	producer.Close()
+	consumer.Close()
+	client.Close()
+
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, exitOK, code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("bq broker did not exit after cancellation")
+	}
+	assert.Contains(t, stderr.String(), "connection opened")
+}
+
+func TestBrokerCommandFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, exitUsage, runBroker(t.Context(), []string{"-addr", "10.1.2.3:6650"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "-allow-remote")
+
+	errOut.Reset()
+	assert.Equal(t, exitUsage, runBroker(t.Context(), []string{"-partitioned", "orders"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "name=N")
+
+	errOut.Reset()
+	assert.Equal(t, exitOK, runBroker(t.Context(), []string{"-h"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "-partitioned")
+}
