@@ -1,0 +1,88 @@
+// Package messaging is the broker-neutral reactive messaging runtime of
+// babelqueue-go-pulsar, after MicroProfile Reactive Messaging (RUNTIME.md
+// §4–§11): messages with typed metadata and settle-once acknowledgement,
+// stages registered with generic functions on named channels, emitters,
+// connectors configured by mp.messaging.* keys, health and lifecycle.
+//
+//	cfg, err := messaging.LoadConfig(messaging.FromPropertiesFile("application.properties"), messaging.FromEnv())
+//	rt := messaging.New(cfg, messaging.WithConnector(conn))
+//	messaging.Process(rt, "orders-in", "invoices-out", func(ctx context.Context, o Order) (Invoice, error) { ... })
+//	err = rt.Run(ctx) // Start, then Shutdown when ctx ends
+//
+// It imports reactive, the standard library and zap only; connectors (such as
+// package pulsar's babelqueue-pulsar, or [inmemory] for tests) plug in through
+// the connector SPI ([IncomingConnector], [OutgoingConnector], [Source],
+// [Sink]). The optional capabilities [CodecProvider] and [ConnectorCloser] are
+// found by type assertion.
+//
+// # Stages and acknowledgement
+//
+// Consume, ConsumeMessage, Subscribe, Process, ProcessMessage, FlatMap,
+// Transform, Produce, Generate and Channel register stages; [NewEmitter]
+// registers an emitter. The acknowledgement strategies and their per-shape
+// defaults follow MP RM 2.0 (RUNTIME.md §5.2): payload functions are settled
+// by the runtime (Post by default: ack on success, nack with the returned
+// error or panic), message functions by the user (Manual). With Post, a
+// processor's output carries its input's settlement, so the input is acked
+// when the output is acked downstream, and nacked when the function fails or
+// the output is nacked. Return [NackWith] to pass nack options.
+//
+// Every stage is a reactive.Processor or Subscriber built on reactive's Inlet
+// and Outlet: a consumer requests its prefetch (default: its concurrency) and
+// one more per finished invocation; a 1:1 processor holds at most
+// min(downstream demand, prefetch) messages; user functions run on
+// goroutines, at most WithConcurrency at a time, which exit when idle.
+//
+// # Assembly
+//
+// Start resolves the configuration and validates the whole graph before any
+// connector object is created; every problem is reported in one
+// [*AssemblyError] whose problems unwrap to the Err<Kind> sentinels
+// (RUNTIME.md §7). Connector channels carry Message[[]byte]; a codec
+// (attribute "codec" or WithCodec; built-ins bytes, string, json) converts at
+// the channel boundary. A decode failure nacks with ErrDecode and
+// ToDeadLetter(); an encode failure nacks with ErrEncode.
+//
+// # Configuration
+//
+// Keys mp.messaging.incoming.<channel>.<attr>, mp.messaging.outgoing.<channel>.<attr>
+// and mp.messaging.connector.<connector>.<attr>; sources FromMap (ordinal
+// 400), FromEnv (300), FromPropertiesFile/FromProperties (100). A channel
+// attribute beats a connector attribute whatever the ordinals; the longest
+// registered connector name wins. Environment variables are resolved at
+// Start against the known channel, connector and attribute names only; an
+// ambiguous one is an error, an unresolved one a warning (an error with
+// babelqueue.messaging.strict=true). Connectors receive only the attributes
+// they declare, plus channel-name and connector.
+//
+// # Lifecycle and health
+//
+// Shutdown: readiness goes down and emitters stop accepting; every entry of
+// the graph (source, emitter, Produce, Generate) is cut, delivers what it
+// holds and completes; the runtime waits until every message that entered
+// from a source or an emitter is settled; then it cancels the stages, closes
+// sinks, sources and connectors and waits for the stage goroutines. At the
+// deadline the user functions' context is cancelled and the unsettled
+// messages are nacked with ErrShutdown.
+//
+// Health reports started/ready/live per channel; a channel whose stream
+// failed is not live. HealthHandler serves the MicroProfile Health JSON.
+//
+// # Deviations from RUNTIME.md
+//
+//   - NewMessage's options are WithAckFunc and WithNackFunc: WithAck is the
+//     stage option choosing an AckStrategy, and Go has no overloading.
+//   - WithCodec returns a CodecOption usable both with New (registers the
+//     codec) and as a StageOption (binds it to the stage's connector channel).
+//   - ConfigSource.Properties returns an error too (a file may be unreadable).
+//   - Attr returns an error wrapping ErrMissingAttribute for any absent
+//     attribute, mandatory or not; use Lookup for optional ones.
+//   - Run returns the Shutdown error (nil after a clean drain) when ctx ends.
+//   - Channel[T] reports its channel started at Start, not when its
+//     subscriber saw OnSubscribe.
+//   - FlatMap and Transform ignore WithConcurrency; Pre acknowledgement in
+//     FlatMap, Transform and Subscribe runs on the signalling goroutine.
+//   - A shutdown whose stage functions ignore their ctx waits for them.
+//   - The BabelQueue envelope codec is not part of this package (it belongs to
+//     the connector's CodecProvider).
+package messaging

@@ -1,0 +1,363 @@
+package messaging
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// chanCfg is the resolved configuration of one connector channel.
+type chanCfg struct {
+	channel   string
+	dir       Direction
+	connector Connector
+	cfg       *channelConfig
+	codec     string // the "codec" attribute, or ""
+	merge     bool
+	health    bool
+}
+
+// resolution is the outcome of RUNTIME.md §9.3 for the whole configuration.
+type resolution struct {
+	cfg      Config // with the environment resolved
+	incoming map[string]*chanCfg
+	outgoing map[string]*chanCfg
+	problems []*Problem
+	warnings []*Problem
+	strict   bool
+}
+
+func (res *resolution) report(strictErr bool, p *Problem) {
+	if strictErr {
+		res.problems = append(res.problems, p)
+	} else {
+		res.warnings = append(res.warnings, p)
+	}
+}
+
+// normalizeEnv is the MicroProfile mapping: upper case, non-alphanumerics → '_'.
+func normalizeEnv(key string) string {
+	var b strings.Builder
+	for _, r := range key {
+		switch {
+		case r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+		case (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'):
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// resolveConfig resolves environment variables against the known names,
+// then flattens and validates every connector channel (RUNTIME.md §9.3, §9.4).
+func (r *Runtime) resolveConfig(channels []string) *resolution {
+	res := &resolution{cfg: r.cfg.clone(), incoming: map[string]*chanCfg{}, outgoing: map[string]*chanCfg{}}
+	if res.cfg.entries == nil {
+		res.cfg.entries = map[string]entry{}
+	}
+	// strict may itself come from the environment: resolve it first.
+	for _, ev := range res.cfg.env {
+		if ev.name == KeyStrict || normalizeEnv(KeyStrict) == ev.name {
+			putEntry(res.cfg.entries, KeyStrict, ev.e)
+		}
+	}
+	res.strict = res.cfg.entries[KeyStrict].value == "true"
+	r.resolveEnv(res, channels)
+
+	chAttrs := map[Direction]map[string]map[string]entry{Incoming: {}, Outgoing: {}}
+	connAttrs := map[string]map[string]entry{}
+	names := slices.Sorted(maps.Keys(r.connectors))
+	for _, k := range res.cfg.Keys() {
+		e := res.cfg.entries[k]
+		var dir Direction
+		var rest string
+		switch {
+		case strings.HasPrefix(k, prefixIncoming):
+			dir, rest = Incoming, k[len(prefixIncoming):]
+		case strings.HasPrefix(k, prefixOutgoing):
+			dir, rest = Outgoing, k[len(prefixOutgoing):]
+		case strings.HasPrefix(k, prefixConnector):
+			rest = k[len(prefixConnector):]
+			best := ""
+			for _, n := range names {
+				if strings.HasPrefix(rest, n+".") && len(n) > len(best) {
+					best = n
+				}
+			}
+			if best == "" {
+				res.report(res.strict, &Problem{Kind: UnknownConnector, Attribute: k, Err: fmt.Errorf("messaging: key %q names no registered connector", k)})
+				continue
+			}
+			if connAttrs[best] == nil {
+				connAttrs[best] = map[string]entry{}
+			}
+			connAttrs[best][rest[len(best)+1:]] = e
+			continue
+		default:
+			continue
+		}
+		ch, attr, ok := strings.Cut(rest, ".")
+		if ch == "" || !ok || attr == "" {
+			res.problems = append(res.problems, &Problem{Kind: InvalidChannelName, Channel: ch, Attribute: k, Err: fmt.Errorf("messaging: key %q has no channel or attribute", k)})
+			continue
+		}
+		if chAttrs[dir][ch] == nil {
+			chAttrs[dir][ch] = map[string]entry{}
+		}
+		chAttrs[dir][ch][attr] = e
+	}
+	for _, dir := range []Direction{Incoming, Outgoing} {
+		for _, ch := range slices.Sorted(maps.Keys(chAttrs[dir])) {
+			if c := r.resolveChannel(res, dir, ch, chAttrs[dir][ch], connAttrs); c != nil {
+				if dir == Incoming {
+					res.incoming[ch] = c
+				} else {
+					res.outgoing[ch] = c
+				}
+			}
+		}
+	}
+	return res
+}
+
+func (r *Runtime) resolveChannel(res *resolution, dir Direction, ch string, attrs map[string]entry, connAttrs map[string]map[string]entry) *chanCfg {
+	if e, ok := attrs[AttrEnabled]; ok && e.value == "false" {
+		return nil
+	}
+	connEntry, ok := attrs[AttrConnector]
+	if !ok {
+		res.problems = append(res.problems, &Problem{
+			Kind: MissingAttribute, Channel: ch, Attribute: AttrConnector,
+			Err: fmt.Errorf("messaging: %s channel %q is configured without a connector", dir, ch),
+		})
+		return nil
+	}
+	name := connEntry.value
+	conn, ok := r.connectors[name]
+	if ok {
+		switch dir {
+		case Incoming:
+			_, ok = conn.(IncomingConnector)
+		case Outgoing:
+			_, ok = conn.(OutgoingConnector)
+		}
+	}
+	if !ok {
+		res.problems = append(res.problems, &Problem{
+			Kind: UnknownConnector, Channel: ch, Connector: name,
+			Err: fmt.Errorf("messaging: no %s connector %q is registered", dir, name),
+		})
+		return nil
+	}
+	decl := map[string]Attribute{}
+	alias := map[string]string{}
+	for _, a := range conn.Attributes() {
+		if a.applies(dir) {
+			decl[a.Name] = a
+			if a.Alias != "" {
+				alias[a.Alias] = a.Name
+			}
+		}
+	}
+	reserved := map[string]Attribute{}
+	for _, a := range runtimeAttributes {
+		if a.applies(dir) {
+			reserved[a.Name] = a
+		}
+	}
+	c := &channelConfig{channel: ch, connector: name, dir: dir, values: map[string]attrValue{}, decl: decl}
+	values := map[string]attrValue{}
+	// defaults < connector level < channel: channel beats connector whatever the ordinals.
+	for n, a := range decl {
+		if a.Default != "" {
+			values[n] = attrValue{value: a.Default, origin: "default"}
+		}
+	}
+	for n, a := range reserved {
+		if a.Default != "" {
+			if _, ok := values[n]; !ok {
+				values[n] = attrValue{value: a.Default, origin: "default"}
+			}
+		}
+	}
+	apply := func(level string, m map[string]entry) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			e := m[k]
+			n := k
+			if canon, ok := alias[k]; ok {
+				n = canon
+			}
+			_, isDecl := decl[n]
+			_, isRes := reserved[n]
+			if !isDecl && !isRes {
+				if level == "channel" {
+					res.report(res.strict, &Problem{
+						Kind: UnknownAttribute, Channel: ch, Connector: name, Attribute: k,
+						Err: fmt.Errorf("messaging: connector %q does not declare attribute %q", name, k),
+					})
+				}
+				continue
+			}
+			if a, ok := decl[n]; ok && a.Deprecated {
+				res.warnings = append(res.warnings, &Problem{
+					Kind: InvalidAttribute, Channel: ch, Connector: name, Attribute: k,
+					Err: fmt.Errorf("messaging: attribute %q is deprecated", k),
+				})
+			}
+			values[n] = attrValue{value: e.value, origin: fmt.Sprintf("%s (%s)", level, e.source)}
+		}
+	}
+	apply("connector", connAttrs[name])
+	apply("channel", attrs)
+	for _, n := range slices.Sorted(maps.Keys(values)) {
+		a, ok := decl[n]
+		if !ok {
+			a = reserved[n]
+		}
+		if err := a.validate(values[n].value); err != nil {
+			res.problems = append(res.problems, &Problem{
+				Kind: InvalidAttribute, Channel: ch, Connector: name, Attribute: n,
+				Err: fmt.Errorf("messaging: attribute %q: %w", n, err),
+			})
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(decl)) {
+		if _, ok := values[n]; !ok && decl[n].Mandatory {
+			res.problems = append(res.problems, &Problem{
+				Kind: MissingAttribute, Channel: ch, Connector: name, Attribute: n,
+				Err: fmt.Errorf("messaging: connector %q requires attribute %q", name, n),
+			})
+		}
+	}
+	for n, v := range values {
+		if _, ok := decl[n]; ok {
+			c.values[n] = v
+		}
+	}
+	c.values[AttrChannelName] = attrValue{value: ch, origin: "runtime"}
+	c.values[AttrConnector] = attrValue{value: name, origin: values[AttrConnector].origin}
+	if c.values[AttrConnector].origin == "" {
+		c.values[AttrConnector] = attrValue{value: name, origin: "channel (" + connEntry.source + ")"}
+	}
+	return &chanCfg{
+		channel: ch, dir: dir, connector: conn, cfg: c,
+		codec:  values[AttrCodec].value,
+		merge:  values[AttrMerge].value == "true",
+		health: values[AttrHealthEnabled].value != "false",
+	}
+}
+
+// resolveEnv maps environment variables onto keys built from known names only.
+func (r *Runtime) resolveEnv(res *resolution, channels []string) {
+	if len(res.cfg.env) == 0 {
+		return
+	}
+	knownCh := map[string]bool{}
+	for _, ch := range channels {
+		knownCh[ch] = true
+	}
+	attrs := map[string]bool{}
+	for _, a := range runtimeAttributes {
+		attrs[a.Name] = true
+	}
+	for _, c := range r.connectors {
+		for _, a := range c.Attributes() {
+			attrs[a.Name] = true
+			if a.Alias != "" {
+				attrs[a.Alias] = true
+			}
+		}
+	}
+	for _, k := range res.cfg.Keys() {
+		for _, p := range []string{prefixIncoming, prefixOutgoing} {
+			if rest, ok := strings.CutPrefix(k, p); ok {
+				if ch, attr, ok := strings.Cut(rest, "."); ok {
+					knownCh[ch] = true
+					attrs[attr] = true
+				}
+			}
+		}
+	}
+	candidates := map[string][]string{} // normalised → keys
+	addKey := func(k string) {
+		n := normalizeEnv(k)
+		if !slices.Contains(candidates[n], k) {
+			candidates[n] = append(candidates[n], k)
+		}
+	}
+	for _, k := range globalKeys {
+		addKey(k)
+	}
+	for ch := range knownCh {
+		for a := range attrs {
+			addKey(prefixIncoming + ch + "." + a)
+			addKey(prefixOutgoing + ch + "." + a)
+		}
+	}
+	for name := range r.connectors {
+		for a := range attrs {
+			addKey(prefixConnector + name + "." + a)
+		}
+	}
+	all := slices.Sorted(maps.Keys(candidates))
+	for _, ev := range res.cfg.env {
+		if strings.Contains(ev.name, ".") { // literally a key
+			putEntry(res.cfg.entries, ev.name, ev.e)
+			continue
+		}
+		keys := candidates[ev.name]
+		switch len(keys) {
+		case 1:
+			putEntry(res.cfg.entries, keys[0], ev.e)
+		case 0:
+			closest := closestKey(ev.name, all, candidates)
+			res.report(res.strict, &Problem{
+				Kind: UnresolvedEnvKey, Attribute: ev.name,
+				Err: fmt.Errorf("messaging: environment variable %s matches no known key (closest: %s)", ev.name, closest),
+			})
+		default:
+			slices.Sort(keys)
+			res.problems = append(res.problems, &Problem{
+				Kind: UnresolvedEnvKey, Attribute: ev.name,
+				Err: fmt.Errorf("messaging: environment variable %s matches several keys: %s", ev.name, strings.Join(keys, ", ")),
+			})
+		}
+	}
+}
+
+func closestKey(name string, normalized []string, candidates map[string][]string) string {
+	best, bestD := "", -1
+	for _, n := range normalized {
+		if d := levenshtein(name, n); bestD < 0 || d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return "none"
+	}
+	return candidates[best][0]
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
