@@ -1,0 +1,129 @@
+package pulsar_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+func noop(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }
+
+func TestConstructorsRefuseBadOptions(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := bqpulsar.WithTopic("orders")
+	sub := bqpulsar.WithSubscription("s", apulsar.Shared)
+	h := bqpulsar.Handle(okURN, noop)
+	cases := map[string][]bqpulsar.ConsumerOption{
+		"no topic":           {sub, h},
+		"no subscription":    {topic, h},
+		"no handler":         {topic, sub},
+		"blank subscription": {topic, bqpulsar.WithSubscription(" ", apulsar.Shared), h},
+		"bad type":           {topic, bqpulsar.WithSubscription("s", apulsar.SubscriptionType(42)), h},
+		"bad topic":          {bqpulsar.WithTopic("a/b"), sub, h},
+		"max attempts 0":     {topic, sub, h, bqpulsar.WithMaxAttempts(0)},
+		"negative policy":    {topic, sub, h, bqpulsar.WithRetry(retry.Policy{MaxAttempts: -1})},
+		"duplicate handler":  {topic, sub, h, bqpulsar.Handle(okURN, noop)},
+		"blank urn":          {topic, sub, bqpulsar.Handle("", noop)},
+		"nil handler":        {topic, sub, bqpulsar.Handle(okURN, nil)},
+		"concurrency 0":      {topic, sub, h, bqpulsar.WithConcurrency(0)},
+		"nil logger":         {topic, sub, h, bqpulsar.WithLogger(nil)},
+		"bad dead letter":    {topic, sub, h, bqpulsar.WithDeadLetter(dlq.Config{Topic: "x/y"})},
+		"nack on exclusive":  {topic, bqpulsar.WithSubscription("s", apulsar.Exclusive), h, bqpulsar.WithRetry(retry.Policy{Strategy: retry.Nack})},
+		"nack on failover":   {topic, bqpulsar.WithSubscription("s", apulsar.Failover), h, bqpulsar.WithRetry(retry.Policy{Strategy: retry.Nack})},
+		"zero close timeout": {topic, sub, h, bqpulsar.WithCloseTimeout(0)},
+		"zero nack delay":    {topic, sub, h, bqpulsar.WithNackRedeliveryDelay(0)},
+	}
+	for name, opts := range cases {
+		_, err := bqpulsar.NewConsumer(client, opts...)
+		require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, name)
+		assert.Contains(t, err.Error(), "pulsar: invalid option", name)
+	}
+	_, err := bqpulsar.NewConsumer(nil, topic, sub, h)
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+	_, err = bqpulsar.WrapConsumer(client, nil, h)
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+
+	_, err = bqpulsar.NewPublisher(nil, "orders")
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+	_, err = bqpulsar.NewPublisher(client, "a/b")
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+	_, err = bqpulsar.NewPublisher(client, "orders", bqpulsar.WithLogger(nil))
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+	_, err = bqpulsar.NewPublisher(client, "orders", bqpulsar.WithCloseTimeout(-1))
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+	_, err = bqpulsar.WrapProducer(nil)
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+}
+
+func TestNewConsumerDefaultsAndClose(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "defaults")),
+		bqpulsar.WithSubscription("s", apulsar.Shared), bqpulsar.Handle(okURN, noop))
+	require.NoError(t, err)
+	assert.Equal(t, retry.DefaultMaxAttempts, c.MaxAttempts())
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, c.Run(t.Context()), bqpulsar.ErrClosed)
+
+	c, err = bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "defaults")),
+		bqpulsar.WithSubscription("s", apulsar.Shared), bqpulsar.Handle(okURN, noop),
+		bqpulsar.WithRetry(retry.Policy{MaxAttempts: 7}), bqpulsar.WithMaxAttempts(2))
+	require.NoError(t, err)
+	assert.Equal(t, 2, c.MaxAttempts(), "WithMaxAttempts wins over the policy")
+	require.NoError(t, c.Close())
+
+	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: uniqueTopic(t, "wrapped")})
+	require.NoError(t, err)
+	defer p.Close()
+	pub, err := bqpulsar.WrapProducer(p)
+	require.NoError(t, err)
+	_, err = pub.Publish(t.Context(), okURN, nil)
+	require.NoError(t, err)
+	require.NoError(t, pub.Close())
+	_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("{}")})
+	require.NoError(t, err, "Close leaves a wrapped producer open")
+}
+
+func TestClientLoggerAdapter(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zapcore.InfoLevel)
+	l := bqpulsar.NewClientLogger(zap.New(core))
+	l.Debug("hidden")
+	l.Info("plain ", 1)
+	l.SubLogger(map[string]any{"topic": "t"}).WithField("k", "v").Warnf("formatted %d", 2)
+	l.WithError(errors.New("boom")).Error("failed")
+	l.WithFields(map[string]any{"a": 1}).Errorf("e %s", "x")
+	all := logs.All()
+	require.Len(t, all, 4, "debug is off at info level")
+	assert.Equal(t, "plain 1", all[0].Message)
+	assert.Equal(t, "formatted 2", all[1].Message)
+	assert.Equal(t, zapcore.WarnLevel, all[1].Level)
+	assert.Equal(t, map[string]any{"topic": "t", "k": "v"}, all[1].ContextMap())
+	assert.Equal(t, "boom", all[2].ContextMap()["error"])
+	assert.Equal(t, "e x", all[3].Message)
+	assert.NotNil(t, bqpulsar.NewClientLogger(nil))
+}
+
+func TestEventKindString(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "dead_lettered", bqpulsar.EventDeadLettered.String())
+	assert.Equal(t, "gate_rejected", bqpulsar.EventGateRejected.String())
+	assert.Equal(t, "unknown", bqpulsar.EventKind(99).String())
+}
