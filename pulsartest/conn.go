@@ -38,10 +38,11 @@ type conn struct {
 }
 
 type producer struct {
-	id   uint64
-	name string
-	t    *topic
-	c    *conn
+	id        uint64
+	name      string
+	t         *topic
+	c         *conn
+	exclusive bool // set under the topic lock
 }
 
 // outbound is a frame for a connection, collected under a topic lock and enqueued after unlocking.

@@ -38,7 +38,7 @@ type target interface {
 
 var topicSeq atomic.Int64
 
-func uniqueName(t *testing.T, prefix string) string { //nolint:unparam // prefix documents the kind of name
+func uniqueName(t *testing.T, prefix string) string {
 	t.Helper()
 	n := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
 	if len(n) > 60 {

@@ -153,7 +153,13 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 			return ProducerBusy, "producer with name '" + p.name + "' is already connected to topic " + t.name
 		}
 	}
-	if mode != wire.ProducerAccessMode_Shared && len(t.producers) > 0 {
+	for other := range t.producers {
+		if other.exclusive {
+			return ProducerBusy, "topic " + t.name + " has an existing exclusive producer"
+		}
+	}
+	p.exclusive = mode != wire.ProducerAccessMode_Shared
+	if p.exclusive && len(t.producers) > 0 {
 		if mode == wire.ProducerAccessMode_ExclusiveWithFencing {
 			return ProducerFenced, "exclusive producer access is not available while other producers are connected"
 		}
