@@ -77,6 +77,30 @@
 // never exceed 32. Merge gives each source a window of min(downstream demand,
 // 16), topped up at 75%. ToChan buffers at most its buffer argument.
 //
+// # Benchmarks
+//
+// BenchmarkPipeline (bench_test.go) measures the per-element cost of
+// FromSlice → Map(+1) → a summing sink against the same three stages joined
+// by Go channels (a producer and a mapper goroutine), in one run:
+//
+//	go test -run '^$' -bench BenchmarkPipeline -benchmem -count 8 ./reactive/
+//
+// Medians of 8 runs, ns per element, on a 2-vCPU AMD EPYC VM (Go 1.26,
+// linux/amd64) that was shared with other builds (load average 5), so
+// absolute values are noisy; every variant allocates 0 B per element:
+//
+//	reactive, sink requests Unbounded        56 ns   (43–68)
+//	reactive, sink requests 32 then 1/elem   58 ns   (50–66)
+//	reactive, sink requests 1 per element   125 ns   (83–159)
+//	channels, unbuffered                    462 ns   (396–878)
+//	channels, buffer 32                     349 ns   (168–439; 107–157 in a quieter run)
+//
+// The reactive pipeline runs on the caller's goroutine: a synchronous source
+// costs a demand update and a trampoline pass per element, with no goroutine
+// hand-off, which is why it beats channels that need a scheduler hand-off per
+// element (or per buffer). Request(1) per element adds one demand round trip
+// through Map to the source.
+//
 // # Deviations from RUNTIME.md
 //
 //   - The [PollFunc] answers are named [PollReady], [PollEmpty] and [PollDone]

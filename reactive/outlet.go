@@ -46,6 +46,7 @@ type Outlet[T any] struct {
 	failure  atomic.Pointer[error]
 	holds    atomic.Int32
 	done     chan struct{}
+	drainFn  func() // o.drain, bound once: a method value per call would allocate
 
 	// drain-only state, guarded by the trampoline
 	sub        Subscriber[T]
@@ -68,6 +69,7 @@ func NewOutlet[T any](s Subscriber[T], poll PollFunc[T], onCancel func()) *Outle
 		nilArg("poll function")
 	}
 	o := &Outlet[T]{sub: s, poll: poll, onCancel: onCancel, done: make(chan struct{})}
+	o.drainFn = o.drain
 	o.holds.Store(1)
 	return o
 }
@@ -75,13 +77,13 @@ func NewOutlet[T any](s Subscriber[T], poll PollFunc[T], onCancel func()) *Outle
 // Start signals OnSubscribe(o) and then drains once. Call it exactly once.
 func (o *Outlet[T]) Start() {
 	o.started.Store(true)
-	o.tramp.Run(o.drain)
+	o.tramp.Run(o.drainFn)
 }
 
 // Signal tells the Outlet that data or a terminal state became available: it
 // schedules a drain (running it now unless one is running). Signals before
 // Start are absorbed by Start's drain.
-func (o *Outlet[T]) Signal() { o.tramp.Run(o.drain) }
+func (o *Outlet[T]) Signal() { o.tramp.Run(o.drainFn) }
 
 // Requested returns the outstanding demand, for pumps deciding whether to fetch.
 func (o *Outlet[T]) Requested() int64 { return o.demand.Outstanding() }
@@ -102,15 +104,19 @@ func (o *Outlet[T]) Err() error {
 // Request implements [Subscription].
 func (o *Outlet[T]) Request(n int64) {
 	if _, err := o.demand.Add(n); err != nil {
-		o.badReq.CompareAndSwap(nil, &err)
+		o.reject(err)
 	}
-	o.tramp.Run(o.drain)
+	o.tramp.Run(o.drainFn)
 }
+
+// reject records a rule 3.9 violation; a separate function keeps the error
+// from escaping to the heap on every Request.
+func (o *Outlet[T]) reject(err error) { o.badReq.CompareAndSwap(nil, &err) }
 
 // Cancel implements [Subscription].
 func (o *Outlet[T]) Cancel() {
 	if o.demand.Cancel() {
-		o.tramp.Run(o.drain)
+		o.tramp.Run(o.drainFn)
 	}
 }
 
