@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,3 +114,5 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 	t.Helper()
 	require.Eventually(t, cond, waitTimeout, time.Millisecond, msg)
 }
+
+type atomicBool = atomic.Bool
