@@ -41,6 +41,18 @@ func chunks(n int) []int {
 	return out
 }
 
+// alternate runs the two phases, raw first in even rounds and SDK first in odd ones, so
+// that neither always runs second (after the other's garbage).
+func alternate(round int, raw, sdk func()) {
+	if round%2 == 0 {
+		raw()
+		sdk()
+		return
+	}
+	sdk()
+	raw()
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -87,21 +99,26 @@ func BenchmarkPublishSync(b *testing.B) {
 
 	b.ResetTimer()
 	var raw, sdk time.Duration
-	for _, k := range chunks(b.N) {
-		start := time.Now()
-		for range k {
-			if _, err := rawP.Send(ctx, msg); err != nil {
-				b.Fatal(err)
+	for i, k := range chunks(b.N) {
+		rawPhase := func() {
+			start := time.Now()
+			for range k {
+				if _, err := rawP.Send(ctx, msg); err != nil {
+					b.Fatal(err)
+				}
 			}
+			raw += time.Since(start)
 		}
-		raw += time.Since(start)
-		start = time.Now()
-		for range k {
-			if _, err := pub.Publish(ctx, okURN, benchData); err != nil {
-				b.Fatal(err)
+		sdkPhase := func() {
+			start := time.Now()
+			for range k {
+				if _, err := pub.Publish(ctx, okURN, benchData); err != nil {
+					b.Fatal(err)
+				}
 			}
+			sdk += time.Since(start)
 		}
-		sdk += time.Since(start)
+		alternate(i, rawPhase, sdkPhase)
 	}
 	b.StopTimer()
 	reportRatio(b, raw, sdk, b.N)
@@ -127,33 +144,38 @@ func BenchmarkPublishAsync(b *testing.B) {
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	var raw, sdk time.Duration
-	for _, k := range chunks(b.N) {
-		start := time.Now()
-		wg.Add(k)
-		for range k {
-			rawP.SendAsync(ctx, msg, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-				wg.Done()
-			})
-		}
-		wg.Wait()
-		raw += time.Since(start)
-		start = time.Now()
-		wg.Add(k)
-		for range k {
-			if err := pub.PublishAsync(ctx, okURN, benchData, func(_ string, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-				wg.Done()
-			}); err != nil {
-				b.Fatal(err)
+	for i, k := range chunks(b.N) {
+		rawPhase := func() {
+			start := time.Now()
+			wg.Add(k)
+			for range k {
+				rawP.SendAsync(ctx, msg, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+					if err != nil {
+						failed.Add(1)
+					}
+					wg.Done()
+				})
 			}
+			wg.Wait()
+			raw += time.Since(start)
 		}
-		wg.Wait()
-		sdk += time.Since(start)
+		sdkPhase := func() {
+			start := time.Now()
+			wg.Add(k)
+			for range k {
+				if err := pub.PublishAsync(ctx, okURN, benchData, func(_ string, err error) {
+					if err != nil {
+						failed.Add(1)
+					}
+					wg.Done()
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			wg.Wait()
+			sdk += time.Since(start)
+		}
+		alternate(i, rawPhase, sdkPhase)
 	}
 	b.StopTimer()
 	if failed.Load() > 0 {
@@ -226,7 +248,7 @@ func BenchmarkConsume(b *testing.B) {
 
 	b.ResetTimer()
 	var raw, sdk time.Duration
-	for _, k := range chunks(b.N) {
+	for i, k := range chunks(b.N) {
 		b.StopTimer()
 		broker.PauseDispatch(rawTopic)
 		broker.PauseDispatch(sdkTopic)
@@ -235,22 +257,27 @@ func BenchmarkConsume(b *testing.B) {
 		target.Add(int64(k))
 		b.StartTimer()
 
-		start := time.Now()
-		broker.ResumeDispatch(rawTopic)
-		for range k {
-			m, err := rawC.Receive(ctx)
-			if err != nil {
-				b.Fatal(err)
+		rawPhase := func() {
+			start := time.Now()
+			broker.ResumeDispatch(rawTopic)
+			for range k {
+				m, err := rawC.Receive(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := rawC.Ack(m); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if err := rawC.Ack(m); err != nil {
-				b.Fatal(err)
-			}
+			raw += time.Since(start)
 		}
-		raw += time.Since(start)
-		start = time.Now()
-		broker.ResumeDispatch(sdkTopic)
-		<-reached
-		sdk += time.Since(start)
+		sdkPhase := func() {
+			start := time.Now()
+			broker.ResumeDispatch(sdkTopic)
+			<-reached
+			sdk += time.Since(start)
+		}
+		alternate(i, rawPhase, sdkPhase)
 	}
 	b.StopTimer()
 	reportRatio(b, raw, sdk, b.N)

@@ -120,13 +120,13 @@ func handlerReturning(err error) HandlerFunc {
 
 // newMessage builds a received message carrying a fresh envelope and its six properties
 // plus a traceparent header.
-func newMessage(t *testing.T, urn string, attempts int, redelivery uint32) (*fakeMessage, *envelope.Envelope) {
-	t.Helper()
+func newMessage(tb testing.TB, urn string, attempts int, redelivery uint32) (*fakeMessage, *envelope.Envelope) {
+	tb.Helper()
 	env, err := envelope.Make(urn, json.RawMessage(`{"id":9007199254740993,"amount":1.0}`), envelope.WithQueue("orders"))
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	env = env.WithAttempts(attempts)
 	payload, err := env.Encode()
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	props := ProjectProperties(env)
 	props["traceparent"] = traceparent
 	return &fakeMessage{topic: testTopic, props: props, payload: payload, key: "k1", redelivery: redelivery}, env
