@@ -37,8 +37,9 @@
 // Signals reach the TCK's subscribers on the publisher's goroutines. Those
 // callbacks never call t.Error: they record failures ("flop") in a
 // mutex-guarded list of the subtest's environment, and the test goroutine
-// checks the list after each step (verifyNoAsyncErrorsNoDelay) and, where the
-// Java TCK does, again after NoSignalsTimeout. All state the callbacks touch
+// checks the list after each step and once more when the subtest body
+// returns; where the Java TCK calls verifyNoAsyncErrors() it checks, waits
+// NoSignalsTimeout (the Java delay) and checks again. All state the callbacks touch
 // is atomic or mutex-guarded, so a misbehaving publisher shows up as a failed
 // check, not as a data race inside the TCK. A panic of the implementation on
 // the test goroutine fails the subtest with its stack.
