@@ -231,9 +231,29 @@ func (c *Consumer) Run(ctx context.Context) error {
 		close(done)
 	}()
 
-	// Work outlives ctx so that in-flight messages are settled; the drain deadline ends it.
+	// Work outlives ctx so that in-flight messages are settled; the drain deadline, which
+	// starts when the receive loop is told to stop, ends it.
 	wctx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
+	var timerMu sync.Mutex
+	var drainTimer *time.Timer
+	stopWatch := context.AfterFunc(rctx, func() {
+		timerMu.Lock()
+		defer timerMu.Unlock()
+		drainTimer = time.AfterFunc(c.cfg.closeTimeout, func() {
+			c.cfg.logger.Warn("drain deadline passed; cancelling in-flight handlers",
+				zap.Duration("timeout", c.cfg.closeTimeout))
+			cancelWork()
+		})
+	})
+	defer func() {
+		stopWatch()
+		timerMu.Lock()
+		if drainTimer != nil {
+			drainTimer.Stop()
+		}
+		timerMu.Unlock()
+	}()
 	var pool *workerPool
 	if c.cfg.concurrency > 1 {
 		pool = newWorkerPool(c.cfg.concurrency, func(msg apulsar.Message) { c.process(wctx, msg) })
@@ -241,16 +261,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	fatal := c.receiveLoop(rctx, wctx, pool)
 	if pool != nil {
 		pool.close()
-		timer := time.NewTimer(c.cfg.closeTimeout)
-		select {
-		case <-pool.done:
-		case <-timer.C:
-			c.cfg.logger.Warn("drain deadline passed; cancelling in-flight handlers",
-				zap.Duration("timeout", c.cfg.closeTimeout))
-			cancelWork()
-			<-pool.done
-		}
-		timer.Stop()
+		<-pool.done
 	}
 	switch {
 	case fatal != nil:

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/mock/gomock"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/mocks"
 )
@@ -200,4 +201,26 @@ func TestRunDrainsInFlightThenCancelsAfterDeadline(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	assert.True(t, sawCancel.Load())
+}
+
+func TestRunInlineDrainDeadlineCancelsAStuckHandler(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	h := newHarness(t, WithCloseTimeout(50*time.Millisecond), WithDeadLetter(dlq.Off()), WithMaxAttempts(1),
+		Handle(testURN, func(ctx context.Context, _ *envelope.Envelope, _ apulsar.Message) error {
+			close(release)
+			<-ctx.Done()
+			return ctx.Err()
+		}))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	feed(recv, msg)
+	h.settler.EXPECT().Ack(msg).Return(nil) // exhausted, dead-lettering off: acked and reported
+	go func() {
+		<-release
+		assert.NoError(t, h.c.Close())
+	}()
+	require.ErrorIs(t, h.c.Run(t.Context()), ErrClosed)
+	assert.NotEmpty(t, h.logs.FilterMessage("drain deadline passed; cancelling in-flight handlers").All())
 }
