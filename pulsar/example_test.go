@@ -50,6 +50,7 @@ func Example() {
 		return
 	}
 	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- consumer.Run(runCtx) }()
 
