@@ -342,7 +342,8 @@ func (c *Consumer) keyIndex(msg apulsar.Message, n int) int {
 // finish within the close timeout ([WithCloseTimeout]), after which their ctx is cancelled;
 // the producers created for retries and dead letters are closed; and the Pulsar consumer is
 // closed when [NewConsumer] subscribed it (a wrapped one is left open). It waits for every
-// goroutine the consumer started, is idempotent, and returns nil.
+// goroutine the consumer started, including a producer creation in progress (bounded by the
+// client's operation timeout), is idempotent, and returns nil.
 func (c *Consumer) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()

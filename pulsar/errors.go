@@ -15,6 +15,10 @@ var ErrInvalidOption = errors.New("pulsar: invalid option")
 // when [Consumer.Close] stopped it.
 var ErrClosed = errors.New("pulsar: closed")
 
+// ErrFull is returned by [Publisher.TryPublishAsync] when [WithMaxPending] sends are
+// already in flight.
+var ErrFull = errors.New("pulsar: too many pending sends")
+
 // ErrRunning is returned by [Consumer.Run] when the consumer is already running.
 var ErrRunning = errors.New("pulsar: consumer already running")
 

@@ -152,6 +152,16 @@ func (p *Publisher) PublishEnvelope(ctx context.Context, env *envelope.Envelope,
 // blocks until one completes or ctx ends. ctx bounds that wait and the enqueue, not the
 // delivery. When PublishAsync returns an error, nothing was sent and done is never called.
 func (p *Publisher) PublishAsync(ctx context.Context, urn string, data any, done func(messageID string, err error), opts ...PublishOption) error {
+	return p.publishAsync(ctx, false, urn, data, done, opts)
+}
+
+// TryPublishAsync is [Publisher.PublishAsync] without the wait: when [WithMaxPending] sends
+// are already in flight it fails at once with [ErrFull] (and done is never called).
+func (p *Publisher) TryPublishAsync(ctx context.Context, urn string, data any, done func(messageID string, err error), opts ...PublishOption) error {
+	return p.publishAsync(ctx, true, urn, data, done, opts)
+}
+
+func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data any, done func(string, error), opts []PublishOption) error {
 	env, po, err := p.build(urn, data, opts)
 	if err != nil {
 		return err
@@ -160,10 +170,18 @@ func (p *Publisher) PublishAsync(ctx context.Context, urn string, data any, done
 	if err != nil {
 		return err
 	}
-	select {
-	case p.pending <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("pulsar: publish to %q: waiting for a pending slot: %w", p.topic, ctx.Err())
+	if try {
+		select {
+		case p.pending <- struct{}{}:
+		default:
+			return ErrFull
+		}
+	} else {
+		select {
+		case p.pending <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("pulsar: publish to %q: waiting for a pending slot: %w", p.topic, ctx.Err())
+		}
 	}
 	p.mu.RLock()
 	if p.closed {

@@ -155,10 +155,13 @@ func TestPublishAsyncBoundsPendingAndDeliversErrors(t *testing.T) {
 		results <- err
 	}))
 
-	// The one pending slot is taken: the next call waits until its ctx ends.
+	// The one pending slot is taken: the next call waits until its ctx ends, the Try variant
+	// fails at once.
+	err := p.TryPublishAsync(t.Context(), testURN, nil, func(string, error) { t.Error("must not be called") })
+	require.ErrorIs(t, err, ErrFull)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	err := p.PublishAsync(ctx, testURN, nil, func(string, error) { t.Error("must not be called") })
+	err = p.PublishAsync(ctx, testURN, nil, func(string, error) { t.Error("must not be called") })
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	sendErr := errors.New("broker said no")
@@ -171,7 +174,7 @@ func TestPublishAsyncBoundsPendingAndDeliversErrors(t *testing.T) {
 		func(_ context.Context, _ *apulsar.ProducerMessage, done func(apulsar.MessageID, *apulsar.ProducerMessage, error)) {
 			go done(apulsar.EarliestMessageID(), nil, nil)
 		})
-	require.NoError(t, p.PublishAsync(t.Context(), testURN, nil, func(_ string, err error) { results <- err }))
+	require.NoError(t, p.TryPublishAsync(t.Context(), testURN, nil, func(_ string, err error) { results <- err }))
 	require.NoError(t, <-results)
 
 	prod.EXPECT().FlushWithCtx(gomock.Any()).Return(nil)
