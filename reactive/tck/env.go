@@ -49,7 +49,9 @@ func (e *env) close() {
 	e.subs = nil
 	e.trackMu.Unlock()
 	for _, s := range subs {
-		s.Cancel()
+		if r := catchPanic(s.Cancel); r != nil {
+			e.r.Errorf("tck: Subscription.Cancel panicked while the subtest ended (rules 3.5, 3.7): %v", r)
+		}
 	}
 	deadline := time.NewTimer(5*e.c.timeout + time.Second)
 	defer deadline.Stop()

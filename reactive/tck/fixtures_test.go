@@ -29,6 +29,8 @@ type pubFlaws struct {
 	int32Demand          bool // rule 3.17: demand kept in an int32
 	errorAboveMax        bool // rule 3.17: OnError when pending demand exceeds MaxInt64
 	retainSubscriber     bool // rule 3.13: a parked goroutine keeps the subscriber
+	noReentrantRequest   bool // rule 3.2: Request from within OnNext panics
+	panicOnSecondCancel  bool // rule 3.7
 }
 
 type flawedPublisher struct {
@@ -98,6 +100,10 @@ func (x *flawedSubscription) limit() int64 {
 
 func (x *flawedSubscription) Cancel() {
 	x.mu.Lock()
+	if x.cancelled && x.p.f.panicOnSecondCancel {
+		x.mu.Unlock()
+		panic("fixture: subscription already cancelled")
+	}
 	x.cancelled = true
 	if !x.p.f.ignoreCancel {
 		x.s = nil
@@ -108,6 +114,10 @@ func (x *flawedSubscription) Cancel() {
 func (x *flawedSubscription) Request(n int64) {
 	f := x.p.f
 	x.mu.Lock()
+	if x.draining && f.noReentrantRequest {
+		x.mu.Unlock()
+		panic("fixture: request from within onNext is not supported")
+	}
 	s := x.s
 	if s == nil || (x.cancelled && !f.ignoreCancel) {
 		x.mu.Unlock()
@@ -257,6 +267,8 @@ type subFlaws struct {
 	panicOnError           bool // rule 2.10
 	dropError              bool // rule 2.10: does not report the error
 	doubleRegister         bool // rule 3.8: reports every element twice
+	dropComplete           bool // rule 2.9: does not report the completion
+	panicOnComplete        bool // rule 2.9
 }
 
 // flawedSubscriber is a whitebox (with a probe) or blackbox (probe nil)
@@ -356,13 +368,16 @@ func (x *flawedSubscriber) OnComplete() {
 	x.mu.Lock()
 	requested := x.requested
 	x.mu.Unlock()
+	if x.f.panicOnComplete {
+		panic("fixture: cannot handle onComplete")
+	}
 	if x.f.panicOnEarlyComplete && !requested {
 		panic("fixture: completed before any request")
 	}
 	if x.f.requestInOnComplete {
 		x.sub.Request(1)
 	}
-	if x.probe != nil {
+	if x.probe != nil && !x.f.dropComplete {
 		x.probe.RegisterOnComplete()
 	}
 }
@@ -499,6 +514,161 @@ func processorFactory(errorNeedsDemand bool) ProcessorFactory[*int] {
 	return ProcessorFactory[*int]{
 		Create: func(_ *testing.T, buffer int) reactive.Processor[*int, *int] {
 			return newIDProcessor(buffer, errorNeedsDemand)
+		},
+		CreateFailed: func(*testing.T) reactive.Publisher[*int] { return reactive.Failed[*int](errFixtureFailed) },
+		Element:      ptr,
+	}
+}
+
+// mcProcessor is a multicast identity processor: every subscriber has its own
+// queue and Outlet; upstream demand follows the largest downstream demand,
+// bounded by the buffer size. Flaws: errorToFirstOnly breaks rule 1.4 (the
+// error reaches one subscriber), dropWithoutDemand breaks rule 1.1 for late
+// subscribers (elements arriving while a subscriber has no demand are lost).
+type mcProcessor struct {
+	in                *reactive.Inlet
+	credit            reactive.Demand
+	buffer            int64
+	errorToFirstOnly  bool
+	dropWithoutDemand bool
+
+	mu    sync.Mutex
+	subs  []*mcSubscription
+	ended bool
+	err   error
+}
+
+type mcSubscription struct {
+	p     *mcProcessor
+	out   *reactive.Outlet[*int]
+	queue []*int // guarded by p.mu
+	err   error  // guarded by p.mu
+}
+
+func newMCProcessor(buffer int) *mcProcessor {
+	return &mcProcessor{in: reactive.NewInlet(0), buffer: int64(buffer)}
+}
+
+func (p *mcProcessor) signalAll() {
+	p.mu.Lock()
+	subs := append([]*mcSubscription(nil), p.subs...)
+	p.mu.Unlock()
+	for _, s := range subs {
+		s.out.Signal()
+	}
+}
+
+func (p *mcProcessor) OnSubscribe(s reactive.Subscription) {
+	if p.in.OnSubscribe(s) {
+		p.signalAll()
+	}
+}
+
+func (p *mcProcessor) OnNext(v *int) {
+	reactive.MustNotBeNil(v)
+	p.credit.Take(1)
+	p.mu.Lock()
+	for _, s := range p.subs {
+		if p.dropWithoutDemand && s.out.Requested() == 0 {
+			continue
+		}
+		s.queue = append(s.queue, v)
+	}
+	p.mu.Unlock()
+	p.signalAll()
+}
+
+func (p *mcProcessor) OnError(err error) {
+	if err == nil {
+		panic(fmt.Errorf("%w: error", reactive.ErrNilArgument))
+	}
+	p.in.Terminated()
+	p.mu.Lock()
+	p.ended, p.err = true, err
+	for i, s := range p.subs {
+		if i == 0 || !p.errorToFirstOnly {
+			s.err = err
+		}
+	}
+	p.mu.Unlock()
+	p.signalAll()
+}
+
+func (p *mcProcessor) OnComplete() {
+	p.in.Terminated()
+	p.mu.Lock()
+	p.ended = true
+	p.mu.Unlock()
+	p.signalAll()
+}
+
+func (p *mcProcessor) Subscribe(s reactive.Subscriber[*int]) {
+	if s == nil {
+		panic(fmt.Errorf("%w: subscriber", reactive.ErrNilArgument))
+	}
+	ms := &mcSubscription{p: p}
+	ms.out = reactive.NewOutlet(s, ms.poll, ms.remove)
+	p.mu.Lock()
+	ms.err = p.err
+	p.subs = append(p.subs, ms)
+	p.mu.Unlock()
+	ms.out.Start()
+}
+
+// remove drops a cancelled subscriber; the last one cancels upstream.
+func (ms *mcSubscription) remove() {
+	p := ms.p
+	p.mu.Lock()
+	for i, s := range p.subs {
+		if s == ms {
+			p.subs = append(p.subs[:i], p.subs[i+1:]...)
+			break
+		}
+	}
+	last := len(p.subs) == 0
+	p.mu.Unlock()
+	if last {
+		p.in.Cancel()
+	}
+}
+
+func (ms *mcSubscription) poll(canEmit bool) (*int, reactive.PollStatus, error) {
+	p := ms.p
+	p.mu.Lock()
+	if ms.err != nil {
+		err := ms.err
+		p.mu.Unlock()
+		return nil, reactive.PollDone, err
+	}
+	if len(ms.queue) > 0 {
+		if !canEmit {
+			p.mu.Unlock()
+			return nil, reactive.PollEmpty, nil
+		}
+		v := ms.queue[0]
+		ms.queue = ms.queue[1:]
+		p.mu.Unlock()
+		return v, reactive.PollReady, nil
+	}
+	completed := p.ended && p.err == nil
+	p.mu.Unlock()
+	if completed {
+		return nil, reactive.PollDone, nil
+	}
+	if canEmit {
+		if n := p.credit.TopUp(min(ms.out.Requested(), p.buffer)); n > 0 {
+			p.in.Request(n)
+		}
+	}
+	return nil, reactive.PollEmpty, nil
+}
+
+func multicastFactory(errorToFirstOnly, dropWithoutDemand bool) ProcessorFactory[*int] {
+	return ProcessorFactory[*int]{
+		Create: func(_ *testing.T, buffer int) reactive.Processor[*int, *int] {
+			p := newMCProcessor(buffer)
+			p.errorToFirstOnly, p.dropWithoutDemand = errorToFirstOnly, dropWithoutDemand
+			return p
 		},
 		CreateFailed: func(*testing.T) reactive.Publisher[*int] { return reactive.Failed[*int](errFixtureFailed) },
 		Element:      ptr,

@@ -85,6 +85,22 @@ func TestMetaCorrectFixturesPass(t *testing.T) {
 			t.Fatalf("want 11 passed and 15 untested skips, got %d passed, %d skipped", passed, skipped)
 		}
 	})
+	t.Run("multicast processor", func(t *testing.T) {
+		t.Parallel()
+		root := runMeta(t, func(r runner) { verifyProcessor(r, multicastFactory(false, false), metaOptions) })
+		passed, skipped := requireAllPass(t, root)
+		for _, name := range []string{
+			"required_spec104_mustCallOnErrorOnAllItsSubscribersIfItEncountersANonRecoverableError",
+			"required_mustRequestFromUpstreamForElementsThatHaveBeenRequestedLongAgo",
+		} {
+			if c := root.Child(name); c == nil || c.Skipped() || c.Failed() {
+				t.Fatalf("%s must run and pass for a multicast processor", name)
+			}
+		}
+		if passed+skipped != 68 {
+			t.Fatalf("want the 68 Java tests, got %d passed, %d skipped", passed, skipped)
+		}
+	})
 	t.Run("processor", func(t *testing.T) {
 		t.Parallel()
 		o := metaOptions
@@ -171,6 +187,16 @@ func TestMetaPublisherChecksCatchViolations(t *testing.T) {
 			"concurrent onNext (1.3)",
 			pubFlaws{concurrent: true},
 			"stochastic_spec103_mustSignalOnMethodsSequentially", "illegal concurrent access detected",
+		},
+		{
+			"no request from onNext",
+			pubFlaws{noReentrantRequest: true},
+			"required_spec302_mustAllowSynchronousRequestCallsFromOnNextAndOnSubscribe", "request from within onNext is not supported",
+		},
+		{
+			"second cancel panics",
+			pubFlaws{panicOnSecondCancel: true},
+			"required_spec307_afterSubscriptionIsCancelledAdditionalCancelationsMustBeNops", "subscription already cancelled",
 		},
 		{
 			"requests after cancel emit",
@@ -282,6 +308,11 @@ func TestMetaWhiteboxChecksCatchViolations(t *testing.T) {
 			"required_spec208_mustBePreparedToReceiveOnNextSignalsAfterHavingCalledSubscriptionCancel", "onNext after cancel",
 		},
 		{
+			"drops the completion",
+			subFlaws{dropComplete: true},
+			"required_spec209_mustBePreparedToReceiveAnOnCompleteSignalWithPrecedingRequestCall", "did not call `registerOnComplete()`",
+		},
+		{
 			"panics on early onComplete",
 			subFlaws{panicOnEarlyComplete: true},
 			"required_spec209_mustBePreparedToReceiveAnOnCompleteSignalWithoutPrecedingRequestCall", "completed before any request",
@@ -355,6 +386,11 @@ func TestMetaBlackboxChecksCatchViolations(t *testing.T) {
 			"required_spec205_blackbox_mustCallSubscriptionCancelIfItAlreadyHasAnSubscriptionAndReceivesAnotherOnSubscribeSignal", "illegally called `subscription.request",
 		},
 		{
+			"panics on onComplete",
+			subFlaws{panicOnComplete: true},
+			"required_spec209_blackbox_mustBePreparedToReceiveAnOnCompleteSignalWithPrecedingRequestCall", "cannot handle onComplete",
+		},
+		{
 			"panics on onComplete before request",
 			subFlaws{panicOnEarlyComplete: true, neverRequest: true},
 			"required_spec209_blackbox_mustBePreparedToReceiveAnOnCompleteSignalWithoutPrecedingRequestCall", "completed before any request",
@@ -396,11 +432,26 @@ func TestMetaBlackboxChecksCatchViolations(t *testing.T) {
 
 func TestMetaProcessorChecksCatchViolations(t *testing.T) {
 	t.Parallel()
-	o := metaOptions
-	o.MaxSubscribers = 1
-	const test = "mustImmediatelyPassOnOnErrorEventsReceivedFromItsUpstreamToItsDownstream"
-	root := runMeta(t, func(r runner) { verifyProcessor(r, processorFactory(true), o, test) })
-	requireFailed(t, root, test, "did not receive expected error on downstream")
+	t.Run("error waits for demand", func(t *testing.T) {
+		t.Parallel()
+		o := metaOptions
+		o.MaxSubscribers = 1
+		const test = "mustImmediatelyPassOnOnErrorEventsReceivedFromItsUpstreamToItsDownstream"
+		root := runMeta(t, func(r runner) { verifyProcessor(r, processorFactory(true), o, test) })
+		requireFailed(t, root, test, "did not receive expected error on downstream")
+	})
+	t.Run("error reaches one subscriber", func(t *testing.T) {
+		t.Parallel()
+		const test = "required_spec104_mustCallOnErrorOnAllItsSubscribersIfItEncountersANonRecoverableError"
+		root := runMeta(t, func(r runner) { verifyProcessor(r, multicastFactory(true, false), metaOptions, test) })
+		requireFailed(t, root, test, "did not receive expected error on downstream")
+	})
+	t.Run("late subscriber loses elements", func(t *testing.T) {
+		t.Parallel()
+		const test = "required_mustRequestFromUpstreamForElementsThatHaveBeenRequestedLongAgo"
+		root := runMeta(t, func(r runner) { verifyProcessor(r, multicastFactory(false, true), metaOptions, test) })
+		requireFailed(t, root, test, "timeout while awaiting")
+	})
 }
 
 // TestMetaRealHarness runs correct fixtures through the public entry points
