@@ -248,14 +248,30 @@ func nackFor[T any](ctx context.Context, m Message[T], err error) error {
 	return m.Nack(ctx, err, nackOptionsFrom(err)...)
 }
 
-func (b *builder) settled(n *node, op string, err error) {
+func (b *builder) settled(n *node, op string, err error) { b.env(n).settled(op, err) }
+
+func (b *builder) failed(n *node, err error) { b.env(n).failed(err) }
+
+// env is what the invocation functions of node n need; n.ack is resolved.
+func (b *builder) env(n *node) stageEnv { return stageEnv{name: n.name, ack: n.ack, log: b.rt.log} }
+
+// stageEnv names a stage, its resolved ack strategy and the logger: the
+// invocation functions below are built from it both by the runtime and by
+// the TCK hooks (export_test.go), so the verified code is the running code.
+type stageEnv struct {
+	name string
+	ack  AckStrategy
+	log  *zap.Logger
+}
+
+func (s stageEnv) settled(op string, err error) {
 	if err != nil && !errors.Is(err, ErrAlreadySettled) {
-		b.rt.log.Warn("messaging: settlement failed", zap.String("stage", n.name), zap.String("op", op), zap.Error(err))
+		s.log.Warn("messaging: settlement failed", zap.String("stage", s.name), zap.String("op", op), zap.Error(err))
 	}
 }
 
-func (b *builder) failed(n *node, err error) {
-	b.rt.log.Warn("messaging: stage invocation failed", zap.String("stage", n.name), zap.Error(err))
+func (s stageEnv) failed(err error) {
+	s.log.Warn("messaging: stage invocation failed", zap.String("stage", s.name), zap.Error(err))
 }
 
 // Consume registers a consumer of the payloads of channel in. Default ack:
@@ -267,24 +283,29 @@ func Consume[T any](r *Runtime, in string, h func(ctx context.Context, p T) erro
 	opts := stageOpts(o)
 	n := &node{shape: shapeConsume, name: siteName("Consume", in, "", opts), in: newInPort[T](in), opts: opts}
 	n.consume = func(ctx context.Context, b *builder, up any) {
-		consumeEngine(ctx, b, n, up, func(m Message[T]) {
-			if n.ack == AckPre {
-				b.settled(n, "ack", m.Ack(ctx))
-			}
-			err := callSafely(n.name, func() error { return h(ctx, m.Payload()) })
-			if err != nil {
-				b.failed(n, err)
-			}
-			if n.ack == AckPost {
-				if err != nil {
-					b.settled(n, "nack", nackFor(ctx, m, err))
-				} else {
-					b.settled(n, "ack", m.Ack(ctx))
-				}
-			}
-		})
+		consumeEngine(ctx, b, n, up, consumeInvoke(ctx, b.env(n), h))
 	}
 	r.register(n)
+}
+
+// consumeInvoke is Consume's invocation of h on one message.
+func consumeInvoke[T any](ctx context.Context, s stageEnv, h func(ctx context.Context, p T) error) func(Message[T]) {
+	return func(m Message[T]) {
+		if s.ack == AckPre {
+			s.settled("ack", m.Ack(ctx))
+		}
+		err := callSafely(s.name, func() error { return h(ctx, m.Payload()) })
+		if err != nil {
+			s.failed(err)
+		}
+		if s.ack == AckPost {
+			if err != nil {
+				s.settled("nack", nackFor(ctx, m, err))
+			} else {
+				s.settled("ack", m.Ack(ctx))
+			}
+		}
+	}
 }
 
 // ConsumeMessage registers a consumer of the messages of channel in. Default
@@ -297,38 +318,48 @@ func ConsumeMessage[T any](r *Runtime, in string, h func(ctx context.Context, m 
 	opts := stageOpts(o)
 	n := &node{shape: shapeConsumeMessage, name: siteName("ConsumeMessage", in, "", opts), in: newInPort[T](in), opts: opts}
 	n.consume = func(ctx context.Context, b *builder, up any) {
-		consumeEngine(ctx, b, n, up, func(m Message[T]) {
-			if n.ack == AckPre {
-				b.settled(n, "ack", m.Ack(ctx))
-			}
-			err := callSafely(n.name, func() error { return h(ctx, m) })
-			if err != nil {
-				b.failed(n, err)
-			}
-			switch {
-			case n.ack == AckPost && err == nil:
-				b.settled(n, "ack", m.Ack(ctx))
-			case (n.ack == AckPost || n.ack == AckManual) && err != nil:
-				b.settled(n, "nack", nackFor(ctx, m, err))
-			}
-		})
+		consumeEngine(ctx, b, n, up, consumeMessageInvoke(ctx, b.env(n), h))
 	}
 	r.register(n)
 }
 
+// consumeMessageInvoke is ConsumeMessage's invocation of h on one message.
+func consumeMessageInvoke[T any](ctx context.Context, s stageEnv, h func(ctx context.Context, m Message[T]) error) func(Message[T]) {
+	return func(m Message[T]) {
+		if s.ack == AckPre {
+			s.settled("ack", m.Ack(ctx))
+		}
+		err := callSafely(s.name, func() error { return h(ctx, m) })
+		if err != nil {
+			s.failed(err)
+		}
+		switch {
+		case s.ack == AckPost && err == nil:
+			s.settled("ack", m.Ack(ctx))
+		case (s.ack == AckPost || s.ack == AckManual) && err != nil:
+			s.settled("nack", nackFor(ctx, m, err))
+		}
+	}
+}
+
 func consumeEngine[T any](ctx context.Context, b *builder, n *node, up any, f func(m Message[T])) {
-	e := newEngine(engineConfig[T, struct{}]{
-		consumer: true, prefetch: n.opts.prefetch, conc: n.opts.conc, key: n.opts.key,
+	e := newConsumer(ctx, n.opts, b.state(n.in.channel), f)
+	b.addStage(e)
+	asPub[T](up).Subscribe(e)
+}
+
+// newConsumer is the engine of Consume and ConsumeMessage running f per message.
+func newConsumer[T any](ctx context.Context, o stageOptions, obs *chanState, f func(m Message[T])) *engine[T, struct{}] {
+	return newEngine(engineConfig[T, struct{}]{
+		consumer: true, prefetch: o.prefetch, conc: o.conc, key: o.key,
 		invoke: func(m Message[T]) (Message[struct{}], bool) {
 			f(m)
 			return nil, false
 		},
 		dropIn:  nackDropped[T](ctx),
 		dropOut: func(Message[struct{}], error) {},
-		obs:     b.state(n.in.channel),
+		obs:     obs,
 	})
-	b.addStage(e)
-	asPub[T](up).Subscribe(e)
 }
 
 func nackDropped[T any](ctx context.Context) func(Message[T], error) {
@@ -400,26 +431,31 @@ func Process[I, O any](r *Runtime, in, out string, f func(ctx context.Context, p
 	opts := stageOpts(o)
 	n := &node{shape: shapeProcess, name: siteName("Process", in, out, opts), in: newInPort[I](in), out: newOutPort[O](out), opts: opts}
 	n.output = func(ctx context.Context, b *builder) (any, error) {
-		return processorOutput(ctx, b, n, func(m Message[I]) (Message[O], bool) {
-			if n.ack == AckPre {
-				b.settled(n, "ack", m.Ack(ctx))
-			}
-			var v O
-			err := callSafely(n.name, func() (err error) { v, err = f(ctx, m.Payload()); return err })
-			if err != nil {
-				b.failed(n, err)
-				if n.ack == AckPost {
-					b.settled(n, "nack", nackFor(ctx, m, err))
-				}
-				return nil, false
-			}
-			if n.ack == AckPost {
-				return WithPayload(m, v), true
-			}
-			return NewMessage(v, WithMetadata(m.Metadata())), true
-		})
+		return processorOutput(ctx, b, n, processInvoke(ctx, b.env(n), f))
 	}
 	r.register(n)
+}
+
+// processInvoke is Process's invocation of f on one message.
+func processInvoke[I, O any](ctx context.Context, s stageEnv, f func(ctx context.Context, p I) (O, error)) invokeFunc[I, O] {
+	return func(m Message[I]) (Message[O], bool) {
+		if s.ack == AckPre {
+			s.settled("ack", m.Ack(ctx))
+		}
+		var v O
+		err := callSafely(s.name, func() (err error) { v, err = f(ctx, m.Payload()); return err })
+		if err != nil {
+			s.failed(err)
+			if s.ack == AckPost {
+				s.settled("nack", nackFor(ctx, m, err))
+			}
+			return nil, false
+		}
+		if s.ack == AckPost {
+			return WithPayload(m, v), true
+		}
+		return NewMessage(v, WithMetadata(m.Metadata())), true
+	}
 }
 
 // ProcessMessage registers a 1:1 processor of messages from in to out.
@@ -432,26 +468,31 @@ func ProcessMessage[I, O any](r *Runtime, in, out string, f func(ctx context.Con
 	opts := stageOpts(o)
 	n := &node{shape: shapeProcessMessage, name: siteName("ProcessMessage", in, out, opts), in: newInPort[I](in), out: newOutPort[O](out), opts: opts}
 	n.output = func(ctx context.Context, b *builder) (any, error) {
-		return processorOutput(ctx, b, n, func(m Message[I]) (Message[O], bool) {
-			if n.ack == AckPre {
-				b.settled(n, "ack", m.Ack(ctx))
-			}
-			var res Message[O]
-			err := callSafely(n.name, func() (err error) { res, err = f(ctx, m); return err })
-			if err == nil && res == nil {
-				err = fmt.Errorf("%w from %s", ErrNilMessage, n.name)
-			}
-			if err != nil {
-				b.failed(n, err)
-				if n.ack == AckManual {
-					b.settled(n, "nack", nackFor(ctx, m, err))
-				}
-				return nil, false
-			}
-			return res, true
-		})
+		return processorOutput(ctx, b, n, processMessageInvoke(ctx, b.env(n), f))
 	}
 	r.register(n)
+}
+
+// processMessageInvoke is ProcessMessage's invocation of f on one message.
+func processMessageInvoke[I, O any](ctx context.Context, s stageEnv, f func(ctx context.Context, m Message[I]) (Message[O], error)) invokeFunc[I, O] {
+	return func(m Message[I]) (Message[O], bool) {
+		if s.ack == AckPre {
+			s.settled("ack", m.Ack(ctx))
+		}
+		var res Message[O]
+		err := callSafely(s.name, func() (err error) { res, err = f(ctx, m); return err })
+		if err == nil && res == nil {
+			err = fmt.Errorf("%w from %s", ErrNilMessage, s.name)
+		}
+		if err != nil {
+			s.failed(err)
+			if s.ack == AckManual {
+				s.settled("nack", nackFor(ctx, m, err))
+			}
+			return nil, false
+		}
+		return res, true
+	}
 }
 
 func processorOutput[I, O any](ctx context.Context, b *builder, n *node, inv invokeFunc[I, O]) (any, error) {
@@ -459,12 +500,17 @@ func processorOutput[I, O any](ctx context.Context, b *builder, n *node, inv inv
 	if err != nil {
 		return nil, err
 	}
-	e := newEngine(engineConfig[I, O]{
-		prefetch: n.opts.prefetch, conc: n.opts.conc, key: n.opts.key, invoke: inv,
-		dropIn: nackDropped[I](ctx), dropOut: nackDropped[O](ctx), obs: b.state(n.in.channel),
-	})
+	e := newProcessor(ctx, n.opts, b.state(n.in.channel), inv)
 	b.addStage(e)
 	return connectLazily[Message[O]](e, func() { asPub[I](up).Subscribe(e) }), nil
+}
+
+// newProcessor is the engine of Process and ProcessMessage.
+func newProcessor[I, O any](ctx context.Context, o stageOptions, obs *chanState, inv invokeFunc[I, O]) *engine[I, O] {
+	return newEngine(engineConfig[I, O]{
+		prefetch: o.prefetch, conc: o.conc, key: o.key, invoke: inv,
+		dropIn: nackDropped[I](ctx), dropOut: nackDropped[O](ctx), obs: obs,
+	})
 }
 
 // FlatMap registers a processor mapping every payload of in to a publisher
