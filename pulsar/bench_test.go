@@ -28,7 +28,7 @@ var benchData = json.RawMessage(`{"order":42,"customer":"c-1","amount":12.5}`)
 
 // rounds interleaves the raw and SDK phases in chunks, so that noise from the machine (the
 // broker runs in the same process, on the same cores) hits both sides alike.
-const rounds = 10
+const rounds = 40
 
 func chunks(n int) []int {
 	out := make([]int, 0, rounds)

@@ -22,6 +22,11 @@ type delivery struct {
 	env     *envelope.Envelope // nil for poison and gate rejections
 	urn     string             // routing URN
 	counted int                // this delivery's number
+
+	// Set by the reactive Source (zero for the Consumer's own pipeline):
+	delay      time.Duration     // a retry delay overriding the policy's backoff (0: the policy's)
+	extraProps map[string]string // added to a republished or dead-lettered copy
+	acked      bool              // the message was acknowledged by its settlement
 }
 
 // process runs the pipeline of CONTRACT.md §2.3 on one message: gate, classify,
@@ -187,9 +192,14 @@ func (c *Consumer) retry(ctx context.Context, d *delivery, cause error) {
 	if props == nil {
 		props = map[string]string{}
 	}
+	maps.Copy(props, d.extraProps)
 	props[PropAttempts] = strconv.Itoa(d.counted)
 	pm := &apulsar.ProducerMessage{Payload: payload, Properties: props, Key: d.msg.Key(), OrderingKey: d.msg.OrderingKey()}
-	if delay := c.cfg.policy.Backoff.Delay(d.counted); delay > 0 {
+	delay := c.cfg.policy.Backoff.Delay(d.counted)
+	if d.delay > 0 {
+		delay = d.delay
+	}
+	if delay > 0 {
 		if c.brokerDelay {
 			pm.DeliverAfter = delay
 			props[PropDelay] = strconv.FormatInt(delay.Milliseconds(), 10)
@@ -210,8 +220,20 @@ func (c *Consumer) retry(ctx context.Context, d *delivery, cause error) {
 // dead-letter topic, or an ack with a WARN when dead-lettering is off.
 func (c *Consumer) exhaust(ctx context.Context, d *delivery, reason envelope.Reason, cause error) {
 	dlt, on := c.deadLetterTopic(d)
-	if !on || d.env == nil {
+	if !on {
 		c.drop(d, reason, &ExhaustedError{Reason: reason, Attempts: d.counted, Err: cause})
+		return
+	}
+	if d.env == nil {
+		// A payload that is not an envelope (the reactive Source with another codec; the
+		// Consumer sends poison through poison instead): byte for byte, with its properties.
+		props := maps.Clone(d.props)
+		if props == nil {
+			props = map[string]string{}
+		}
+		props[PropAttempts] = strconv.Itoa(d.counted)
+		pm := &apulsar.ProducerMessage{Payload: d.msg.Payload(), Properties: props, Key: d.msg.Key(), OrderingKey: d.msg.OrderingKey()}
+		c.deadLetter(ctx, d, pm, reason, cause)
 		return
 	}
 	queue, _ := dlq.QueueName(d.msg.Topic())
@@ -238,6 +260,12 @@ func (c *Consumer) deadLetter(ctx context.Context, d *delivery, pm *apulsar.Prod
 	if !on {
 		c.drop(d, reason, cause)
 		return
+	}
+	if len(d.extraProps) > 0 {
+		if pm.Properties == nil {
+			pm.Properties = map[string]string{}
+		}
+		maps.Copy(pm.Properties, d.extraProps)
 	}
 	if err := c.send(ctx, dlt, pm); err != nil {
 		c.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, cause)
@@ -291,7 +319,9 @@ func (c *Consumer) ack(d *delivery) {
 	if err := c.settler.Ack(d.msg); err != nil {
 		c.cfg.logger.Warn("ack failed", zap.String("topic", d.msg.Topic()), zap.Error(err))
 		c.report(&SettleError{Err: err}, d.env, d.msg)
+		return
 	}
+	d.acked = true
 }
 
 // nackAfter negatively acknowledges after a failed republish or dead-letter write, and

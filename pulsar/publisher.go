@@ -23,7 +23,8 @@ type Publisher struct {
 	queue    string
 	logger   *zap.Logger
 	timeout  time.Duration
-	pending  chan struct{} // semaphore of PublishAsync's sends in flight
+	pending  chan struct{}         // semaphore of PublishAsync's sends in flight
+	queueOpt []envelope.MakeOption // envelope.WithQueue(queue), built once
 
 	mu     sync.RWMutex // guards closed and wg.Add against Close
 	closed bool
@@ -110,6 +111,7 @@ func newPublisher(p MessageProducer, closeFn func(), topic string, cfg publisher
 		logger:   cfg.logger,
 		timeout:  cfg.closeTimeout,
 		pending:  make(chan struct{}, cfg.maxPending),
+		queueOpt: []envelope.MakeOption{envelope.WithQueue(cfg.queue)},
 	}
 }
 
@@ -125,11 +127,12 @@ func (p *Publisher) Queue() string { return p.queue }
 // an object. Errors: [ErrClosed], [ErrInvalidOption], the envelope package's
 // ErrInvalidURN/ErrInvalidData, or the send's error.
 func (p *Publisher) Publish(ctx context.Context, urn string, data any, opts ...PublishOption) (string, error) {
-	env, po, err := p.build(urn, data, opts)
+	var po publishOptions
+	env, err := p.build(&po, urn, data, opts)
 	if err != nil {
 		return "", err
 	}
-	return p.send(ctx, env, po)
+	return p.send(ctx, env, &po)
 }
 
 // PublishEnvelope sends a ready envelope as it is (its trace id, meta.id, queue and
@@ -162,11 +165,12 @@ func (p *Publisher) TryPublishAsync(ctx context.Context, urn string, data any, d
 }
 
 func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data any, done func(string, error), opts []PublishOption) error {
-	env, po, err := p.build(urn, data, opts)
+	var po publishOptions
+	env, err := p.build(&po, urn, data, opts)
 	if err != nil {
 		return err
 	}
-	msg, err := p.message(env, po)
+	msg, err := p.message(env, &po)
 	if err != nil {
 		return err
 	}
@@ -217,28 +221,30 @@ func applyPublishOptions(po *publishOptions, opts []PublishOption) error {
 	return nil
 }
 
-func (p *Publisher) build(urn string, data any, opts []PublishOption) (*envelope.Envelope, *publishOptions, error) {
-	po := &publishOptions{}
+func (p *Publisher) build(po *publishOptions, urn string, data any, opts []PublishOption) (*envelope.Envelope, error) {
 	if err := applyPublishOptions(po, opts); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	queue := p.queue
-	if po.queue != "" {
-		queue = po.queue
-	}
-	mo := make([]envelope.MakeOption, 1, 3)
-	mo[0] = envelope.WithQueue(queue)
-	if po.traceID != "" {
-		mo = append(mo, envelope.WithTraceID(po.traceID))
-	}
-	if po.messageID != "" {
-		mo = append(mo, envelope.WithMessageID(po.messageID))
+	mo := p.queueOpt // the common case: no per-message option, nothing to allocate
+	if po.queue != "" || po.traceID != "" || po.messageID != "" {
+		queue := p.queue
+		if po.queue != "" {
+			queue = po.queue
+		}
+		mo = make([]envelope.MakeOption, 1, 3)
+		mo[0] = envelope.WithQueue(queue)
+		if po.traceID != "" {
+			mo = append(mo, envelope.WithTraceID(po.traceID))
+		}
+		if po.messageID != "" {
+			mo = append(mo, envelope.WithMessageID(po.messageID))
+		}
 	}
 	env, err := envelope.Make(urn, data, mo...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
+		return nil, fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
 	}
-	return env, po, nil
+	return env, nil
 }
 
 // contractProps are the property names only the SDK writes.

@@ -1,0 +1,649 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+// Default values of [SourceOptions].
+const (
+	DefaultMaxInflight = 256
+	// receiveBackoffMax caps the pause between transient receive errors of a Source.
+	receiveBackoffMax = 30 * time.Second
+)
+
+// FailureStrategy is what a Source does with a nacked message (RUNTIME.md §12.5).
+type FailureStrategy string
+
+// The failure strategies a Source implements.
+const (
+	// FailureBabelQueue retries (republish or nack, [SourceOptions].RetryStrategy) until
+	// MaxAttempts deliveries, then dead-letters; DropMessage acks, ToDeadLetter
+	// dead-letters at once. It runs the Consumer's own settlement code.
+	FailureBabelQueue FailureStrategy = "babelqueue"
+	// FailureNack negatively acknowledges: the broker redelivers after the nack delay.
+	FailureNack FailureStrategy = "nack"
+	// FailureFail records a fatal failure, signals OnError downstream and stops
+	// receiving; the message stays unacknowledged.
+	FailureFail FailureStrategy = "fail"
+	// FailureIgnore logs a warning and acknowledges.
+	FailureIgnore FailureStrategy = "ignore"
+)
+
+// ErrSourceFailed is the error a Source signals downstream after a nack under the
+// fail strategy; it wraps the nack's reason.
+var ErrSourceFailed = errors.New("pulsar: source failed")
+
+// IncomingMetadata describes a message received by a [Source]; stages read it with
+// messaging.MetadataOf[bqpulsar.IncomingMetadata].
+type IncomingMetadata struct {
+	MessageID       apulsar.MessageID
+	Topic           string
+	Key             string
+	OrderingKey     string
+	Properties      map[string]string // the message's properties; do not modify
+	PublishTime     time.Time
+	EventTime       time.Time
+	RedeliveryCount uint32
+	ProducerName    string
+	// Attempts is the reconciled number of earlier deliveries (CONTRACT: max of a valid
+	// bq-attempts, the envelope's attempts and the redelivery count).
+	Attempts int
+	// URN is the routing URN of a BabelQueue envelope (a usable bq-job property wins over
+	// the body's job); "" for other payloads. A BabelQueue addition.
+	URN string
+}
+
+// SourceOptions configure [NewSource].
+type SourceOptions struct {
+	// Channel names the source in health reports and logs. Default: the first topic.
+	Channel string
+	// Consumer are the client options of the subscription: Topic or Topics,
+	// SubscriptionName and Type are required (Type is taken as declared, so the zero
+	// value is Exclusive). ReceiverQueueSize 0 means min(1000, 2 × MaxInflight).
+	Consumer apulsar.ConsumerOptions
+	// MaxInflight bounds the delivered-but-unsettled messages (RUNTIME.md §12.4).
+	// Default: 256.
+	MaxInflight int
+	// CompleteAtEnd completes the stream after the last message present when the source
+	// was created (GetLastMessageIDs). Default: false.
+	CompleteAtEnd bool
+	// FailureStrategy is what a nack does. Default: [FailureBabelQueue].
+	FailureStrategy FailureStrategy
+	// MaxAttempts is the number of deliveries in total, the first included. Default: 3.
+	MaxAttempts int
+	// RetryStrategy is how [FailureBabelQueue] retries. Default: retry.Republish;
+	// retry.Nack needs a Shared or Key_Shared subscription.
+	RetryStrategy retry.Strategy
+	// RetryDelay delays a republished retry (a nack's own Delay wins). Default: 0.
+	RetryDelay time.Duration
+	// DeadLetter configures dead-lettering. Default: the zero value, "<queue>.dlq".
+	DeadLetter dlq.Config
+	// SenderOptions adjusts the options of the retry and dead-letter producers.
+	SenderOptions func(*apulsar.ProducerOptions)
+	// DeadLetterHook is called after a message was written to its dead-letter topic.
+	DeadLetterHook func(ctx context.Context, md IncomingMetadata, reason error)
+	// Logger receives the source's logs. Default: zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Source is a Pulsar subscription as a unicast reactive.Publisher of messages, the
+// incoming side of the babelqueue-pulsar connector (RUNTIME.md §12.4). A receive happens
+// only while the subscriber's demand exceeds the received-but-undelivered messages and
+// fewer than MaxInflight messages are unsettled, so Request(reactive.Unbounded) never
+// means unbounded unsettled messages. Nacks are settled by the [Consumer]'s retry and
+// dead-letter code. Close it with [Source.Close].
+type Source struct {
+	channel       string
+	cons          *Consumer // settlement: ack, retry, exhaust, dead letters
+	pc            apulsar.Consumer
+	maxInflight   int
+	strategy      FailureStrategy
+	hook          func(context.Context, IncomingMetadata, error)
+	logger        *zap.Logger
+	completeAtEnd bool
+	ends          map[string]apulsar.MessageID // per topic: the last message at creation
+
+	wake chan struct{} // capacity 1: the pump may receive again
+
+	mu         sync.Mutex
+	out        *reactive.Outlet[messaging.Message[[]byte]]
+	subscribed bool
+	closed     bool
+	stopPump   context.CancelFunc
+	pumpDone   chan struct{}
+	queue      []messaging.Message[[]byte] // received, not yet delivered
+	inflight   int                         // received, not yet settled (queue included)
+	atEnd      bool                        // complete-at-end reached: receive no more
+	failure    error                       // fatal: OnError downstream, not live
+	ready      bool
+	reasons    []string
+	settled    chan struct{} // closed and replaced on every settlement
+	closeOnce  sync.Once
+}
+
+var _ reactive.Publisher[messaging.Message[[]byte]] = (*Source)(nil)
+
+// NewSource subscribes on client and returns a Source over the subscription, which it
+// owns. Errors wrap [ErrInvalidOption] for a refused configuration, or are the client's
+// error from Subscribe or GetLastMessageIDs.
+func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
+	}
+	cfg, err := sourceConsumerConfig(&o)
+	if err != nil {
+		return nil, err
+	}
+	co := o.Consumer
+	if co.ReceiverQueueSize == 0 && !co.EnableZeroQueueConsumer {
+		co.ReceiverQueueSize = min(1000, 2*o.MaxInflight)
+	}
+	pc, err := client.Subscribe(co)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: subscribe %q: %w", co.SubscriptionName, err)
+	}
+	s := &Source{
+		channel:       o.Channel,
+		cons:          newConsumer(cfg, pc, pc, clientSenders(client, cfg)),
+		pc:            pc,
+		maxInflight:   o.MaxInflight,
+		strategy:      o.FailureStrategy,
+		hook:          o.DeadLetterHook,
+		logger:        cfg.logger,
+		completeAtEnd: o.CompleteAtEnd,
+		wake:          make(chan struct{}, 1),
+		settled:       make(chan struct{}),
+		ready:         true,
+	}
+	if o.CompleteAtEnd {
+		if err := s.recordEnds(); err != nil {
+			pc.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// sourceConsumerConfig validates o, fills its defaults and returns the configuration of
+// the Consumer that settles the source's messages.
+func sourceConsumerConfig(o *SourceOptions) (consumerConfig, error) {
+	cfg := defaultConsumerConfig()
+	co := o.Consumer
+	topics := co.Topics
+	if co.Topic != "" {
+		topics = append([]string{co.Topic}, topics...)
+	}
+	switch {
+	case len(topics) == 0:
+		return cfg, fmt.Errorf("%w: source without a topic", ErrInvalidOption)
+	case co.SubscriptionName == "":
+		return cfg, fmt.Errorf("%w: source without a subscription name", ErrInvalidOption)
+	case co.TopicsPattern != "":
+		return cfg, fmt.Errorf("%w: a source takes topics, not a pattern", ErrInvalidOption)
+	}
+	if o.Channel == "" {
+		o.Channel = topics[0]
+	}
+	if o.MaxInflight == 0 {
+		o.MaxInflight = DefaultMaxInflight
+	}
+	if o.MaxInflight < 0 {
+		return cfg, fmt.Errorf("%w: max in-flight %d is negative", ErrInvalidOption, o.MaxInflight)
+	}
+	if o.FailureStrategy == "" {
+		o.FailureStrategy = FailureBabelQueue
+	}
+	switch o.FailureStrategy {
+	case FailureBabelQueue, FailureNack, FailureFail, FailureIgnore:
+	default:
+		return cfg, fmt.Errorf("%w: failure strategy %q", ErrInvalidOption, o.FailureStrategy)
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = retry.DefaultMaxAttempts
+	}
+	if o.MaxAttempts < 0 || o.RetryDelay < 0 {
+		return cfg, fmt.Errorf("%w: max attempts %d, retry delay %s", ErrInvalidOption, o.MaxAttempts, o.RetryDelay)
+	}
+	if err := o.DeadLetter.Validate(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	cfg.topics, cfg.subscription = topics, co.SubscriptionName
+	cfg.subType, cfg.subTypeSet = co.Type, true
+	cfg.policy = retry.Policy{MaxAttempts: o.MaxAttempts, Strategy: o.RetryStrategy, Backoff: retry.Backoff{Initial: o.RetryDelay}}
+	cfg.maxAttempts = o.MaxAttempts
+	cfg.deadLetter = o.DeadLetter
+	cfg.senderOpts = o.SenderOptions
+	cfg.logger = o.Logger
+	if o.FailureStrategy == FailureBabelQueue {
+		if err := checkStrategy(cfg); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// recordEnds stores the last message of every topic (partition) at creation, for
+// CompleteAtEnd; topics without a message need not be waited for.
+func (s *Source) recordEnds() error {
+	ids, err := s.pc.GetLastMessageIDs()
+	if err != nil {
+		return fmt.Errorf("pulsar: last message ids: %w", err)
+	}
+	s.ends = map[string]apulsar.MessageID{}
+	for _, id := range ids {
+		if id.EntryID() < 0 {
+			continue // empty
+		}
+		s.ends[id.Topic()] = id
+	}
+	s.atEnd = len(s.ends) == 0
+	return nil
+}
+
+// reachedEnd reports whether msg is at or past its topic's recorded last message, and
+// forgets that topic; it returns true once every topic reached its end.
+func (s *Source) reachedEnd(msg apulsar.Message) bool {
+	end, ok := s.ends[msg.Topic()]
+	if !ok {
+		return len(s.ends) == 0
+	}
+	id := msg.ID()
+	past := id.LedgerID() > end.LedgerID() ||
+		(id.LedgerID() == end.LedgerID() && id.EntryID() > end.EntryID()) ||
+		(id.LedgerID() == end.LedgerID() && id.EntryID() == end.EntryID() &&
+			(id.BatchIdx() < 0 || id.BatchIdx() >= max(end.BatchIdx(), id.BatchSize()-1)))
+	if past {
+		delete(s.ends, msg.Topic())
+	}
+	return len(s.ends) == 0
+}
+
+// Subscribe implements reactive.Publisher. The source is unicast: a second subscriber
+// gets OnSubscribe then OnError(reactive.ErrAlreadySubscribed); a subscriber after Close
+// gets OnError wrapping messaging.ErrClosed and [ErrClosed].
+func (s *Source) Subscribe(sub reactive.Subscriber[messaging.Message[[]byte]]) {
+	if sub == nil {
+		panic(fmt.Errorf("%w: subscriber", reactive.ErrNilArgument))
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		reactive.Failed[messaging.Message[[]byte]](fmt.Errorf("%w: source %q: %w", messaging.ErrClosed, s.channel, ErrClosed)).Subscribe(sub)
+		return
+	case s.subscribed:
+		s.mu.Unlock()
+		reactive.Failed[messaging.Message[[]byte]](fmt.Errorf("%w: source %q", reactive.ErrAlreadySubscribed, s.channel)).Subscribe(sub)
+		return
+	}
+	s.subscribed = true
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopPump, s.pumpDone = cancel, make(chan struct{})
+	out := reactive.NewOutlet(sub, s.poll, s.cancelled)
+	s.out = out
+	done := s.pumpDone
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		s.pump(ctx)
+	}()
+	out.Start()
+}
+
+// poll is the Outlet's source: queued messages against demand, then the terminal state.
+func (s *Source) poll(canEmit bool) (messaging.Message[[]byte], reactive.PollStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure != nil {
+		return nil, reactive.PollDone, s.failure
+	}
+	if len(s.queue) > 0 {
+		if !canEmit {
+			return nil, reactive.PollEmpty, nil
+		}
+		m := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		return m, reactive.PollReady, nil
+	}
+	if s.completeAtEnd && s.atEnd {
+		return nil, reactive.PollDone, nil
+	}
+	if canEmit {
+		s.poke()
+	}
+	return nil, reactive.PollEmpty, nil
+}
+
+// poke wakes the pump without blocking.
+func (s *Source) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// cancelled runs on the Outlet's drain when the subscription ends without a terminal
+// from the source: stop receiving; the undelivered messages go back to the broker.
+func (s *Source) cancelled() {
+	s.mu.Lock()
+	stop := s.stopPump
+	queued := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	stop()
+	for _, m := range queued {
+		// Never delivered: nack through the message so that it is settled exactly once.
+		_ = m.Nack(context.Background(), messaging.ErrClosed, messaging.RedeliverAfter(0)) //nolint:contextcheck // settled at once, nothing to wait for
+	}
+}
+
+// canReceive reports whether the pump may receive: demand beyond the queue, a free
+// in-flight slot, not at the end and not failed.
+func (s *Source) canReceive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure != nil || (s.completeAtEnd && s.atEnd) || s.inflight >= s.maxInflight {
+		return false
+	}
+	return int64(len(s.queue)) < s.out.Requested()
+}
+
+// pump receives while canReceive allows, until ctx ends or a fatal error.
+func (s *Source) pump(ctx context.Context) {
+	backoff := receiveErrorPause
+	for {
+		for !s.canReceive() {
+			select {
+			case <-s.wake:
+			case <-ctx.Done():
+				return
+			}
+		}
+		msg, err := s.pc.Receive(ctx)
+		if ctx.Err() != nil {
+			if err == nil && msg != nil {
+				s.pc.Nack(msg) // received as the pump stopped: let the broker redeliver it
+			}
+			return
+		}
+		if err != nil {
+			if fatalReceive(err) {
+				s.fatal(&ReceiveError{Err: err})
+				return
+			}
+			s.setReady(false, err)
+			s.logger.Warn("receive failed", zap.String("channel", s.channel), zap.Error(err))
+			if !pause(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, receiveBackoffMax)
+			continue
+		}
+		backoff = receiveErrorPause
+		s.setReady(true, nil)
+		if msg == nil {
+			continue
+		}
+		s.accept(ctx, msg)
+	}
+}
+
+// accept runs the contract's pre-dispatch rules on msg and queues it for delivery; a
+// bq-schema-version rejection is settled here, on the pump, and never delivered.
+func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
+	s.mu.Lock()
+	s.inflight++
+	end := s.completeAtEnd && s.reachedEnd(msg)
+	s.mu.Unlock()
+	d := &delivery{msg: msg, props: msg.Properties()}
+	if v, ok := d.props[PropSchemaVersion]; ok && s.strategy == FailureBabelQueue {
+		if err := GateVerdict(v, true); err != nil {
+			s.cons.gateReject(ctx, d, err)
+			s.release(end)
+			return
+		}
+	}
+	attemptsProp, hasAttempts := d.props[PropAttempts]
+	bodyAttempts := 0
+	if env, err := envelope.Classify(msg.Payload()); err == nil {
+		d.env, bodyAttempts = env, env.Attempts
+	}
+	reconciled, counted := Reconcile(attemptsProp, hasAttempts, bodyAttempts, msg.RedeliveryCount())
+	d.counted = counted
+	if d.env != nil {
+		if d.env.Attempts != reconciled {
+			d.env = d.env.WithAttempts(reconciled)
+		}
+		d.urn = d.env.URN()
+		if pj, ok := d.props[PropJob]; ok && !envelope.IsBlank(pj) {
+			d.urn = pj
+		}
+	}
+	md := IncomingMetadata{
+		MessageID: msg.ID(), Topic: msg.Topic(), Key: msg.Key(), OrderingKey: msg.OrderingKey(),
+		Properties: d.props, PublishTime: msg.PublishTime(), EventTime: msg.EventTime(),
+		RedeliveryCount: msg.RedeliveryCount(), ProducerName: msg.ProducerName(),
+		Attempts: reconciled, URN: d.urn,
+	}
+	m := messaging.NewMessage(msg.Payload(),
+		messaging.WithMetadata(messaging.NewMetadata(md)),
+		messaging.WithAckFunc(func(context.Context) error {
+			s.cons.ack(d)
+			s.release(false)
+			return nil
+		}),
+		messaging.WithNackFunc(func(ctx context.Context, reason error, o messaging.NackOptions) error {
+			s.settleNack(ctx, d, md, reason, o)
+			s.release(false)
+			return nil
+		}))
+	s.mu.Lock()
+	s.queue = append(s.queue, m)
+	if end {
+		s.atEnd = true
+	}
+	out := s.out
+	s.mu.Unlock()
+	out.Signal()
+}
+
+// settleNack applies the failure strategy to a nacked message. With babelqueue it runs
+// the Consumer's settlement: retry while deliveries are left, else the dead-letter copy;
+// a failed republish or dead-letter write nacks, never acks.
+func (s *Source) settleNack(ctx context.Context, d *delivery, md IncomingMetadata, reason error, o messaging.NackOptions) {
+	switch s.strategy {
+	case FailureNack:
+		s.pc.Nack(d.msg)
+		return
+	case FailureIgnore:
+		s.logger.Warn("nacked message acknowledged (failure-strategy ignore)", zap.String("channel", s.channel), zap.Error(reason))
+		s.cons.ack(d)
+		return
+	case FailureFail:
+		s.fatal(fmt.Errorf("%w: channel %q: %w", ErrSourceFailed, s.channel, reason))
+		return
+	case FailureBabelQueue:
+	}
+	d.delay, d.extraProps = o.Delay, o.Properties
+	switch {
+	case o.Disposition == messaging.Drop:
+		s.logger.Warn("nacked message dropped", zap.String("channel", s.channel), zap.String("urn", d.urn),
+			zap.Int("attempt", d.counted), zap.Error(reason))
+		s.cons.ack(d)
+		return
+	case d.env == nil && errors.Is(reason, messaging.ErrDecode) && s.isBabelQueuePoison(d):
+		s.cons.poison(ctx, d, reason)
+	case o.Disposition == messaging.DeadLetter:
+		s.cons.exhaust(ctx, d, failureReason(reason), reason)
+	default:
+		s.cons.fail(ctx, d, failureReason(reason), reason)
+	}
+	if _, on := s.cons.deadLetterTopic(d); on && d.acked && s.hook != nil && s.deadLettered(d, o) {
+		s.callHook(ctx, md, reason)
+	}
+}
+
+// isBabelQueuePoison reports whether a payload that failed decoding is a poison body for
+// the contract: it is not an envelope at all.
+func (*Source) isBabelQueuePoison(d *delivery) bool {
+	_, err := envelope.Classify(d.msg.Payload())
+	return err != nil
+}
+
+// deadLettered reports whether an acked nack went to the dead-letter topic rather than
+// being retried.
+func (s *Source) deadLettered(d *delivery, o messaging.NackOptions) bool {
+	return o.Disposition == messaging.DeadLetter || d.counted >= s.cons.maxAttempts || d.env == nil && !s.cons.nackRetry && false
+}
+
+func (s *Source) callHook(ctx context.Context, md IncomingMetadata, reason error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("dead-letter hook panicked", zap.Any("panic", r))
+		}
+	}()
+	s.hook(ctx, md, reason)
+}
+
+func failureReason(err error) envelope.Reason {
+	if errors.Is(err, messaging.ErrDecode) {
+		return envelope.ReasonPoison
+	}
+	return envelope.ReasonFailed
+}
+
+// release frees the in-flight slot of a settled message and wakes the pump.
+func (s *Source) release(end bool) {
+	s.mu.Lock()
+	s.inflight--
+	if end {
+		s.atEnd = true
+	}
+	close(s.settled)
+	s.settled = make(chan struct{})
+	out := s.out
+	s.mu.Unlock()
+	s.poke()
+	if out != nil {
+		out.Signal()
+	}
+}
+
+// fatal records a fatal failure: not live, OnError downstream, no more receives.
+func (s *Source) fatal(err error) {
+	s.mu.Lock()
+	if s.failure == nil {
+		s.failure = err
+		s.addReason(err)
+	}
+	out, stop := s.out, s.stopPump
+	s.mu.Unlock()
+	s.logger.Error("source failed", zap.String("channel", s.channel), zap.Error(err))
+	if stop != nil {
+		stop()
+	}
+	if out != nil {
+		out.Signal()
+	}
+}
+
+func (s *Source) setReady(ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ready = ok
+	if err != nil {
+		s.addReason(err)
+	}
+}
+
+func (s *Source) addReason(err error) {
+	s.reasons = append([]string{err.Error()}, s.reasons...)
+	if len(s.reasons) > 10 {
+		s.reasons = s.reasons[:10]
+	}
+}
+
+// InFlight returns the number of received, unsettled messages (those not yet delivered
+// included).
+func (s *Source) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// Health reports the source's health: started once subscribed, ready while the last
+// receive succeeded, live until a fatal failure.
+func (s *Source) Health() messaging.ChannelHealth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Incoming, Started: true}
+	h.Live = s.failure == nil
+	h.Ready = h.Live && s.ready && !s.closed
+	if len(s.reasons) > 0 {
+		h.Reason = s.reasons[0]
+		for _, r := range s.reasons[1:] {
+			h.Reason += "; " + r
+		}
+	}
+	return h
+}
+
+// Close stops receiving, waits until the delivered messages are settled or ctx ends,
+// then closes the retry and dead-letter producers and the subscription. It is
+// idempotent; the first call's error (ctx's, wrapped, with the unsettled count) is
+// returned only by that call.
+func (s *Source) Close(ctx context.Context) error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		stop, done := s.stopPump, s.pumpDone
+		queued := s.queue
+		s.queue = nil
+		s.mu.Unlock()
+		if stop != nil {
+			stop()
+			<-done
+		}
+		for _, m := range queued {
+			_ = m.Nack(ctx, messaging.ErrClosed)
+		}
+		err = s.awaitSettled(ctx)
+		s.cons.senders.close()
+		s.pc.Close()
+	})
+	return err
+}
+
+func (s *Source) awaitSettled(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, ch := s.inflight, s.settled
+		s.mu.Unlock()
+		if n <= 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("pulsar: source %q closed with %d unsettled messages: %w", s.channel, n, ctx.Err())
+		}
+	}
+}
