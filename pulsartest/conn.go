@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -132,6 +131,15 @@ func (c *conn) writeLoop() {
 			c.close()
 			return
 		}
+	}
+}
+
+func (c *conn) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -416,7 +424,10 @@ func (c *conn) handleSend(m *wire.CommandSend, payload []byte) {
 	p := c.producers[pid]
 	c.mu.Unlock()
 	if p == nil {
-		c.sendSendError(pid, seq, NotAllowedError, "unknown producer id "+strconv.FormatUint(pid, 10))
+		// Like a real broker: a SEND for a producer that is not (or no longer) registered closes the
+		// connection, so the client reconnects and resends. A SEND_ERROR would detach the producer for good.
+		c.log.Warn("pulsartest: send for unknown producer, closing the connection", "producer", pid)
+		c.close()
 		return
 	}
 	if code, ok := c.b.takeSendFault(p.t); ok {

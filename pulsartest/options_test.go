@@ -1,16 +1,21 @@
 package pulsartest_test
 
 import (
+	"context"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
 
 func sendBatch(t *testing.T, p apulsar.Producer, payloads ...string) {
@@ -180,4 +185,140 @@ func TestExclusiveProducerAccessMode(t *testing.T) {
 	newProducer(t, c, apulsar.ProducerOptions{Topic: topic, ProducerAccessMode: apulsar.ProducerAccessModeExclusive})
 	_, err := c.CreateProducer(apulsar.ProducerOptions{Topic: topic})
 	require.Error(t, err, "second producer next to an exclusive one")
+}
+
+// A Key_Shared hash moving to a new consumer waits until its old owner acknowledged its entries (PIP-379).
+func TestKeySharedDrainingHashes(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	opts := func(name string) apulsar.ConsumerOptions {
+		return apulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared, Name: name, AckWithResponse: true,
+		}
+	}
+	first := subscribe(t, c, opts("first"))
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	const keys = 20
+	publish := func(round int) {
+		for k := range keys {
+			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{
+				Key: "key-" + strconv.Itoa(k), Payload: []byte(strconv.Itoa(round)),
+			})
+			require.NoError(t, err)
+		}
+	}
+	publish(0)
+	held := receiveN(t, first, keys) // unacked: every hash is pending on "first"
+	second := subscribe(t, c, opts("second"))
+	publish(1)
+	expectNone(t, second, 300*time.Millisecond) // moved hashes wait for "first"
+	kept := 0
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		m, err := first.Receive(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		assert.Equal(t, "1", string(m.Payload()))
+		require.NoError(t, first.Ack(m))
+		kept++
+	}
+	for _, m := range held {
+		require.NoError(t, first.Ack(m))
+	}
+	// Now the moved hashes drain to "second"; "first" got round 1 of the keys it kept.
+	moved := keys - kept
+	require.Positive(t, moved, "some keys moved to the new consumer")
+	for _, m := range receiveN(t, second, moved) {
+		assert.Equal(t, "1", string(m.Payload()))
+	}
+}
+
+func TestTrimDropsEntriesAckedByEverySubscription(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	a := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "a", AckWithResponse: true})
+	slow := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "slow", AckWithResponse: true})
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	sendAll(t, p, numbered(4)...)
+	for _, m := range receiveN(t, a, 4) {
+		require.NoError(t, a.Ack(m))
+	}
+	ms := receiveN(t, slow, 4)
+	require.NoError(t, slow.Ack(ms[0]))
+	require.NoError(t, slow.Ack(ms[1]))
+	assert.Equal(t, 2, b.Trim(topic), "only what both subscriptions acked")
+	assert.Equal(t, 2, b.Stats(topic).Entries)
+	assert.Equal(t, 2, b.Backlog(topic, "slow"))
+	slow.Close()
+	slow = subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "slow"})
+	assert.Equal(t, []string{"m-2", "m-3"}, payloads(receiveN(t, slow, 2)))
+}
+
+func TestFailoverConsistentHashSelection(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithFailoverSelection(pulsartest.ConsistentHash))
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	la, lb := &activeListener{}, &activeListener{}
+	opts := func(name string, l *activeListener) apulsar.ConsumerOptions {
+		return apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Failover, Name: name, EventListener: l}
+	}
+	a := subscribe(t, c, opts("a", la))
+	subscribe(t, c, opts("b", lb))
+	eventually(t, "exactly one active consumer", func() bool {
+		return (la.last() == "active") != (lb.last() == "active") && la.last() != "" && lb.last() != ""
+	})
+	if la.last() == "active" {
+		a.Close()
+		eventually(t, "fail over to b", func() bool { return lb.last() == "active" })
+	}
+}
+
+// The real client's CONNECT decodes with our wire types (field numbers and required fields agree), and both
+// protobuf registrations coexist in this binary (a conflict would panic at init).
+func TestRealClientConnectDecodes(t *testing.T) {
+	t.Parallel()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	got := make(chan *wire.CommandConnect, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		f, err := wire.ReadFrame(nc, 1<<20)
+		if err == nil {
+			got <- f.Cmd.GetConnect()
+		}
+		close(got)
+	}()
+	c, err := apulsar.NewClient(apulsar.ClientOptions{
+		URL: "pulsar://" + ln.Addr().String(), OperationTimeout: time.Second, ConnectionTimeout: time.Second,
+		Logger: plog.DefaultNopLogger(),
+	})
+	require.NoError(t, err)
+	lookupDone := make(chan struct{})
+	go func() {
+		defer close(lookupDone)
+		_, _ = c.TopicPartitions("x") // fails: nobody answers CONNECT
+	}()
+	defer func() {
+		c.Close()
+		<-lookupDone
+	}()
+	cc := <-got
+	require.NoError(t, ln.Close()) // the client's retries are refused at once
+	require.NotNil(t, cc)
+	assert.True(t, strings.HasPrefix(cc.GetClientVersion(), "Pulsar-Go-"), cc.GetClientVersion())
+	assert.Equal(t, int32(20), cc.GetProtocolVersion())
+	assert.True(t, cc.GetFeatureFlags().GetSupportsBrokerEntryMetadata())
 }

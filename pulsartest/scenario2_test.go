@@ -232,6 +232,18 @@ func TestScenario13Reader(t *testing.T) {
 			assert.Equal(t, []string{"2", "3", "4"}, readAll(apulsar.ReaderOptions{StartMessageID: ids[1]}))
 			assert.Equal(t, []string{"1", "2", "3", "4"}, readAll(apulsar.ReaderOptions{StartMessageID: ids[1], StartMessageIDInclusive: true}))
 
+			// Inclusive at latest starts with the last message (the client asks GET_LAST_MESSAGE_ID first).
+			ri, err := c.CreateReader(apulsar.ReaderOptions{
+				Topic: topic, StartMessageID: apulsar.LatestMessageID(), StartMessageIDInclusive: true,
+			})
+			require.NoError(t, err)
+			ictx, icancel := context.WithTimeout(t.Context(), receiveTimeout)
+			im, err := ri.Next(ictx)
+			icancel()
+			require.NoError(t, err)
+			assert.Equal(t, "4", string(im.Payload()))
+			ri.Close()
+
 			// A reader at latest sees what is published after it started.
 			r, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.LatestMessageID()})
 			require.NoError(t, err)
@@ -429,21 +441,42 @@ func TestScenario18Resilience(t *testing.T) {
 	c := newClient(t, b.URL())
 	topic := uniqueName(t, "t")
 	k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared})
-	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 20})
 
-	const n = 300
+	const n = 1000
+	// The consumer receives and acks all along, across the faults.
+	var smu sync.Mutex
+	seen := map[string]bool{}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var cwg sync.WaitGroup
+	cwg.Go(func() {
+		for {
+			m, err := k.Receive(ctx)
+			if err != nil {
+				return
+			}
+			if err := k.Ack(m); err != nil {
+				t.Errorf("ack: %v", err)
+			}
+			smu.Lock()
+			seen[string(m.Payload())] = true
+			if len(seen) == n {
+				cancel()
+			}
+			smu.Unlock()
+		}
+	})
+
 	var mu sync.Mutex
 	done := map[string]int{}
 	var wg sync.WaitGroup
 	for i := range n {
-		if i == n/3 {
-			b.DropConnections()
-		}
 		if i == 2*n/3 {
-			b.FailNextSends(topic, 2, pulsartest.PersistenceError)
+			b.FailNextSends(topic, 2, pulsartest.PersistenceError) // the next two batches fail
 		}
 		wg.Add(1)
-		payload := fmt.Sprintf("m-%03d", i)
+		payload := fmt.Sprintf("m-%04d", i)
 		p.SendAsync(t.Context(), &apulsar.ProducerMessage{Payload: []byte(payload)},
 			func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
 				defer wg.Done()
@@ -452,11 +485,11 @@ func TestScenario18Resilience(t *testing.T) {
 				}
 				mu.Lock()
 				done[payload]++
+				if len(done) == n/3 {
+					go b.DropConnections() // while later batches are in flight
+				}
 				mu.Unlock()
 			})
-		if i%50 == 0 {
-			require.NoError(t, p.FlushWithCtx(t.Context()))
-		}
 	}
 	require.NoError(t, p.FlushWithCtx(t.Context()))
 	wg.Wait()
@@ -465,16 +498,11 @@ func TestScenario18Resilience(t *testing.T) {
 		assert.Equal(t, 1, cnt, "callback of %s", s)
 	}
 	assert.Equal(t, 2, b.Stats(topic).InjectedSendErrors)
+	cwg.Wait()
+	smu.Lock()
+	assert.Len(t, seen, n, "every message reached the consumer")
+	smu.Unlock()
 
-	seen := map[string]bool{}
-	ctx, cancel := context.WithTimeout(t.Context(), receiveTimeout)
-	defer cancel()
-	for len(seen) < n {
-		m, err := k.Receive(ctx)
-		require.NoError(t, err, "received %d of %d", len(seen), n)
-		seen[string(m.Payload())] = true
-		require.NoError(t, k.Ack(m))
-	}
 	// The consumer keeps working after another drop.
 	b.DropConnections()
 	sendAll(t, p, "after")

@@ -149,6 +149,12 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for other := range t.producers {
+		if other.c.isClosed() {
+			// The connection is gone and its teardown has not run yet: the client is already back, as on a
+			// real broker, which replaces producers of inactive connections.
+			delete(t.producers, other)
+			continue
+		}
 		if other.name == p.name {
 			return ProducerBusy, "producer with name '" + p.name + "' is already connected to topic " + t.name
 		}
@@ -191,6 +197,16 @@ func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerE
 	name, typ := m.GetSubscription(), m.GetSubType()
 	ks := m.GetKeySharedMeta()
 	s := t.subs[name]
+	if s != nil {
+		for _, o := range append([]*consumer(nil), s.consumers...) {
+			if o.c.isClosed() { // a dropped connection whose teardown has not run yet
+				outs = t.removeConsumerLocked(o, false, outs)
+			}
+		}
+		if t.subs[name] == nil {
+			s = nil // a non-durable subscription went with its last consumer
+		}
+	}
 	switch {
 	case s == nil:
 		s = t.newSubscription(name, m.GetDurable(), typ, ks)
