@@ -62,8 +62,9 @@
 // holds and completes; the runtime waits until every message that entered
 // from a source or an emitter is settled; then it cancels the stages, closes
 // sinks, sources and connectors and waits for the stage goroutines. At the
-// deadline the user functions' context is cancelled and the unsettled
-// messages are nacked with ErrShutdown.
+// deadline the unsettled messages are nacked with ErrShutdown, then the user
+// functions' context is cancelled, and Shutdown returns an error wrapping
+// ctx.Err().
 //
 // Health reports started/ready/live per channel; a channel whose stream
 // failed is not live. HealthHandler serves the MicroProfile Health JSON.
@@ -82,7 +83,13 @@
 //     subscriber saw OnSubscribe.
 //   - FlatMap and Transform ignore WithConcurrency; Pre acknowledgement in
 //     FlatMap, Transform and Subscribe runs on the signalling goroutine.
-//   - A shutdown whose stage functions ignore their ctx waits for them.
+//   - A stage function that ignores its ctx cannot be stopped (it is the
+//     user's code). Shutdown still returns at its deadline, its error
+//     counting the invocations still running; each keeps its goroutine until
+//     the function returns, then that goroutine ends and the result is
+//     discarded (the message was already nacked with ErrShutdown; outputs of
+//     a stopped stage are dropped). [Runtime.Done] closes when the last one
+//     returned.
 //   - The BabelQueue envelope codec is not part of this package (it belongs to
 //     the connector's CodecProvider).
 package messaging

@@ -197,6 +197,13 @@ func (e *engine[I, O]) Cancel() {
 // Wait blocks until no invocation runs; call after Cancel or completion.
 func (e *engine[I, O]) Wait() { e.wg.Wait() }
 
+// Running returns the number of invocations in progress.
+func (e *engine[I, O]) Running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running
+}
+
 // Done is closed once the stage's stream ended and no invocation runs.
 func (e *engine[I, O]) Done() <-chan struct{} { return e.done }
 

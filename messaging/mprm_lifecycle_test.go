@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
@@ -189,3 +190,69 @@ type (
 	metaA struct{ N int }
 	metaB struct{ S string }
 )
+
+// A stage function that ignores its ctx cannot hold Shutdown beyond its
+// deadline: Shutdown nacks the unsettled with ErrShutdown and returns; the
+// function's goroutine ends when the function returns, its result discarded
+// (no ack, nothing reaches the sink), and then Done closes.
+func TestShutdown_StuckStageFunctionDoesNotHoldTheDeadline(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	rt, conn := newRuntime(t, map[string]string{
+		"mp.messaging.incoming.in.connector":  "in-memory",
+		"mp.messaging.outgoing.out.connector": "in-memory",
+	})
+	entered, release := make(chan struct{}), make(chan struct{})
+	messaging.Process(rt, "in", "out", func(_ context.Context, p []byte) ([]byte, error) {
+		close(entered)
+		<-release // ignores ctx
+		return p, nil
+	})
+	start(t, rt)
+	conn.Source("in").SendString("x")
+	<-entered
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rt.Shutdown(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(waitTimeout):
+		close(release)
+		t.Fatal("Shutdown did not return at its deadline while a stage function was stuck")
+	}
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "1 message(s) unsettled")
+	assert.Contains(t, err.Error(), "1 stage invocation(s) still running")
+	st := conn.Source("in").Settlements()
+	require.Len(t, st, 1)
+	require.ErrorIs(t, st[0].Reason, messaging.ErrShutdown)
+	select {
+	case <-rt.Done():
+		t.Fatal("Done closed while a stage function still runs")
+	default:
+	}
+	close(release)
+	select {
+	case <-rt.Done():
+	case <-time.After(waitTimeout):
+		t.Fatal("Done not closed after the stuck function returned")
+	}
+	assert.Len(t, conn.Source("in").Settlements(), 1, "the late result settles nothing")
+	assert.Empty(t, conn.Sink("out").Messages(), "the late output is discarded")
+	goleak.VerifyNone(t, ignore)
+}
+
+func TestShutdown_DoneAfterCleanShutdown(t *testing.T) {
+	rt, conn := newRuntime(t, map[string]string{"mp.messaging.incoming.in.connector": "in-memory"})
+	messaging.Consume(rt, "in", nop[[]byte])
+	start(t, rt)
+	conn.Source("in").SendString("x")
+	require.NoError(t, conn.Source("in").WaitSettled(testCtx(t), 1))
+	require.NoError(t, rt.Shutdown(testCtx(t)))
+	select {
+	case <-rt.Done():
+	default:
+		t.Fatal("Done not closed after a clean Shutdown")
+	}
+}

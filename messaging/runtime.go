@@ -53,6 +53,7 @@ type Runtime struct {
 	shutOnce     sync.Once
 	shutDone     chan struct{}
 	shutErr      error
+	done         chan struct{} // closed when every goroutine of the runtime ended after Shutdown
 	dead         chan struct{}
 	deadOnce     sync.Once
 }
@@ -67,7 +68,7 @@ func New(cfg Config, opts ...Option) *Runtime {
 	}
 	r := &Runtime{
 		cfg: cfg, log: o.log, connectors: map[string]Connector{}, codecs: map[string]Codec{},
-		track: newTracker(), states: map[string]*chanState{}, shutDone: make(chan struct{}), dead: make(chan struct{}),
+		track: newTracker(), states: map[string]*chanState{}, shutDone: make(chan struct{}), done: make(chan struct{}), dead: make(chan struct{}),
 	}
 	if r.log == nil {
 		r.log = zap.NewNop()
@@ -145,17 +146,20 @@ type builder struct {
 	codecs    map[*node]Codec // codec of a node's connector-bound port
 	entries   []func()        // Shutdown step 2: stop what feeds the graph
 	cancels   []func()        // Shutdown step 3: cancel stage subscriptions
-	stages    []interface{ Wait() }
+	stages    []stage
 	stopStage context.CancelFunc
 }
 
 func (b *builder) state(ch string) *chanState { return b.rt.state(ch) }
 
-func (b *builder) addStage(e interface {
+// stage is an engine seen by Shutdown.
+type stage interface {
 	Cancel()
 	Wait()
-},
-) {
+	Running() int
+}
+
+func (b *builder) addStage(e stage) {
 	b.cancels = append(b.cancels, e.Cancel)
 	b.stages = append(b.stages, e)
 }
@@ -390,6 +394,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 		f()
 	}
 	if b == nil {
+		close(r.done)
 		return nil
 	}
 	for _, f := range b.entries {
@@ -397,8 +402,10 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	}
 	var errs []error
 	if err := r.track.wait(ctx); err != nil {
-		b.stopStage()
+		// Nack before cancelling the stage contexts, so a function that
+		// returns ctx.Err() cannot settle its message with another reason.
 		n := r.track.nackAll(ctx, ErrShutdown)
+		b.stopStage()
 		errs = append(errs, fmt.Errorf("messaging: shutdown: %d message(s) unsettled: %w", n, err))
 	}
 	for _, f := range b.cancels {
@@ -408,11 +415,37 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	if err := r.closeConnectors(ctx, b); err != nil {
 		errs = append(errs, err)
 	}
-	for _, s := range b.stages {
-		s.Wait()
+	// A stage function that ignores its ctx cannot be stopped: Shutdown
+	// returns at the deadline and the waiter below closes r.done once the
+	// last such function returned (its result is discarded: its message was
+	// nacked with ErrShutdown, and a stopped engine drops outputs).
+	go func() {
+		for _, s := range b.stages {
+			s.Wait()
+		}
+		close(r.done)
+	}()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		running := 0
+		for _, s := range b.stages {
+			running += s.Running()
+		}
+		if running > 0 {
+			errs = append(errs, fmt.Errorf("messaging: shutdown: %d stage invocation(s) still running, their results will be discarded (Done closes when they return): %w", running, ctxErr(ctx)))
+		} else {
+			<-r.done // only the engines' own bookkeeping is left: no user code runs
+		}
 	}
 	return errors.Join(errs...)
 }
+
+// Done is closed once Shutdown has finished and every goroutine the runtime
+// started has ended. After a Shutdown that returned at its deadline while
+// stage functions ignored their ctx, Done closes when the last of them
+// returned; their results are discarded.
+func (r *Runtime) Done() <-chan struct{} { return r.done }
 
 // Run starts the runtime and blocks until ctx is done (then it shuts down
 // within babelqueue.messaging.shutdown-timeout and returns the Shutdown
