@@ -412,6 +412,11 @@ func TestDeadLetterWriteFailureNacks(t *testing.T) {
 			require.ErrorAs(t, last, &se)
 			assert.Equal(t, testDLQ, se.Topic)
 			assert.NotContains(t, h.kinds(), EventDeadLettered)
+			logged := h.logs.FilterMessage("settlement send failed; message negatively acknowledged").All()
+			require.Len(t, logged, 1)
+			assert.Equal(t, zapcore.WarnLevel, logged[0].Level)
+			assert.Equal(t, testDLQ, logged[0].ContextMap()["to"])
+			assert.Equal(t, testTopic, logged[0].ContextMap()["topic"])
 		})
 	}
 }
