@@ -50,6 +50,8 @@ type Broker struct {
 	lookupErr   ServerError
 	paused      map[string]bool
 
+	gcStop func() bool // guarded by mu
+
 	injectedSendErrors   atomic.Int64
 	injectedLookupErrors atomic.Int64
 }
@@ -98,6 +100,11 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 		failSends:   map[string]*sendFault{},
 		paused:      map[string]bool{},
 	}
+	if o.inactiveTopicGC > 0 {
+		b.mu.Lock()
+		b.scheduleGCLocked()
+		b.mu.Unlock()
+	}
 	b.wg.Add(1)
 	go b.acceptLoop()
 	b.log.Info("pulsartest: broker listening", "url", b.url)
@@ -138,6 +145,9 @@ func (b *Broker) Close() error {
 		topics := make([]*topic, 0, len(b.topics))
 		for _, t := range b.topics {
 			topics = append(topics, t)
+		}
+		if b.gcStop != nil {
+			b.gcStop()
 		}
 		b.mu.Unlock()
 		for _, c := range conns {
@@ -564,4 +574,34 @@ func (b *Broker) partitions(fq string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.partitioned[fq]
+}
+
+func (b *Broker) scheduleGCLocked() {
+	b.gcStop = b.opts.clock.AfterFunc(b.opts.inactiveTopicGC, func() {
+		if !b.enter() {
+			return
+		}
+		defer b.wg.Done()
+		b.collectInactiveTopics()
+	})
+}
+
+// collectInactiveTopics deletes the non-partitioned topics without producers, consumers and subscriptions.
+func (b *Broker) collectInactiveTopics() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, t := range b.topics {
+		if t.partition >= 0 || !t.inactive() {
+			continue
+		}
+		delete(b.topics, name)
+		delete(b.schemas, name)
+		b.log.Info("pulsartest: inactive topic deleted", "topic", name)
+	}
+	b.life.RLock()
+	closed := b.closed
+	b.life.RUnlock()
+	if !closed {
+		b.scheduleGCLocked()
+	}
 }

@@ -28,9 +28,11 @@
 //   - Shared and Key_Shared track pending entries per consumer, count redeliveries, honour delayed delivery and
 //     re-queue a leaving consumer's entries. Shared hands out up to 20 entries per consumer in turn and pins the
 //     chunks of one message to one consumer. Key_Shared routes by Murmur3 of the ordering key, else the partition
-//     key, else "NONE_KEY", on a consistent-hash ring of consumer names (100 points each) or the declared ranges
-//     of STICKY consumers, and holds a hash back from a new owner while its old owner has unacked entries of it
-//     (PIP-379 draining hashes).
+//     key, else "NONE_KEY", on a consistent-hash ring of consumer names (100 points each; WithKeySharedSelector
+//     switches to auto-split hash ranges) or the declared ranges of STICKY consumers, and holds a hash back from
+//     a new owner while its old owner has unacked entries of it (PIP-379 draining hashes).
+//   - WithRealisticTiming adds the 1 s failover delay and the 1 s delayed-delivery tick; WithInactiveTopicGC
+//     deletes idle non-partitioned topics with their data.
 //   - Partitioned topics exist only through CreatePartitionedTopic; unknown topics are created as non-partitioned
 //     on PRODUCER and SUBSCRIBE.
 //
@@ -57,9 +59,10 @@
 //
 // # Deviations from BROKER.md
 //
-//   - The admin REST subset (WithAdminHTTP), inactive-topic GC (WithInactiveTopicGC) and the AUTO_SPLIT
-//     hash-range Key_Shared selector (WithKeySharedSelector) are not implemented; Key_Shared always uses the
-//     consistent-hash ring, the common configuration of recent Pulsar versions.
-//   - With WithRealisticTiming, only the delayed-delivery tick is emulated; failover switches immediately.
+//   - The admin REST subset (WithAdminHTTP) is not implemented; use CreatePartitionedTopic and the other
+//     methods of Broker.
 //   - Everything lives in the pulsartest package apart from the generated protocol types in internal/wire.
+//   - The broker never pings idle clients (optional in the spec); it answers the client's PINGs.
+//   - Consumer.Seek(id) with the Go client resumes after id, because the client filters the sought entry that
+//     the broker redelivers; scenario 14 pins this.
 package pulsartest

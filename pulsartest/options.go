@@ -19,6 +19,19 @@ const (
 	ConsistentHash
 )
 
+// KeySharedSelector chooses how an AUTO_SPLIT Key_Shared subscription maps key hashes to consumers.
+type KeySharedSelector int
+
+// Key_Shared selectors.
+const (
+	// ConsistentHashing places 100 points per consumer name on a Murmur3 ring
+	// (subscriptionKeySharedUseConsistentHashing=true, the common configuration of recent Pulsar versions).
+	ConsistentHashing KeySharedSelector = iota
+	// AutoSplitHashRange gives the first consumer the whole range 0..65535; each new consumer takes half of the
+	// largest range and a leaving consumer's range merges into its neighbour.
+	AutoSplitHashRange
+)
+
 type options struct {
 	addr                   string
 	clock                  Clock
@@ -27,6 +40,8 @@ type options struct {
 	maxMessageSize         int
 	brokerEntryMetadata    bool
 	failoverSelection      FailoverSelection
+	keySharedSelector      KeySharedSelector
+	inactiveTopicGC        time.Duration
 	batchIndexAck          bool
 	clusterName            string
 	authToken              string
@@ -85,6 +100,19 @@ func WithBrokerEntryMetadata(on bool) Option { return func(o *options) { o.broke
 // Default: SortedByName.
 func WithFailoverSelection(m FailoverSelection) Option {
 	return func(o *options) { o.failoverSelection = m }
+}
+
+// WithKeySharedSelector sets how AUTO_SPLIT Key_Shared subscriptions (the Go client's default) map keys to
+// consumers. Default: ConsistentHashing.
+func WithKeySharedSelector(m KeySharedSelector) Option {
+	return func(o *options) { o.keySharedSelector = m }
+}
+
+// WithInactiveTopicGC deletes, every interval, the non-partitioned topics that have no producers, no consumers
+// and no subscriptions, with their data, like a real broker's inactive-topic GC (60 s,
+// delete_when_no_subscriptions). Partitions of partitioned topics are never collected. Default: off (0).
+func WithInactiveTopicGC(every time.Duration) Option {
+	return func(o *options) { o.inactiveTopicGC = max(every, 0) }
 }
 
 // WithBatchIndexAck honours batch-index acknowledgements (ack_set). Default: off.

@@ -322,3 +322,72 @@ func TestRealClientConnectDecodes(t *testing.T) {
 	assert.Equal(t, int32(20), cc.GetProtocolVersion())
 	assert.True(t, cc.GetFeatureFlags().GetSupportsBrokerEntryMetadata())
 }
+
+func TestRealisticFailoverDelay(t *testing.T) {
+	t.Parallel()
+	clock := pulsartest.NewManualClock(time.Now())
+	b := pulsartest.NewBroker(t, pulsartest.WithRealisticTiming(true), pulsartest.WithClock(clock))
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	lb := &activeListener{}
+	a := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Failover, Name: "a"})
+	standby := subscribe(t, c, apulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: "s", Type: apulsar.Failover, Name: "b", EventListener: lb,
+	})
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	sendAll(t, p, "x")
+	receive(t, a)
+	eventually(t, "b told it is inactive", func() bool { return lb.last() == "inactive" })
+	a.Close()
+	eventually(t, "b told it is active", func() bool { return lb.last() == "active" })
+	expectNone(t, standby, 200*time.Millisecond) // the failover delay has not passed
+	clock.Advance(time.Second)
+	assert.Equal(t, "x", string(receive(t, standby).Payload()))
+}
+
+func TestKeySharedAutoSplitSelector(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithKeySharedSelector(pulsartest.AutoSplitHashRange))
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	opts := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared}
+	ks := []apulsar.Consumer{subscribe(t, c, opts), subscribe(t, c, opts), subscribe(t, c, opts)}
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	for i := range 60 {
+		_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Key: "k" + strconv.Itoa(i%12), Payload: []byte(strconv.Itoa(i))})
+		require.NoError(t, err)
+	}
+	got := collect(t, 60, ks...)
+	owner := map[string]int{}
+	for ci, ms := range got {
+		for _, m := range ms {
+			if o, ok := owner[m.Key()]; ok {
+				assert.Equal(t, o, ci, "key %s stays with one consumer", m.Key())
+			}
+			owner[m.Key()] = ci
+		}
+	}
+	// A leaving consumer's range is merged: its keys still reach someone.
+	ks[1].Close()
+	sendAll(t, p, "after")
+	after := collect(t, 1, ks[0], ks[2])
+	assert.Len(t, append(after[0], after[1]...), 1)
+}
+
+func TestInactiveTopicGC(t *testing.T) {
+	t.Parallel()
+	clock := pulsartest.NewManualClock(time.Now())
+	b := pulsartest.NewBroker(t, pulsartest.WithClock(clock), pulsartest.WithInactiveTopicGC(time.Minute))
+	c := newClient(t, b.URL())
+	idle, used := uniqueName(t, "idle"), uniqueName(t, "used")
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: idle})
+	sendAll(t, p, "x")
+	p.Close()
+	subscribe(t, c, apulsar.ConsumerOptions{Topic: used, SubscriptionName: "s"})
+	require.NoError(t, b.CreatePartitionedTopic("kept", 1))
+	eventually(t, "producer gone", func() bool { return b.Stats(idle).Producers == 0 })
+	clock.Advance(time.Minute)
+	assert.NotContains(t, b.Topics(), "persistent://public/default/"+idle)
+	assert.Contains(t, b.Topics(), "persistent://public/default/"+used)
+	assert.Contains(t, b.Topics(), "persistent://public/default/kept-partition-0", "partitioned topics are admin-managed")
+}

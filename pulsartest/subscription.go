@@ -35,6 +35,11 @@ type pendingEntry struct {
 
 type hashRange struct{ start, end int32 }
 
+type splitRange struct {
+	end int32
+	k   *consumer
+}
+
 func (k *consumer) ready() bool { return k.flowSeen && k.permits > 0 }
 
 type ringPoint struct {
@@ -72,10 +77,13 @@ type subscription struct {
 	delayed      map[int64]int64
 	timerStop    func() bool
 	timerAt      int64
+	failoverStop func() bool // realistic timing: pending start of a new active consumer
+	holdActive   bool        // realistic timing: the new active consumer waits for the failover delay
 	rrIdx        int
 	rrGiven      int
 	chunkOwner   map[string]*consumer
 	ring         []ringPoint
+	splits       []splitRange // AutoSplitHashRange: ranges by end, ascending
 	holds        map[uint32]*hashHold
 }
 
@@ -116,7 +124,16 @@ func (s *subscription) resetDispatch() {
 	}
 }
 
+// stopTimer stops the subscription's timers.
 func (s *subscription) stopTimer() {
+	s.stopDelayedTimer()
+	if s.failoverStop != nil {
+		s.failoverStop()
+		s.failoverStop, s.holdActive = nil, false
+	}
+}
+
+func (s *subscription) stopDelayedTimer() {
 	if s.timerStop != nil {
 		s.timerStop()
 		s.timerStop, s.timerAt = nil, 0
@@ -283,7 +300,7 @@ func (s *subscription) dispatch(now int64, outs []outbound) []outbound {
 
 func (s *subscription) dispatchSingle(outs []outbound) []outbound {
 	a := s.active
-	if a == nil || !a.flowSeen {
+	if a == nil || !a.flowSeen || s.holdActive {
 		return outs
 	}
 	s.readPos = max(s.readPos, s.markDelete+1, s.t.first)
@@ -450,8 +467,51 @@ func (s *subscription) pick(e *entry) *consumer {
 	return nil
 }
 
+func (s *subscription) autoSplit() bool {
+	return s.keyShared() && s.ksMode == wire.KeySharedMode_AUTO_SPLIT &&
+		s.t.b.opts.keySharedSelector == AutoSplitHashRange
+}
+
+// splitAdd gives k half of the largest hash range; it reports false when no range can be split.
+func (s *subscription) splitAdd(k *consumer) bool {
+	if len(s.splits) == 0 {
+		s.splits = []splitRange{{end: ksRangeSize - 1, k: k}}
+		return true
+	}
+	best, bestSize, prev := 0, int32(-1), int32(-1)
+	for i, r := range s.splits {
+		if size := r.end - prev; size > bestSize {
+			best, bestSize = i, size
+		}
+		prev = r.end
+	}
+	if bestSize < 2 {
+		return false
+	}
+	start := int32(0)
+	if best > 0 {
+		start = s.splits[best-1].end + 1
+	}
+	s.splits = append(s.splits[:best], append([]splitRange{{end: start + bestSize/2 - 1, k: k}}, s.splits[best:]...)...)
+	return true
+}
+
+// splitRemove merges k's range into the next one (the last range merges into the previous one).
+func (s *subscription) splitRemove(k *consumer) {
+	for i, r := range s.splits {
+		if r.k != k {
+			continue
+		}
+		if i == len(s.splits)-1 && i > 0 {
+			s.splits[i-1].end = r.end
+		}
+		s.splits = append(s.splits[:i], s.splits[i+1:]...)
+		return
+	}
+}
+
 func (s *subscription) membershipChanged() {
-	if !s.keyShared() || s.ksMode == wire.KeySharedMode_STICKY {
+	if !s.keyShared() || s.ksMode == wire.KeySharedMode_STICKY || s.autoSplit() {
 		s.ring = nil
 		return
 	}
@@ -476,6 +536,14 @@ func (s *subscription) owner(h uint32) *consumer {
 			}
 		}
 		return nil
+	}
+	if s.autoSplit() {
+		slot := int32(h % ksRangeSize)
+		i := sort.Search(len(s.splits), func(i int) bool { return s.splits[i].end >= slot })
+		if i == len(s.splits) {
+			return nil
+		}
+		return s.splits[i].k
 	}
 	if len(s.ring) == 0 {
 		return nil
@@ -515,8 +583,12 @@ func (s *subscription) pickActive(outs []outbound) []outbound {
 		}
 	}
 	if next != s.active {
+		failover := s.active != nil && next != nil && s.subType == wire.CommandSubscribe_Failover
 		s.active = next
 		s.readPos = s.markDelete + 1
+		if failover && s.t.b.opts.realisticTiming {
+			s.delayActive(next)
+		}
 	}
 	if s.subType == wire.CommandSubscribe_Failover {
 		outs = s.notifyActive(outs)
@@ -549,7 +621,7 @@ func (s *subscription) notifyActive(outs []outbound) []outbound {
 // scheduleTimer arms one timer for the earliest delayed entry.
 func (s *subscription) scheduleTimer(now int64) {
 	if len(s.delayed) == 0 {
-		s.stopTimer()
+		s.stopDelayedTimer()
 		return
 	}
 	at := int64(-1)
@@ -565,7 +637,7 @@ func (s *subscription) scheduleTimer(now int64) {
 	if s.timerStop != nil && s.timerAt == at {
 		return
 	}
-	s.stopTimer()
+	s.stopDelayedTimer()
 	t := s.t
 	s.timerAt = at
 	s.timerStop = t.b.opts.clock.AfterFunc(durationMs(max(at-now, 0)), func() {
@@ -574,5 +646,29 @@ func (s *subscription) scheduleTimer(now int64) {
 		}
 		defer t.b.wg.Done()
 		t.kick()
+	})
+}
+
+// delayActive holds dispatch to a new active consumer for the failover delay of a real broker
+// (activeConsumerFailoverDelayTimeMillis), then rewinds and starts it.
+func (s *subscription) delayActive(next *consumer) {
+	if s.failoverStop != nil {
+		s.failoverStop()
+	}
+	s.holdActive = true
+	t := s.t
+	s.failoverStop = t.b.opts.clock.AfterFunc(realisticDelay, func() {
+		if !t.b.enter() {
+			return
+		}
+		defer t.b.wg.Done()
+		t.mu.Lock()
+		if s.active == next && s.holdActive {
+			s.holdActive, s.failoverStop = false, nil
+			s.readPos = s.markDelete + 1
+		}
+		outs := t.dispatchLocked(nil)
+		t.mu.Unlock()
+		send(outs)
 	})
 }

@@ -137,6 +137,12 @@ func (t *topic) busy() bool {
 	return false
 }
 
+func (t *topic) inactive() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.producers) == 0 && len(t.subs) == 0
+}
+
 func (t *topic) stopTimers() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -247,6 +253,9 @@ func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerE
 			}
 			k.ranges = append(k.ranges, hashRange{start: r.GetStart(), end: r.GetEnd()})
 		}
+	}
+	if s.autoSplit() && !s.splitAdd(k) {
+		return nil, ConsumerAssignError, "no hash range left to split for a new consumer"
 	}
 	s.consumers = append(s.consumers, k)
 	s.membershipChanged()
@@ -380,6 +389,7 @@ func (t *topic) removeConsumerLocked(k *consumer, notify bool, outs []outbound) 
 			break
 		}
 	}
+	s.splitRemove(k)
 	if notify {
 		k.c.mu.Lock()
 		if k.c.consumers[k.id] == k {
