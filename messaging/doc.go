@@ -66,8 +66,14 @@
 // functions' context is cancelled, and Shutdown returns an error wrapping
 // ctx.Err().
 //
+// Start returns once every channel started: its last subscriber saw
+// OnSubscribe and, for connector channels, the connector's Health reports
+// Started (polled with a 1–50 ms backoff within Start's ctx).
+//
 // Health reports started/ready/live per channel; a channel whose stream
-// failed is not live. HealthHandler serves the MicroProfile Health JSON.
+// failed is not live. The runtime verdict Started turns true when Start
+// returned nil and every channel started, and then stays true.
+// HealthHandler serves the MicroProfile Health JSON.
 //
 // # Deviations from RUNTIME.md
 //
@@ -79,8 +85,13 @@
 //   - Attr returns an error wrapping ErrMissingAttribute for any absent
 //     attribute, mandatory or not; use Lookup for optional ones.
 //   - Run returns the Shutdown error (nil after a clean drain) when ctx ends.
-//   - Channel[T] reports its channel started at Start, not when its
-//     subscriber saw OnSubscribe.
+//   - Start does not wait for channels read by Channel[T] (their subscriber
+//     may come after Start); such a channel, and the runtime verdict Started,
+//     turn true when that subscriber saw OnSubscribe. A channel not started
+//     within Start's ctx fails Start with an error wrapping ErrNotStarted,
+//     ctx.Err() and, for connector channels, ErrConnectorInit (the
+//     ConnectorInit class of RUNTIME.md §7, as a plain error: the graph was
+//     valid).
 //   - FlatMap and Transform ignore WithConcurrency; Pre acknowledgement in
 //     FlatMap, Transform and Subscribe runs on the signalling goroutine.
 //   - A stage function that ignores its ctx cannot be stopped (it is the

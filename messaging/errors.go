@@ -26,6 +26,9 @@ var (
 	ErrNilMessage = errors.New("messaging: nil message")
 	// ErrChannelFailed is wrapped by Run when a channel stopped being live.
 	ErrChannelFailed = errors.New("messaging: channel failed")
+	// ErrNotStarted is wrapped by Start when a channel did not start within
+	// its ctx (with ErrConnectorInit when a connector channel is among them).
+	ErrNotStarted = errors.New("messaging: channel not started")
 	// ErrStarted is the panic value (wrapped) of a registration after Start.
 	ErrStarted = errors.New("messaging: runtime already started")
 

@@ -49,7 +49,8 @@ type Runtime struct {
 	states       map[string]*chanState
 
 	shuttingDown atomic.Bool
-	startedOK    atomic.Bool
+	startedOK    atomic.Bool // Start returned nil
+	everStarted  atomic.Bool // the runtime verdict Started was true once: it stays true
 	shutOnce     sync.Once
 	shutDone     chan struct{}
 	shutErr      error
@@ -217,18 +218,18 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.log.Warn("messaging: assembly warning", zap.Error(w))
 	}
 	if len(res.problems) > 0 {
-		r.setState(stateFailed)
+		r.setFailed()
 		return &AssemblyError{Problems: res.problems, Warnings: res.warnings}
 	}
 	if err := r.createConnectors(ctx, res, b); err != nil {
-		r.setState(stateFailed)
+		r.setFailed()
 		return err
 	}
 	stageCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b.stopStage = cancel
 	if err := wire(stageCtx, nodes, b); err != nil {
 		cancel()
-		r.setState(stateFailed)
+		r.setFailed()
 		if cerr := r.closeConnectors(ctx, b); cerr != nil {
 			r.log.Warn("messaging: release after a failed start", zap.Error(cerr))
 		}
@@ -236,15 +237,86 @@ func (r *Runtime) Start(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	r.b = b
+	r.mu.Unlock()
+	if err := r.awaitStarted(ctx, nodes); err != nil {
+		r.shutOnce.Do(func() {
+			if serr := r.shutdown(ctx); serr != nil {
+				r.log.Warn("messaging: release after a failed start", zap.Error(serr))
+			}
+			close(r.shutDone)
+		})
+		r.setFailed()
+		return err
+	}
+	r.mu.Lock()
 	r.phase = stateStarted
 	r.mu.Unlock()
 	r.startedOK.Store(true)
 	return nil
 }
 
-func (r *Runtime) setState(s runState) {
+// awaitStarted waits until every channel reports started (RUNTIME.md §10:
+// its last subscriber saw OnSubscribe, its connector created its consumer or
+// producer), polling the connectors' Health with a backoff of 1 to 50 ms.
+// Channels read by Channel are not awaited: their subscriber may come after
+// Start. If ctx ends first, the error names the channels not started and
+// wraps ErrNotStarted, ctx.Err() and, for connector channels,
+// ErrConnectorInit.
+func (r *Runtime) awaitStarted(ctx context.Context, nodes []*node) error {
+	userOnly := map[string]bool{}
+	for _, n := range nodes {
+		if n.shape == shapeChannel {
+			userOnly[n.in.channel] = true
+		}
+	}
+	delay := time.Millisecond
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		var pending []string
+		connector := false
+		for _, c := range r.Health().Channels {
+			if c.Started || (userOnly[c.Channel] && c.Direction != Outgoing) {
+				continue
+			}
+			pending = append(pending, describe(c))
+			connector = connector || c.Direction != 0
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		timer.Reset(delay)
+		select {
+		case <-timer.C:
+			delay = min(2*delay, 50*time.Millisecond)
+		case <-ctx.Done():
+			errs := []error{ErrNotStarted, ctxErr(ctx)}
+			if connector {
+				errs = append(errs, ErrConnectorInit)
+			}
+			return fmt.Errorf("messaging: start: channel(s) not started: %s: %w", strings.Join(pending, ", "), errors.Join(errs...))
+		}
+	}
+}
+
+func describe(c ChannelHealth) string {
+	s := c.Channel
+	switch c.Direction {
+	case Incoming:
+		s += " (incoming)"
+	case Outgoing:
+		s += " (outgoing)"
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
+}
+
+func (r *Runtime) setFailed() {
 	r.mu.Lock()
-	r.phase = s
+	r.phase = stateFailed
 	r.mu.Unlock()
 }
 
@@ -549,6 +621,10 @@ func (r *Runtime) Health() HealthReport {
 			}
 		}
 	}
+	if rep.Started {
+		r.everStarted.Store(true)
+	}
+	rep.Started = rep.Started || r.everStarted.Load()
 	rep.Ready = rep.Ready && rep.Started
 	return rep
 }

@@ -653,8 +653,7 @@ func Channel[T any](r *Runtime, in string) reactive.Publisher[Message[T]] {
 	n := &node{shape: shapeChannel, name: siteName("Channel", in, "", opts), in: newInPort[T](in), opts: opts}
 	p := &channelProxy[T]{}
 	n.consume = func(_ context.Context, b *builder, up any) {
-		b.state(in).subscribed()
-		p.connect(asPub[T](up))
+		p.connect(asPub[T](up), b.state(in))
 	}
 	r.register(n)
 	return p
@@ -689,15 +688,38 @@ func (p *channelProxy[T]) Subscribe(s reactive.Subscriber[Message[T]]) {
 	}
 }
 
-func (p *channelProxy[T]) connect(up reactive.Publisher[Message[T]]) {
+// connect subscribes the pending subscriber, if any; the channel is started
+// when the user's subscriber saw OnSubscribe.
+func (p *channelProxy[T]) connect(up reactive.Publisher[Message[T]], obs *chanState) {
 	p.mu.Lock()
-	p.up = up
+	p.up = &observedPublisher[T]{p: up, obs: obs}
 	s := p.pending
 	p.pending = nil
+	up = p.up
 	p.mu.Unlock()
 	if s != nil {
 		up.Subscribe(s)
 	}
+}
+
+// observedPublisher marks its channel started when the subscriber saw OnSubscribe.
+type observedPublisher[T any] struct {
+	p   reactive.Publisher[Message[T]]
+	obs *chanState
+}
+
+func (o *observedPublisher[T]) Subscribe(s reactive.Subscriber[Message[T]]) {
+	o.p.Subscribe(&observedSubscriber[T]{Subscriber: s, obs: o.obs})
+}
+
+type observedSubscriber[T any] struct {
+	reactive.Subscriber[Message[T]]
+	obs *chanState
+}
+
+func (o *observedSubscriber[T]) OnSubscribe(s reactive.Subscription) {
+	o.Subscriber.OnSubscribe(s)
+	o.obs.subscribed()
 }
 
 func isNilValue[T any](v T) bool {
