@@ -133,19 +133,22 @@ func Peek(ctx context.Context, client apulsar.Client, opts PeekOptions) ([]Messa
 	var out []Message
 	for len(out) < limit {
 		m, err := nextWithin(ctx, idle, r.Next)
+		if errors.Is(err, errIdle) {
+			return out, nil
+		}
 		if err != nil {
 			return out, fmt.Errorf("dlq: peek %q: %w", opts.Topic, err)
-		}
-		if m == nil {
-			return out, nil
 		}
 		out = append(out, classify(m))
 	}
 	return out, nil
 }
 
-// nextWithin calls next with a ctx that also ends after idle; it returns (nil, nil) when
-// only the idle timeout ended it.
+// errIdle says that no message arrived within the idle timeout: the end of the topic.
+var errIdle = errors.New("dlq: idle")
+
+// nextWithin calls next with a ctx that also ends after idle; it returns errIdle when only
+// the idle timeout ended it.
 func nextWithin(ctx context.Context, idle time.Duration, next func(context.Context) (apulsar.Message, error)) (apulsar.Message, error) {
 	ictx, cancel := context.WithTimeout(ctx, idle)
 	defer cancel()
@@ -156,7 +159,7 @@ func nextWithin(ctx context.Context, idle time.Duration, next func(context.Conte
 	case ctx.Err() != nil:
 		return nil, ctx.Err() //nolint:wrapcheck // the caller wraps it with the topic
 	case ictx.Err() != nil:
-		return nil, nil //nolint:nilnil // documented: the idle timeout is the end of the topic
+		return nil, errIdle
 	default:
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -121,11 +122,11 @@ func Redrive(ctx context.Context, client apulsar.Client, opts RedriveOptions) (R
 
 	for opts.Limit <= 0 || len(rep.Moved) < opts.Limit {
 		m, err := nextWithin(ctx, idle, c.Receive)
+		if errors.Is(err, errIdle) {
+			return rep, nil
+		}
 		if err != nil {
 			return rep, fmt.Errorf("dlq: redrive %q: %w", opts.Topic, err)
-		}
-		if m == nil {
-			return rep, nil
 		}
 		dm := classify(m)
 		switch {

@@ -155,6 +155,7 @@ func TestExhaustedHandlerFailureIsDeadLetteredThenAcked(t *testing.T) {
 	failure := errors.New("payment service down")
 	h := newHarness(t, Handle(testURN, handlerReturning(failure)), WithMaxAttempts(3))
 	msg, env := newMessage(t, testURN, 2, 0) // reconciled 2, counted 3 = maxAttempts
+	msg.props[PropDelay] = "250"             // it was published delayed; the copy is not
 
 	var pm *apulsar.ProducerMessage
 	gomock.InOrder(
@@ -180,6 +181,7 @@ func TestExhaustedHandlerFailureIsDeadLetteredThenAcked(t *testing.T) {
 	assert.Equal(t, testURN, pm.Properties[PropJob])
 	assert.Equal(t, env.Meta.ID, pm.Properties[PropMessageID])
 	assert.Equal(t, traceparent, pm.Properties["traceparent"], "other properties kept")
+	assert.NotContains(t, pm.Properties, PropDelay, "a dead-letter copy is not delayed")
 	assert.Equal(t, "k1", pm.Key)
 
 	errs := h.errors()
@@ -439,6 +441,7 @@ func TestRetryRepublishesToParentWithAttemptsThenAcks(t *testing.T) {
 	h := newHarness(t, Handle(testURN, handlerReturning(errors.New("later"))), WithMaxAttempts(5))
 	msg, env := newMessage(t, testURN, 1, 0) // reconciled 1 → counted 2
 	msg.orderingKey = "ok"
+	msg.props[PropDelay] = "250" // the original was delayed; this retry is not
 
 	var pm *apulsar.ProducerMessage
 	gomock.InOrder(

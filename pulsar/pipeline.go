@@ -134,7 +134,11 @@ func (c *Consumer) poison(ctx context.Context, d *delivery, perr error) {
 		return
 	}
 	props := maps.Clone(d.props)
+	if props == nil {
+		props = map[string]string{}
+	}
 	props[PropAttempts] = strconv.Itoa(d.counted)
+	delete(props, PropDelay) // the copy is not delayed
 	pm := &apulsar.ProducerMessage{Payload: body, Properties: props, Key: d.msg.Key(), OrderingKey: d.msg.OrderingKey()}
 	c.deadLetter(ctx, d, pm, envelope.ReasonPoison, perr)
 }
@@ -194,6 +198,7 @@ func (c *Consumer) retry(ctx context.Context, d *delivery, cause error) {
 	}
 	maps.Copy(props, d.extraProps)
 	props[PropAttempts] = strconv.Itoa(d.counted)
+	delete(props, PropDelay) // set again below when this retry is delayed
 	pm := &apulsar.ProducerMessage{Payload: payload, Properties: props, Key: d.msg.Key(), OrderingKey: d.msg.OrderingKey()}
 	delay := c.cfg.policy.Backoff.Delay(d.counted)
 	if d.delay > 0 {
@@ -248,6 +253,7 @@ func (c *Consumer) exhaust(ctx context.Context, d *delivery, reason envelope.Rea
 		props = map[string]string{}
 	}
 	maps.Copy(props, ProjectProperties(cp))
+	delete(props, PropDelay) // the copy is not delayed
 	pm := &apulsar.ProducerMessage{Payload: body, Properties: props, Key: d.msg.Key(), OrderingKey: d.msg.OrderingKey()}
 	c.deadLetter(ctx, d, pm, reason, cause)
 }
