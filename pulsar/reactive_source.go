@@ -124,10 +124,10 @@ type Source struct {
 	closed     bool
 	stopPump   context.CancelFunc
 	pumpDone   chan struct{}
-	queue      []messaging.Message[[]byte] // received, not yet delivered
-	inflight   int                         // received, not yet settled (queue included)
-	atEnd      bool                        // complete-at-end reached: receive no more
-	failure    error                       // fatal: OnError downstream, not live
+	queue      []queued // received, not yet delivered
+	inflight   int      // received, not yet settled (queue included)
+	atEnd      bool     // complete-at-end reached: receive no more
+	failure    error    // fatal: OnError downstream, not live
 	ready      bool
 	reasons    []string
 	settled    chan struct{} // closed and replaced on every settlement
@@ -135,6 +135,12 @@ type Source struct {
 }
 
 var _ reactive.Publisher[messaging.Message[[]byte]] = (*Source)(nil)
+
+// queued is a received message waiting for demand.
+type queued struct {
+	m messaging.Message[[]byte]
+	d *delivery
+}
 
 // NewSource subscribes on client and returns a Source over the subscription, which it
 // owns. Errors wrap [ErrInvalidOption] for a refused configuration, or are the client's
@@ -311,18 +317,20 @@ func (s *Source) poll(canEmit bool) (messaging.Message[[]byte], reactive.PollSta
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failure != nil {
+		s.stopPump()
 		return nil, reactive.PollDone, s.failure
 	}
 	if len(s.queue) > 0 {
 		if !canEmit {
 			return nil, reactive.PollEmpty, nil
 		}
-		m := s.queue[0]
-		s.queue[0] = nil
+		q := s.queue[0]
+		s.queue[0] = queued{}
 		s.queue = s.queue[1:]
-		return m, reactive.PollReady, nil
+		return q.m, reactive.PollReady, nil
 	}
 	if s.completeAtEnd && s.atEnd {
+		s.stopPump()
 		return nil, reactive.PollDone, nil
 	}
 	if canEmit {
@@ -348,9 +356,15 @@ func (s *Source) cancelled() {
 	s.queue = nil
 	s.mu.Unlock()
 	stop()
-	for _, m := range queued {
-		// Never delivered: nack through the message so that it is settled exactly once.
-		_ = m.Nack(context.Background(), messaging.ErrClosed, messaging.RedeliverAfter(0)) //nolint:contextcheck // settled at once, nothing to wait for
+	s.giveBack(queued)
+}
+
+// giveBack negatively acknowledges messages that were never delivered, so that the
+// broker redelivers them; they count no attempt.
+func (s *Source) giveBack(qs []queued) {
+	for _, q := range qs {
+		s.pc.Nack(q.d.msg)
+		s.release(false)
 	}
 }
 
@@ -455,7 +469,7 @@ func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 			return nil
 		}))
 	s.mu.Lock()
-	s.queue = append(s.queue, m)
+	s.queue = append(s.queue, queued{m: m, d: d})
 	if end {
 		s.atEnd = true
 	}
@@ -482,35 +496,25 @@ func (s *Source) settleNack(ctx context.Context, d *delivery, md IncomingMetadat
 	case FailureBabelQueue:
 	}
 	d.delay, d.extraProps = o.Delay, o.Properties
+	toDLQ := true
 	switch {
 	case o.Disposition == messaging.Drop:
 		s.logger.Warn("nacked message dropped", zap.String("channel", s.channel), zap.String("urn", d.urn),
 			zap.Int("attempt", d.counted), zap.Error(reason))
 		s.cons.ack(d)
 		return
-	case d.env == nil && errors.Is(reason, messaging.ErrDecode) && s.isBabelQueuePoison(d):
+	case d.env == nil && errors.Is(reason, messaging.ErrDecode):
+		// Poison for the contract: the ADR-0035 copy ({"raw":…,"dead_letter":…}) at once.
 		s.cons.poison(ctx, d, reason)
 	case o.Disposition == messaging.DeadLetter:
 		s.cons.exhaust(ctx, d, failureReason(reason), reason)
 	default:
+		toDLQ = d.counted >= s.cons.maxAttempts
 		s.cons.fail(ctx, d, failureReason(reason), reason)
 	}
-	if _, on := s.cons.deadLetterTopic(d); on && d.acked && s.hook != nil && s.deadLettered(d, o) {
+	if _, on := s.cons.deadLetterTopic(d); on && toDLQ && d.acked && s.hook != nil {
 		s.callHook(ctx, md, reason)
 	}
-}
-
-// isBabelQueuePoison reports whether a payload that failed decoding is a poison body for
-// the contract: it is not an envelope at all.
-func (*Source) isBabelQueuePoison(d *delivery) bool {
-	_, err := envelope.Classify(d.msg.Payload())
-	return err != nil
-}
-
-// deadLettered reports whether an acked nack went to the dead-letter topic rather than
-// being retried.
-func (s *Source) deadLettered(d *delivery, o messaging.NackOptions) bool {
-	return o.Disposition == messaging.DeadLetter || d.counted >= s.cons.maxAttempts || d.env == nil && !s.cons.nackRetry && false
 }
 
 func (s *Source) callHook(ctx context.Context, md IncomingMetadata, reason error) {
@@ -622,9 +626,7 @@ func (s *Source) Close(ctx context.Context) error {
 			stop()
 			<-done
 		}
-		for _, m := range queued {
-			_ = m.Nack(ctx, messaging.ErrClosed)
-		}
+		s.giveBack(queued)
 		err = s.awaitSettled(ctx)
 		s.cons.senders.close()
 		s.pc.Close()

@@ -1,0 +1,431 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
+)
+
+// DefaultSendWindow is the default send window of a [Sink] (max-inflight-messages).
+const DefaultSendWindow = 1000
+
+// ErrSinkFailed is recorded (and the upstream cancelled) when a Sink's producer fails
+// for good: closed, fenced, topic terminated or not authorised.
+var ErrSinkFailed = errors.New("pulsar: sink failed")
+
+// OutgoingMetadata is read by a [Sink] from a message's metadata
+// (messaging.WithMetadataItems(m, bqpulsar.OutgoingMetadata{…})) to build the Pulsar
+// message. A delay also sets the bq-delay property; Pulsar honours delays on Shared and
+// Key_Shared subscriptions only.
+type OutgoingMetadata struct {
+	Key                 string
+	OrderingKey         string
+	Properties          map[string]string
+	EventTime           time.Time
+	DeliverAfter        time.Duration
+	DeliverAt           time.Time
+	DisableReplication  bool
+	ReplicationClusters []string
+}
+
+// SinkOptions configure [NewSink].
+type SinkOptions struct {
+	// Channel names the sink in health reports and logs. Default: the topic.
+	Channel string
+	// Producer are the client options of the producer; Topic is required.
+	// DisableBlockIfQueueFull is always set, so OnNext never blocks.
+	Producer apulsar.ProducerOptions
+	// Window is the send window: at most this many sends are pending; demand is
+	// replenished as they complete. It is clamped to Producer.MaxPendingMessages when
+	// that is smaller. Default: [DefaultSendWindow].
+	Window int
+	// NoWaitForWriteCompletion acknowledges a message and replenishes demand as soon as
+	// its send was enqueued; later errors are only logged. Default: false (wait for the
+	// broker's receipt).
+	NoWaitForWriteCompletion bool
+	// ProjectEnvelope adds the bq-* properties of BabelQueue envelope payloads
+	// ([ProjectProperties]; they win over metadata properties). The connector sets it for
+	// channels with codec=babelqueue. Default: false.
+	ProjectEnvelope bool
+	// Logger receives the sink's logs. Default: zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Sink is a Pulsar producer as a reactive.Subscriber of messages, the outgoing side of
+// the babelqueue-pulsar connector (RUNTIME.md §12.6): it requests its send window, sends
+// each message asynchronously, acks it on the broker's receipt or nacks it with the send
+// error, and replenishes demand as sends complete, so at most Window sends are pending.
+// Close it with [Sink.Close].
+type Sink struct {
+	channel  string
+	producer apulsar.Producer
+	in       *reactive.Inlet
+	window   int
+	noWait   bool
+	project  bool
+	logger   *zap.Logger
+
+	results chan sendResult // settled by the worker, capacity window
+	quit    chan struct{}   // closed by Close: the worker stops after the pending sends
+	done    chan struct{}   // closed when the worker returned
+
+	// prodMu orders the producer's calls: sends and flushes (read side) never overlap
+	// its Close (write side), because v0.19.0 panics on a flush after Close.
+	prodMu     sync.RWMutex
+	prodClosed bool
+
+	mu         sync.Mutex
+	pending    int
+	subscribed bool
+	ended      bool // upstream completed or failed
+	closed     bool
+	failure    error
+	ready      bool
+	reasons    []string
+	flushReq   chan struct{} // capacity 1: upstream ended, flush
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+type sendResult struct {
+	m   messaging.Message[[]byte]
+	err error
+}
+
+var _ reactive.Subscriber[messaging.Message[[]byte]] = (*Sink)(nil)
+
+// NewSink creates the producer and returns a Sink over it, which it owns. Errors wrap
+// [ErrInvalidOption], or are the client's error from CreateProducer.
+func NewSink(client apulsar.Client, o SinkOptions) (*Sink, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
+	}
+	po := o.Producer
+	if po.Topic == "" {
+		return nil, fmt.Errorf("%w: sink without a topic", ErrInvalidOption)
+	}
+	if o.Window == 0 {
+		o.Window = DefaultSendWindow
+	}
+	if o.Window < 0 {
+		return nil, fmt.Errorf("%w: send window %d is negative", ErrInvalidOption, o.Window)
+	}
+	if po.MaxPendingMessages > 0 && po.MaxPendingMessages < o.Window {
+		o.Window = po.MaxPendingMessages
+	}
+	if o.Channel == "" {
+		o.Channel = po.Topic
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	po.DisableBlockIfQueueFull = true
+	p, err := client.CreateProducer(po)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: create producer for %q: %w", po.Topic, err)
+	}
+	s := &Sink{
+		channel: o.Channel, producer: p, in: reactive.NewInlet(int64(o.Window)), window: o.Window,
+		noWait: o.NoWaitForWriteCompletion, project: o.ProjectEnvelope, logger: o.Logger,
+		results: make(chan sendResult, o.Window), quit: make(chan struct{}), done: make(chan struct{}),
+		ready: true, flushReq: make(chan struct{}, 1),
+	}
+	go s.work()
+	return s, nil
+}
+
+// OnSubscribe implements reactive.Subscriber: it requests the send window. A second
+// subscription is cancelled (rule 2.5).
+func (s *Sink) OnSubscribe(sub reactive.Subscription) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		if sub == nil {
+			panic(fmt.Errorf("%w: subscription", reactive.ErrNilArgument))
+		}
+		sub.Cancel()
+		return
+	}
+	if s.in.OnSubscribe(sub) {
+		s.mu.Lock()
+		s.subscribed = true
+		s.mu.Unlock()
+	}
+}
+
+// OnNext implements reactive.Subscriber: it sends m asynchronously and never blocks.
+func (s *Sink) OnNext(m messaging.Message[[]byte]) {
+	reactive.MustNotBeNil(m)
+	s.mu.Lock()
+	if s.closed || s.failure != nil {
+		s.mu.Unlock()
+		s.settle(context.Background(), sendResult{m: m, err: fmt.Errorf("%w: sink %q", messaging.ErrClosed, s.channel)}, false)
+		return
+	}
+	s.pending++
+	s.mu.Unlock()
+	pm := s.message(m)
+	s.prodMu.RLock()
+	defer s.prodMu.RUnlock()
+	if s.prodClosed {
+		s.settle(context.Background(), sendResult{m: m, err: fmt.Errorf("%w: sink %q", messaging.ErrClosed, s.channel)}, true)
+		return
+	}
+	if s.noWait {
+		s.producer.SendAsync(context.Background(), pm, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+			if err != nil {
+				s.logger.Warn("send failed after acknowledgement (waitForWriteCompletion=false)", zap.String("channel", s.channel), zap.Error(err))
+				s.noteResult(err)
+			}
+		})
+		s.settle(context.Background(), sendResult{m: m}, true)
+		return
+	}
+	s.producer.SendAsync(context.Background(), pm, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+		select {
+		case s.results <- sendResult{m: m, err: err}:
+		default:
+			// Only an upstream emitting beyond its demand can overflow the window.
+			go s.settle(context.Background(), sendResult{m: m, err: err}, true)
+		}
+	})
+}
+
+// message builds the Pulsar message of m: payload, OutgoingMetadata, and the bq-*
+// projection of an envelope payload when enabled.
+func (s *Sink) message(m messaging.Message[[]byte]) *apulsar.ProducerMessage {
+	pm := &apulsar.ProducerMessage{Payload: m.Payload()}
+	if md, ok := messaging.MetadataOf[OutgoingMetadata](m.Metadata()); ok {
+		pm.Key, pm.OrderingKey, pm.EventTime = md.Key, md.OrderingKey, md.EventTime
+		pm.DeliverAfter, pm.DeliverAt = md.DeliverAfter, md.DeliverAt
+		pm.DisableReplication, pm.ReplicationClusters = md.DisableReplication, md.ReplicationClusters
+		pm.Properties = maps.Clone(md.Properties)
+		switch {
+		case md.DeliverAfter > 0:
+			pm.Properties = withProp(pm.Properties, PropDelay, strconv.FormatInt(md.DeliverAfter.Milliseconds(), 10))
+		case !md.DeliverAt.IsZero():
+			pm.Properties = withProp(pm.Properties, PropDelay, strconv.FormatInt(max(time.Until(md.DeliverAt).Milliseconds(), 0), 10))
+		}
+	}
+	if s.project {
+		if env, err := envelope.Classify(m.Payload()); err == nil {
+			for k, v := range ProjectProperties(env) {
+				pm.Properties = withProp(pm.Properties, k, v)
+			}
+		}
+	}
+	return pm
+}
+
+func withProp(p map[string]string, k, v string) map[string]string {
+	if p == nil {
+		p = map[string]string{}
+	}
+	p[k] = v
+	return p
+}
+
+// work settles completed sends and flushes when upstream ended, until Close.
+func (s *Sink) work() {
+	defer close(s.done)
+	for {
+		select {
+		case r := <-s.results:
+			s.settle(context.Background(), r, true)
+		case <-s.flushReq:
+			s.flush()
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// flush sends what the producer batched, until Close is called.
+func (s *Sink) flush() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-stop:
+		}
+	}()
+	s.prodMu.RLock()
+	defer s.prodMu.RUnlock()
+	if s.prodClosed {
+		return
+	}
+	if err := s.producer.FlushWithCtx(ctx); err != nil && ctx.Err() == nil {
+		s.logger.Warn("flush failed", zap.String("channel", s.channel), zap.Error(err))
+	}
+}
+
+// settle acks or nacks m after its send, replenishes demand, and records a fatal
+// producer failure.
+func (s *Sink) settle(ctx context.Context, r sendResult, counted bool) {
+	if r.err == nil {
+		if err := r.m.Ack(ctx); err != nil {
+			s.logger.Warn("ack of a sent message failed", zap.String("channel", s.channel), zap.Error(err))
+		}
+	} else if err := r.m.Nack(ctx, fmt.Errorf("pulsar: send on channel %q: %w", s.channel, r.err)); err != nil {
+		s.logger.Warn("nack of an unsent message failed", zap.String("channel", s.channel), zap.Error(err))
+	}
+	if !counted {
+		return
+	}
+	s.noteResult(r.err)
+	s.mu.Lock()
+	s.pending--
+	s.mu.Unlock()
+	s.in.Consumed(1)
+}
+
+// noteResult updates readiness, and records a fatal producer failure (cancelling
+// upstream).
+func (s *Sink) noteResult(err error) {
+	s.mu.Lock()
+	s.ready = err == nil
+	fatal := err != nil && fatalSend(err) && !s.closed && s.failure == nil
+	if err != nil {
+		s.reasons = append([]string{err.Error()}, s.reasons...)
+		if len(s.reasons) > 10 {
+			s.reasons = s.reasons[:10]
+		}
+	}
+	if fatal {
+		s.failure = fmt.Errorf("%w: channel %q: %w", ErrSinkFailed, s.channel, err)
+	}
+	s.mu.Unlock()
+	if fatal {
+		s.logger.Error("producer failed; cancelling upstream", zap.String("channel", s.channel), zap.Error(err))
+		s.in.Cancel()
+	}
+}
+
+func fatalSend(err error) bool {
+	var pe *apulsar.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Result() {
+	case apulsar.ProducerClosed, apulsar.TopicTerminated, apulsar.ProducerFenced, apulsar.AuthorizationError, apulsar.AuthenticationError:
+		return true
+	default:
+		return false
+	}
+}
+
+// OnError implements reactive.Subscriber: the upstream failed; pending sends are flushed.
+func (s *Sink) OnError(err error) {
+	if err == nil {
+		panic(fmt.Errorf("%w: error", reactive.ErrNilArgument))
+	}
+	s.logger.Warn("upstream failed", zap.String("channel", s.channel), zap.Error(err))
+	s.upstreamEnded()
+}
+
+// OnComplete implements reactive.Subscriber: pending sends are flushed.
+func (s *Sink) OnComplete() { s.upstreamEnded() }
+
+func (s *Sink) upstreamEnded() {
+	s.in.Terminated()
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+	select {
+	case s.flushReq <- struct{}{}:
+	default:
+	}
+}
+
+// Pending returns the number of sends waiting for their outcome.
+func (s *Sink) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending
+}
+
+// Window returns the send window in effect.
+func (s *Sink) Window() int { return s.window }
+
+// Health reports the sink's health: started once created, ready while the last send
+// succeeded, live until a fatal producer failure.
+func (s *Sink) Health() messaging.ChannelHealth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Outgoing, Started: true}
+	h.Live = s.failure == nil
+	h.Ready = h.Live && s.ready && !s.closed
+	for i, r := range s.reasons {
+		if i > 0 {
+			h.Reason += "; "
+		}
+		h.Reason += r
+	}
+	return h
+}
+
+// Close cancels the upstream, flushes the pending sends until ctx ends, closes the
+// producer and nacks every message still unconfirmed with messaging.ErrClosed. It is
+// idempotent and waits for the sink's goroutine.
+func (s *Sink) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.in.Cancel()
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		close(s.quit)
+		<-s.done // from now on Close settles the results itself
+		s.prodMu.Lock()
+		if err := s.producer.FlushWithCtx(ctx); err != nil {
+			s.closeErr = fmt.Errorf("pulsar: flush sink %q: %w", s.channel, err)
+		}
+		// Close fails what is still pending (callbacks with an error → nacks).
+		s.producer.Close()
+		s.prodClosed = true
+		s.prodMu.Unlock()
+		if err := s.awaitPending(ctx); err != nil && s.closeErr == nil {
+			s.closeErr = err
+		}
+	})
+	return s.closeErr
+}
+
+// awaitPending settles send results until none is pending or ctx ends.
+func (s *Sink) awaitPending(ctx context.Context) error {
+	for {
+		select {
+		case r := <-s.results:
+			s.settle(ctx, r, true)
+			continue
+		default:
+		}
+		s.mu.Lock()
+		n := s.pending
+		s.mu.Unlock()
+		if n <= 0 {
+			return nil
+		}
+		select {
+		case r := <-s.results:
+			s.settle(ctx, r, true)
+		case <-ctx.Done():
+			return fmt.Errorf("pulsar: sink %q closed with %d unconfirmed sends: %w", s.channel, n, ctx.Err())
+		}
+	}
+}
