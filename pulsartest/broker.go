@@ -51,6 +51,7 @@ type Broker struct {
 	paused      map[string]bool
 
 	gcStop func() bool // guarded by mu
+	admin  *adminServer
 
 	injectedSendErrors   atomic.Int64
 	injectedLookupErrors atomic.Int64
@@ -100,6 +101,14 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 		failSends:   map[string]*sendFault{},
 		paused:      map[string]bool{},
 	}
+	if o.adminAddr != "" {
+		aln, err := lc.Listen(ctx, "tcp", o.adminAddr)
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("pulsartest: admin listen %s: %w", o.adminAddr, err)
+		}
+		b.startAdmin(aln)
+	}
 	if o.inactiveTopicGC > 0 {
 		b.mu.Lock()
 		b.scheduleGCLocked()
@@ -137,6 +146,9 @@ func (b *Broker) Close() error {
 		b.closed = true
 		b.life.Unlock()
 		err = b.ln.Close()
+		if b.admin != nil {
+			_ = b.admin.srv.Close()
+		}
 		b.mu.Lock()
 		conns := make([]*conn, 0, len(b.conns))
 		for c := range b.conns {

@@ -59,8 +59,8 @@
 //
 // # Deviations from BROKER.md
 //
-//   - The admin REST subset (WithAdminHTTP) is not implemented; use CreatePartitionedTopic and the other
-//     methods of Broker.
+//   - The admin REST subset (WithAdminHTTP) covers listing, creating and deleting topics and partitioned
+//     topics, partition metadata and subscription lists; other endpoints answer 404, the out-of-scope ones 501.
 //   - Everything lives in the pulsartest package apart from the generated protocol types in internal/wire.
 //   - The broker never pings idle clients (optional in the spec); it answers the client's PINGs.
 //   - Consumer.Seek(id) with the Go client resumes after id, because the client filters the sought entry that

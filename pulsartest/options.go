@@ -42,6 +42,7 @@ type options struct {
 	failoverSelection      FailoverSelection
 	keySharedSelector      KeySharedSelector
 	inactiveTopicGC        time.Duration
+	adminAddr              string
 	batchIndexAck          bool
 	clusterName            string
 	authToken              string
@@ -114,6 +115,11 @@ func WithKeySharedSelector(m KeySharedSelector) Option {
 func WithInactiveTopicGC(every time.Duration) Option {
 	return func(o *options) { o.inactiveTopicGC = max(every, 0) }
 }
+
+// WithAdminHTTP serves the admin REST subset (topics, partitioned topics, subscriptions; HTTP 501 for
+// termination, compaction, deduplication and replication) on addr, e.g. "127.0.0.1:0"; see Broker.AdminURL.
+// Default: off.
+func WithAdminHTTP(addr string) Option { return func(o *options) { o.adminAddr = addr } }
 
 // WithBatchIndexAck honours batch-index acknowledgements (ack_set). Default: off.
 func WithBatchIndexAck(on bool) Option { return func(o *options) { o.batchIndexAck = on } }

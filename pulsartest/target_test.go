@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,7 @@ type embeddedTarget struct {
 
 func newEmbedded(t *testing.T, opts ...pulsartest.Option) *embeddedTarget {
 	t.Helper()
+	opts = append([]pulsartest.Option{pulsartest.WithAdminHTTP("127.0.0.1:0")}, opts...)
 	return &embeddedTarget{b: pulsartest.NewBroker(t, opts...)}
 }
 
@@ -67,9 +69,10 @@ func (*embeddedTarget) Capabilities() capabilities {
 	return capabilities{chunking: true, faults: true}
 }
 
+// CreatePartitionedTopic goes through the admin REST subset, the same path as for a real broker.
 func (e *embeddedTarget) CreatePartitionedTopic(t *testing.T, name string, n int) {
 	t.Helper()
-	require.NoError(t, e.b.CreatePartitionedTopic(name, n))
+	createPartitionedREST(t, e.b.AdminURL(), name, n)
 }
 
 type realTarget struct {
@@ -97,16 +100,7 @@ func (r *realTarget) CreatePartitionedTopic(t *testing.T, name string, n int) {
 	if r.admin == "" {
 		t.Skip("PULSAR_ADMIN_URL not set: partitioned topics need the admin API on a real broker")
 	}
-	// PUT /admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions with the count as body; the
-	// pulsaradmin package would need dependencies this module does not carry.
-	url := fmt.Sprintf("%s/admin/v2/persistent/public/default/%s/partitions", strings.TrimRight(r.admin, "/"), name)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, url, strings.NewReader(fmt.Sprint(n)))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Less(t, resp.StatusCode, 300, "create partitioned topic: %s", resp.Status)
+	createPartitionedREST(t, r.admin, name, n)
 }
 
 // targetCase starts one target for one (sub)test; t.Run calls it inside the subtest.
@@ -244,4 +238,19 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// createPartitionedREST creates public/default/name with n partitions through the admin REST API:
+// PUT /admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions with the count as body (the pulsaradmin
+// package would need dependencies this module does not carry).
+func createPartitionedREST(t *testing.T, admin, name string, n int) {
+	t.Helper()
+	url := fmt.Sprintf("%s/admin/v2/persistent/public/default/%s/partitions", strings.TrimRight(admin, "/"), name)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, url, strings.NewReader(strconv.Itoa(n)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Less(t, resp.StatusCode, 300, "create partitioned topic: %s", resp.Status)
 }

@@ -46,6 +46,7 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	realistic := fs.Bool("realistic-timing", false, "use a real broker's 1 s delayed-delivery tick")
 	entryMeta := fs.Bool("entry-metadata", false, "send broker entry metadata (broker timestamp, index) with every message")
 	redeliver := fs.Bool("redelivery-on-disconnect", false, "count a redelivery when a Shared consumer leaves (Pulsar 2.x behaviour)")
+	adminAddr := fs.String("admin-addr", "", "also serve the admin REST subset (topics, partitioned topics) on `host:port`")
 	batchAck := fs.Bool("batch-index-ack", false, "honour batch-index acknowledgements")
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -addr (there is no authentication)")
 	verbose := fs.Bool("v", false, "trace every command in and out on standard error")
@@ -88,7 +89,7 @@ Flags:
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	b, err := pulsartest.Start(ctx,
+	opts := []pulsartest.Option{
 		pulsartest.WithAddr(*addr),
 		pulsartest.WithLogger(logger),
 		pulsartest.WithMaxMessageSize(*maxSize),
@@ -96,7 +97,20 @@ Flags:
 		pulsartest.WithBrokerEntryMetadata(*entryMeta),
 		pulsartest.WithRedeliveryOnDisconnect(*redeliver),
 		pulsartest.WithBatchIndexAck(*batchAck),
-	)
+	}
+	if *adminAddr != "" {
+		ahost, _, err := net.SplitHostPort(*adminAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "bq broker: -admin-addr %q: %v\n", *adminAddr, err)
+			return exitUsage
+		}
+		if !*allowRemote && !isLoopback(ahost) {
+			fmt.Fprintf(stderr, "bq broker: -admin-addr %q is not a loopback address; add -allow-remote to serve it\n", *adminAddr)
+			return exitUsage
+		}
+		opts = append(opts, pulsartest.WithAdminHTTP(*adminAddr))
+	}
+	b, err := pulsartest.Start(ctx, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "bq broker: %v\n", err)
 		return exitFail
@@ -109,6 +123,9 @@ Flags:
 		}
 	}
 	fmt.Fprintln(stdout, b.URL())
+	if u := b.AdminURL(); u != "" {
+		logger.Info("bq broker: admin REST subset", "url", u)
+	}
 	<-ctx.Done()
 	if err := b.Close(); err != nil {
 		fmt.Fprintf(stderr, "bq broker: %v\n", err)

@@ -38,7 +38,7 @@ func TestBrokerCommandServesARealClient(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runBroker(ctx, []string{"-addr", "127.0.0.1:0", "-partitioned", "orders=2"}, &stdout, &stderr)
+		done <- runBroker(ctx, []string{"-addr", "127.0.0.1:0", "-partitioned", "orders=2", "-admin-addr", "127.0.0.1:0"}, &stdout, &stderr)
 	}()
 	var url string
 	require.Eventually(t, func() bool {
@@ -72,6 +72,7 @@ func TestBrokerCommandServesARealClient(t *testing.T) {
 		t.Fatal("bq broker did not exit after cancellation")
 	}
 	assert.Contains(t, stderr.String(), "connection opened")
+	assert.Contains(t, stderr.String(), "admin REST subset")
 }
 
 func TestBrokerCommandFlags(t *testing.T) {

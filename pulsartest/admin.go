@@ -1,0 +1,167 @@
+package pulsartest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// adminServer serves the subset of Pulsar's admin REST API (v2) that tests need for topics.
+type adminServer struct {
+	b   *Broker
+	ln  net.Listener
+	srv *http.Server
+	url string
+}
+
+// AdminURL returns the base URL of the admin REST subset ("http://host:port"), or "" without WithAdminHTTP.
+func (b *Broker) AdminURL() string {
+	if b.admin == nil {
+		return ""
+	}
+	return b.admin.url
+}
+
+func (b *Broker) startAdmin(ln net.Listener) {
+	a := &adminServer{b: b, ln: ln, url: "http://" + ln.Addr().String()}
+	mux := http.NewServeMux()
+	const base = "/admin/v2/persistent/{tenant}/{namespace}"
+	mux.HandleFunc("GET "+base, a.listTopics)
+	mux.HandleFunc("GET "+base+"/partitioned", a.listPartitioned)
+	mux.HandleFunc("PUT "+base+"/{topic}", a.createTopic)
+	mux.HandleFunc("DELETE "+base+"/{topic}", a.deleteTopic)
+	mux.HandleFunc("PUT "+base+"/{topic}/partitions", a.createPartitioned)
+	mux.HandleFunc("GET "+base+"/{topic}/partitions", a.getPartitioned)
+	mux.HandleFunc("DELETE "+base+"/{topic}/partitions", a.deletePartitioned)
+	mux.HandleFunc("GET "+base+"/{topic}/subscriptions", a.listSubscriptions)
+	for _, p := range []string{
+		"POST " + base + "/{topic}/terminate", "POST " + base + "/{topic}/partitions/terminate",
+		"PUT " + base + "/{topic}/compaction", "POST " + base + "/{topic}/deduplicationEnabled",
+		"POST " + base + "/{topic}/replication", "POST /admin/v2/namespaces/{tenant}/{namespace}/deduplication",
+		"POST /admin/v2/namespaces/{tenant}/{namespace}/replication",
+	} {
+		mux.HandleFunc(p, a.notImplemented)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeReason(w, http.StatusNotFound, "pulsartest: this admin endpoint is not part of the subset")
+	})
+	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	b.admin = a
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		_ = a.srv.Serve(ln)
+	}()
+}
+
+func writeReason(w http.ResponseWriter, code int, reason string) {
+	writeJSON(w, code, map[string]string{"reason": reason})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		return // the client went away; nothing else to tell it
+	}
+}
+
+func topicOf(r *http.Request) string {
+	return "persistent://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic")
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, ErrTopicExists):
+		writeReason(w, http.StatusConflict, err.Error())
+	case errors.Is(err, ErrTopicNotFound):
+		writeReason(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrTopicBusy):
+		writeReason(w, http.StatusPreconditionFailed, err.Error())
+	default:
+		writeReason(w, http.StatusBadRequest, err.Error())
+	}
+}
+
+func (a *adminServer) listTopics(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, nonNil(a.b.topicsOfNamespace(r.PathValue("tenant")+"/"+r.PathValue("namespace"))))
+}
+
+func (a *adminServer) listPartitioned(w http.ResponseWriter, r *http.Request) {
+	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
+	a.b.mu.Lock()
+	var out []string
+	for name := range a.b.partitioned {
+		if namespaceOf(name) == ns {
+			out = append(out, name)
+		}
+	}
+	a.b.mu.Unlock()
+	writeJSON(w, http.StatusOK, nonNil(out))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (a *adminServer) createTopic(w http.ResponseWriter, r *http.Request) {
+	writeErr(w, a.b.CreateTopic(topicOf(r)))
+}
+
+func (a *adminServer) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	writeErr(w, a.b.DeleteTopic(topicOf(r)))
+}
+
+func (a *adminServer) createPartitioned(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64))
+	if err != nil {
+		writeReason(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(body)))
+	if err != nil {
+		writeReason(w, http.StatusBadRequest, fmt.Sprintf("pulsartest: partition count %q: %v", body, err))
+		return
+	}
+	writeErr(w, a.b.CreatePartitionedTopic(topicOf(r), n))
+}
+
+func (a *adminServer) getPartitioned(w http.ResponseWriter, r *http.Request) {
+	fq, err := normalizeTopic(topicOf(r))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"partitions": a.b.partitions(fq)})
+}
+
+func (a *adminServer) deletePartitioned(w http.ResponseWriter, r *http.Request) {
+	fq, err := normalizeTopic(topicOf(r))
+	if err == nil && a.b.partitions(fq) == 0 {
+		err = fmt.Errorf("%w: partitioned topic %s", ErrTopicNotFound, fq)
+	}
+	if err == nil {
+		err = a.b.DeleteTopic(fq)
+	}
+	writeErr(w, err)
+}
+
+func (a *adminServer) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, nonNil(a.b.Subscriptions(topicOf(r))))
+}
+
+func (*adminServer) notImplemented(w http.ResponseWriter, r *http.Request) {
+	writeReason(w, http.StatusNotImplemented, "pulsartest: "+r.URL.Path+" (termination, compaction, deduplication, "+
+		"replication) is not supported")
+}
