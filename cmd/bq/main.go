@@ -9,6 +9,7 @@
 //	conformance  run a BabelQueue conformance suite against this SDK
 //	publish      publish a BabelQueue envelope
 //	tail         print the messages of a topic with the consumer's verdict
+//	dlq          list, peek and redrive dead-letter topics
 //	broker       run the embedded Pulsar-protocol broker for local development
 //
 // Run `bq <command> -h` for the flags of a command. Errors are printed as one line on
@@ -50,6 +51,7 @@ Commands:
 	conformance  run a BabelQueue conformance suite against this SDK
 	publish      publish a BabelQueue envelope
 	tail         print the messages of a topic with the consumer's verdict
+	dlq          list, peek and redrive dead-letter topics
 	broker       run the embedded Pulsar-protocol broker for local development
 
 Run "bq <command> -h" for the flags of a command.
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runPublish(ctx, args[1:], stdout, stderr)
 	case "tail":
 		return runTail(ctx, args[1:], stdout, stderr)
+	case "dlq":
+		return runDLQ(ctx, args[1:], stdout, stderr)
 	case "broker":
 		return runBroker(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

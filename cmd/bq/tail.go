@@ -156,9 +156,14 @@ func openSource(client apulsar.Client, topic, sub, from string) (source, error) 
 // printMessage writes one message: a header line, its properties, the verdict of the
 // consumer pipeline (gate, then classification) and the payload, indented when it is JSON.
 func printMessage(w io.Writer, msg apulsar.Message) {
-	props := msg.Properties()
 	fmt.Fprintf(w, "--- %s  %s  published %s  redelivery %d\n", msg.ID(), msg.Topic(),
 		msg.PublishTime().UTC().Format(time.RFC3339Nano), msg.RedeliveryCount())
+	printBody(w, msg.Properties(), msg.Payload(), "verdict: "+verdict(msg))
+}
+
+// printBody writes sorted properties, a note line and the payload, pretty-printed when it
+// is JSON and quoted otherwise.
+func printBody(w io.Writer, props map[string]string, payload []byte, note string) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
@@ -167,13 +172,13 @@ func printMessage(w io.Writer, msg apulsar.Message) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %s: %s\n", k, props[k])
 	}
-	fmt.Fprintf(w, "  verdict: %s\n", verdict(msg))
+	fmt.Fprintf(w, "  %s\n", note)
 	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, msg.Payload(), "  ", "  "); err == nil {
+	if err := json.Indent(&pretty, payload, "  ", "  "); err == nil {
 		fmt.Fprintf(w, "  %s\n", pretty.Bytes())
 		return
 	}
-	fmt.Fprintf(w, "  %q\n", msg.Payload())
+	fmt.Fprintf(w, "  %q\n", payload)
 }
 
 // verdict applies the consumer's pre-dispatch rules to a message.
