@@ -391,3 +391,34 @@ func TestInactiveTopicGC(t *testing.T) {
 	assert.Contains(t, b.Topics(), "persistent://public/default/"+used)
 	assert.Contains(t, b.Topics(), "persistent://public/default/kept-partition-0", "partitioned topics are admin-managed")
 }
+
+// A Shared subscription hands all chunks of one message to one consumer, so every consumer can reassemble.
+func TestSharedChunkPinning(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithMaxMessageSize(8*1024))
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	opts := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared}
+	k1, k2 := subscribe(t, c, opts), subscribe(t, c, opts)
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, EnableChunking: true, DisableBatching: true})
+	want := map[string]bool{}
+	for i := range 9 { // three chunks each: the 20-entry round-robin turn ends inside the seventh message
+		body := strings.Repeat(strconv.Itoa(i), 20*1024)
+		want[body] = true
+		p.SendAsync(t.Context(), &apulsar.ProducerMessage{Payload: []byte(body)},
+			func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+				if err != nil {
+					t.Errorf("send: %v", err)
+				}
+			})
+	}
+	require.NoError(t, p.FlushWithCtx(t.Context()))
+	got := collect(t, 9, k1, k2)
+	for _, ms := range got {
+		for _, m := range ms {
+			assert.True(t, want[string(m.Payload())], "complete payload")
+			delete(want, string(m.Payload()))
+		}
+	}
+	assert.Empty(t, want)
+}
