@@ -4,10 +4,39 @@
 // stages registered with generic functions on named channels, emitters,
 // connectors configured by mp.messaging.* keys, health and lifecycle.
 //
-//	cfg, err := messaging.LoadConfig(messaging.FromPropertiesFile("application.properties"), messaging.FromEnv())
-//	rt := messaging.New(cfg, messaging.WithConnector(conn))
-//	messaging.Process(rt, "orders-in", "invoices-out", func(ctx context.Context, o Order) (Invoice, error) { ... })
-//	err = rt.Run(ctx) // Start, then Shutdown when ctx ends
+//	package main
+//
+//	import (
+//		"context"
+//		"log"
+//		"os/signal"
+//		"strings"
+//		"syscall"
+//
+//		"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+//		"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
+//	)
+//
+//	func main() {
+//		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+//		defer stop()
+//		// mp.messaging.incoming.orders-in.connector=in-memory, codec=string; same for outgoing invoices-out
+//		cfg, err := messaging.LoadConfig(
+//			messaging.Optional(messaging.FromPropertiesFile("application.properties")),
+//			messaging.FromEnv())
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		rt := messaging.New(cfg, messaging.WithConnector(inmemory.New()))
+//		messaging.Process(rt, "orders-in", "invoices-out", func(_ context.Context, order string) (string, error) {
+//			return "invoice for " + strings.ToUpper(order), nil
+//		})
+//		if err := rt.Run(ctx); err != nil { // Start, then Shutdown when ctx ends
+//			log.Fatal(err)
+//		}
+//	}
+//
+// ExampleProcess, ExampleEmitter and ExampleNackWith are runnable versions.
 //
 // It imports reactive, the standard library and zap only; connectors (such as
 // package pulsar's babelqueue-pulsar, or [inmemory] for tests) plug in through
@@ -74,6 +103,26 @@
 // failed is not live. The runtime verdict Started turns true when Start
 // returned nil and every channel started, and then stays true.
 // HealthHandler serves the MicroProfile Health JSON.
+//
+// # Performance
+//
+// BenchmarkPipeline (go test -run '^$' -bench Pipeline -benchmem
+// ./messaging/, 2 vCPU AMD EPYC, shared machine, 3 runs) sends small
+// payloads from an in-memory source through Process (a copy) to an
+// in-memory sink, Post ack chain included, against a plain channel pipeline
+// doing the same copy without acknowledgement:
+//
+//	runtime (prefetch 1, the default)  10.3–14.6 µs/msg  ~1.9 KB/msg  24 allocs/msg
+//	runtime, WithPrefetch(64)           3.4–5.3 µs/msg   ~1.8 KB/msg  21 allocs/msg
+//	channels                            0.23–0.30 µs/msg    32 B/msg   1 alloc/msg
+//
+// So the runtime costs about 3–14 µs and 20 allocations per message over bare
+// channels: message and metadata values, the settle-once guard, the ack chain
+// and in-flight tracking, Reactive Streams demand signalling per stage, and
+// the in-memory connector's recording. With the default prefetch of 1 each
+// message waits for the previous one's round trip; raise WithPrefetch (and
+// WithConcurrency) for throughput. Against a broker round trip (milliseconds)
+// the overhead is small.
 //
 // # Deviations from RUNTIME.md
 //
