@@ -55,6 +55,7 @@ type Broker struct {
 
 	injectedSendErrors   atomic.Int64
 	injectedLookupErrors atomic.Int64
+	drops                atomic.Int64
 }
 
 type sendFault struct {
@@ -420,8 +421,25 @@ func (b *Broker) Stats(topicName string) TopicStats {
 	return st
 }
 
+// FaultStats counts the faults injected so far, broker-wide.
+type FaultStats struct {
+	SendErrors   int // SEND_ERRORs caused by FailNextSends
+	LookupErrors int // LOOKUP and PARTITIONED_METADATA failures caused by FailNextLookups
+	Drops        int // DropConnections calls
+}
+
+// Faults returns the faults injected so far.
+func (b *Broker) Faults() FaultStats {
+	return FaultStats{
+		SendErrors:   int(b.injectedSendErrors.Load()),
+		LookupErrors: int(b.injectedLookupErrors.Load()),
+		Drops:        int(b.drops.Load()),
+	}
+}
+
 // DropConnections closes every client connection, as a broker crash or network failure would.
 func (b *Broker) DropConnections() {
+	b.drops.Add(1)
 	b.mu.Lock()
 	conns := make([]*conn, 0, len(b.conns))
 	for c := range b.conns {

@@ -137,6 +137,7 @@ func TestFailNextLookups(t *testing.T) {
 	b.FailNextLookups(1, pulsartest.TopicNotFound)
 	_, err := c.CreateProducer(apulsar.ProducerOptions{Topic: uniqueName(t, "t")})
 	require.Error(t, err)
+	assert.Equal(t, 1, b.Faults().LookupErrors)
 	p := newProducer(t, c, apulsar.ProducerOptions{Topic: uniqueName(t, "t")})
 	sendAll(t, p, "ok")
 }

@@ -498,6 +498,8 @@ func TestScenario18Resilience(t *testing.T) {
 		assert.Equal(t, 1, cnt, "callback of %s", s)
 	}
 	assert.Equal(t, 2, b.Stats(topic).InjectedSendErrors)
+	assert.Equal(t, 2, b.Faults().SendErrors)
+	eventually(t, "the drop is counted", func() bool { return b.Faults().Drops == 1 })
 	cwg.Wait()
 	smu.Lock()
 	assert.Len(t, seen, n, "every message reached the consumer")
