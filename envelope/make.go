@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -104,14 +105,17 @@ func Make(urn string, data any, opts ...MakeOption) (*Envelope, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.traceID == "" {
-		if cfg.traceID, err = newUUID(); err != nil {
+	if cfg.traceID == "" || cfg.messageID == "" {
+		// One read of the system's random source for both identifiers.
+		var ids [2]string
+		if err := newUUIDs(ids[:]); err != nil {
 			return nil, err
 		}
-	}
-	if cfg.messageID == "" {
-		if cfg.messageID, err = newUUID(); err != nil {
-			return nil, err
+		if cfg.traceID == "" {
+			cfg.traceID = ids[0]
+		}
+		if cfg.messageID == "" {
+			cfg.messageID = ids[1]
 		}
 	}
 	if cfg.createdAt.IsZero() {
@@ -131,12 +135,21 @@ func Make(urn string, data any, opts ...MakeOption) (*Envelope, error) {
 	}, nil
 }
 
-func newUUID() (string, error) {
-	id, err := uuid.NewRandom()
-	if err != nil {
-		return "", fmt.Errorf("envelope: generate uuid: %w", err)
+// newUUIDs fills ids with random (version 4, RFC 9562 variant) UUIDs from a single read of
+// crypto/rand, as uuid.NewRandom would make them one read each.
+func newUUIDs(ids []string) error {
+	buf := make([]byte, 16*len(ids))
+	if _, err := rand.Read(buf); err != nil {
+		return fmt.Errorf("envelope: generate uuid: %w", err)
 	}
-	return id.String(), nil
+	for i := range ids {
+		var u uuid.UUID
+		copy(u[:], buf[16*i:])
+		u[6] = (u[6] & 0x0f) | 0x40 // version 4
+		u[8] = (u[8] & 0x3f) | 0x80 // variant 10
+		ids[i] = u.String()
+	}
+	return nil
 }
 
 // marshalData turns the data argument of Make into compact JSON object text owned by the
