@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -251,4 +252,21 @@ func TestManualClock(t *testing.T) {
 	clk.Set(start.Add(5 * time.Second))
 	assert.Equal(t, []int{2, 3}, fired)
 	assert.Equal(t, start.Add(5*time.Second), clk.Now())
+}
+
+func TestAuthToken(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithAuthToken("secret"))
+	connect := func(tok string) error {
+		c, err := apulsar.NewClient(apulsar.ClientOptions{
+			URL: b.URL(), Authentication: apulsar.NewAuthenticationToken(tok),
+			OperationTimeout: time.Second, ConnectionTimeout: time.Second, Logger: plog.DefaultNopLogger(),
+		})
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = c.TopicPartitions("t")
+		return err
+	}
+	require.NoError(t, connect("secret"))
+	require.Error(t, connect("wrong"))
 }

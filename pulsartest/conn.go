@@ -292,7 +292,7 @@ func (c *conn) handle(f wire.Frame) {
 		c.sendCmd(&wire.BaseCommand{
 			Type: cmdType(wire.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE),
 			GetTopicsOfNamespaceResponse: &wire.CommandGetTopicsOfNamespaceResponse{
-				RequestId: ptr(g.GetRequestId()), Topics: c.b.topicsOfNamespace(g.GetNamespace()),
+				RequestId: ptr(g.GetRequestId()), Topics: c.topicsOfNamespace(g),
 				Filtered: ptr(false), Changed: ptr(true),
 			},
 		})
@@ -317,6 +317,14 @@ func (c *conn) handle(f wire.Frame) {
 	default:
 		c.log.Warn("pulsartest: unsupported command ignored", "type", cmd.GetType().String())
 	}
+}
+
+// topicsOfNamespace lists the namespace's topics; there are no non-persistent ones.
+func (c *conn) topicsOfNamespace(g *wire.CommandGetTopicsOfNamespace) []string {
+	if g.GetMode() == wire.CommandGetTopicsOfNamespace_NON_PERSISTENT {
+		return nil
+	}
+	return c.b.topicsOfNamespace(g.GetNamespace())
 }
 
 func (c *conn) consumer(id uint64) *consumer {
