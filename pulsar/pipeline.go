@@ -237,6 +237,7 @@ func (c *Consumer) exhaust(ctx context.Context, d *delivery, reason envelope.Rea
 			props = map[string]string{}
 		}
 		props[PropAttempts] = strconv.Itoa(d.counted)
+		delete(props, PropDelay) // the copy is not delayed
 		pm := &apulsar.ProducerMessage{Payload: d.msg.Payload(), Properties: props, Key: d.msg.Key(), OrderingKey: d.msg.OrderingKey()}
 		c.deadLetter(ctx, d, pm, reason, cause)
 		return

@@ -1,0 +1,644 @@
+package pulsar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+// ConnectorName is the name of the connector in mp.messaging keys.
+const ConnectorName = "babelqueue-pulsar"
+
+// CodecBabelQueue is the name of the BabelQueue envelope codec the connector contributes.
+const CodecBabelQueue = "babelqueue"
+
+// Attribute names of the babelqueue-pulsar connector (RUNTIME.md §12.2).
+const (
+	AttrServiceURL             = "serviceUrl"
+	AttrTopic                  = "topic"
+	AttrQueue                  = "queue"
+	AttrAuthPlugin             = "authPlugin"
+	AttrAuthParams             = "authParams"
+	AttrTLSTrustCertsFilePath  = "tlsTrustCertsFilePath"
+	AttrTLSAllowInsecure       = "tlsAllowInsecureConnection"
+	AttrTLSHostnameVerify      = "tlsHostnameVerificationEnable"
+	AttrOperationTimeoutMs     = "operationTimeoutMs"
+	AttrConnectionTimeoutMs    = "connectionTimeoutMs"
+	AttrTracingEnabled         = "tracing-enabled"
+	AttrSubscriptionName       = "subscriptionName"
+	AttrSubscriptionType       = "subscriptionType"
+	AttrInitialPosition        = "subscriptionInitialPosition"
+	AttrReceiverQueueSize      = "receiverQueueSize"
+	AttrZeroQueue              = "zero-queue"
+	AttrMaxInflight            = "max-inflight"
+	AttrCompleteAtEnd          = "complete-at-end"
+	AttrAckStrategy            = "ack-strategy"
+	AttrAckTimeoutMillis       = "ackTimeoutMillis"
+	AttrFailureStrategy        = "failure-strategy"
+	AttrMaxAttempts            = "max-attempts"
+	AttrRetryStrategy          = "retry-strategy"
+	AttrRetryDelay             = "retry-delay"
+	AttrDeadLetterEnabled      = "dead-letter-enabled"
+	AttrDeadLetterTopic        = "dead-letter-topic"
+	AttrNackRedeliveryDelay    = "negativeAck.redeliveryDelay"
+	AttrNackRedeliveryBackoff  = "negativeAck.redeliveryBackoff"
+	AttrReconsumeLaterDelay    = "reconsumeLater.delay"
+	AttrDLQMaxRedeliverCount   = "deadLetterPolicy.maxRedeliverCount"
+	AttrDLQDeadLetterTopic     = "deadLetterPolicy.deadLetterTopic"
+	AttrDLQRetryLetterTopic    = "deadLetterPolicy.retryLetterTopic"
+	AttrDLQInitialSubscription = "deadLetterPolicy.initialSubscriptionName"
+	AttrBatchIndexAck          = "batchIndexAckEnabled"
+	AttrSendWindow             = "max-inflight-messages"
+	AttrWaitForWrite           = "waitForWriteCompletion"
+	AttrProducerName           = "producerName"
+	AttrSendTimeoutMs          = "sendTimeoutMs"
+	AttrMaxPendingMessages     = "maxPendingMessages"
+	AttrBatchingEnabled        = "batchingEnabled"
+	AttrBatchingMaxDelayMicros = "batchingMaxPublishDelayMicros"
+	AttrBatchingMaxMessages    = "batchingMaxMessages"
+	AttrCompressionType        = "compressionType"
+)
+
+// ConnectorOption configures [NewConnector].
+type ConnectorOption func(*connectorConfig)
+
+type connectorConfig struct {
+	client        apulsar.Client
+	clientOpts    apulsar.ClientOptions
+	consumerCust  map[string]func(*apulsar.ConsumerOptions)
+	producerCust  map[string]func(*apulsar.ProducerOptions)
+	logger        *zap.Logger
+	deadLetterFor func(context.Context, IncomingMetadata, error)
+}
+
+// WithClient makes every channel use c, which the connector never closes. Default: one
+// client per distinct client configuration, created and closed by the connector.
+func WithClient(c apulsar.Client) ConnectorOption {
+	return func(cc *connectorConfig) { cc.client = c }
+}
+
+// WithClientOptions sets what cannot be configured by attributes (an authentication
+// provider, a TLS configuration, a logger…); URL, timeouts, authentication and TLS
+// attributes of a channel override the matching fields. Default: zero options.
+func WithClientOptions(o apulsar.ClientOptions) ConnectorOption {
+	return func(cc *connectorConfig) { cc.clientOpts = o }
+}
+
+// WithConsumerCustomizer adjusts the consumer options of channel after the attributes
+// were applied. Default: none.
+func WithConsumerCustomizer(channel string, f func(*apulsar.ConsumerOptions)) ConnectorOption {
+	return func(cc *connectorConfig) { cc.consumerCust[channel] = f }
+}
+
+// WithProducerCustomizer adjusts the producer options of channel after the attributes
+// were applied. Default: none.
+func WithProducerCustomizer(channel string, f func(*apulsar.ProducerOptions)) ConnectorOption {
+	return func(cc *connectorConfig) { cc.producerCust[channel] = f }
+}
+
+// WithConnectorLogger sets the connector's logger (the specification's WithLogger; the
+// name is taken by the publisher and consumer option). Default: zap.NewNop().
+func WithConnectorLogger(l *zap.Logger) ConnectorOption {
+	return func(cc *connectorConfig) {
+		if l != nil {
+			cc.logger = l
+		}
+	}
+}
+
+// WithDeadLetterHook is called after an incoming message was written to its dead-letter
+// topic. Default: none.
+func WithDeadLetterHook(f func(ctx context.Context, md IncomingMetadata, reason error)) ConnectorOption {
+	return func(cc *connectorConfig) { cc.deadLetterFor = f }
+}
+
+// Connector is the babelqueue-pulsar connector of package messaging (RUNTIME.md §12):
+// Pulsar subscriptions as [Source]s, producers as [Sink]s, and the BabelQueue envelope
+// codec. Create it with [NewConnector] and register it with messaging.WithConnector.
+type Connector struct {
+	cfg connectorConfig
+
+	mu      sync.Mutex
+	clients map[string]apulsar.Client // created by the connector, by configuration
+	closed  bool
+}
+
+var (
+	_ messaging.IncomingConnector = (*Connector)(nil)
+	_ messaging.OutgoingConnector = (*Connector)(nil)
+	_ messaging.CodecProvider     = (*Connector)(nil)
+	_ messaging.ConnectorCloser   = (*Connector)(nil)
+	_ messaging.Source            = (*Source)(nil)
+	_ messaging.Sink              = (*Sink)(nil)
+)
+
+// NewConnector returns the babelqueue-pulsar connector.
+func NewConnector(opts ...ConnectorOption) *Connector {
+	cfg := connectorConfig{
+		consumerCust: map[string]func(*apulsar.ConsumerOptions){},
+		producerCust: map[string]func(*apulsar.ProducerOptions){},
+		logger:       zap.NewNop(),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return &Connector{cfg: cfg, clients: map[string]apulsar.Client{}}
+}
+
+// Name returns "babelqueue-pulsar".
+func (*Connector) Name() string { return ConnectorName }
+
+var (
+	dirIn  = []messaging.Direction{messaging.Incoming}
+	dirOut = []messaging.Direction{messaging.Outgoing}
+)
+
+// Attributes declares every attribute of RUNTIME.md §12.2 except health-enabled, which
+// the runtime reserves for every channel, plus the runtime's "codec" on outgoing channels.
+func (*Connector) Attributes() []messaging.Attribute {
+	str, boolean, integer, dur, enum := messaging.AttrString, messaging.AttrBool, messaging.AttrInt, messaging.AttrDuration, messaging.AttrEnum
+	return []messaging.Attribute{
+		{Name: AttrServiceURL, Type: str, Default: "pulsar://localhost:6650", Description: "broker URL"},
+		{Name: AttrTopic, Type: str, Description: "topic (default: the channel name); incoming accepts a comma-separated list"},
+		{Name: AttrQueue, Type: str, Description: "BabelQueue logical queue (default: last topic segment)"},
+		{Name: AttrAuthPlugin, Type: enum, Default: "none", Enum: []string{"none", "token", "token-file", "oauth2", "tls"}, Description: "authentication provider"},
+		{Name: AttrAuthParams, Type: str, Description: "token, token file, OAuth2 JSON, or tlsCertFile:…,tlsKeyFile:…"},
+		{Name: AttrTLSTrustCertsFilePath, Type: str, Description: "trusted CA certificates"},
+		{Name: AttrTLSAllowInsecure, Type: boolean, Default: "false", Description: "accept untrusted server certificates"},
+		{Name: AttrTLSHostnameVerify, Type: boolean, Default: "false", Description: "verify the server host name"},
+		{Name: AttrOperationTimeoutMs, Type: integer, Default: "30000", Description: "client operation timeout"},
+		{Name: AttrConnectionTimeoutMs, Type: integer, Default: "10000", Description: "client connection timeout"},
+		{Name: AttrTracingEnabled, Type: boolean, Default: "true", Description: "trace properties (bq-trace-id of envelopes)"},
+		{Name: AttrSubscriptionName, Type: str, Default: "babelqueue", Directions: dirIn, Description: "subscription name"},
+		{Name: AttrSubscriptionType, Type: enum, Default: "Shared", Enum: []string{"Exclusive", "Shared", "Failover", "Key_Shared"}, Directions: dirIn, Description: "subscription type"},
+		{Name: AttrInitialPosition, Type: enum, Default: "Latest", Enum: []string{"Latest", "Earliest"}, Directions: dirIn, Description: "cursor of a new subscription"},
+		{Name: AttrReceiverQueueSize, Type: integer, Directions: dirIn, Description: "client prefetch (default min(1000, 2 × max-inflight))"},
+		{Name: AttrZeroQueue, Type: boolean, Default: "false", Directions: dirIn, Description: "zero-queue consumer: one permit per receive"},
+		{Name: AttrMaxInflight, Type: integer, Default: "256", Directions: dirIn, Description: "delivered-but-unsettled bound"},
+		{Name: AttrCompleteAtEnd, Type: boolean, Default: "false", Directions: dirIn, Description: "complete after the last message present at start"},
+		{Name: AttrAckStrategy, Type: enum, Default: "ack", Enum: []string{"ack", "cumulative"}, Directions: dirIn, Description: "ack or cumulative ack"},
+		{Name: AttrAckTimeoutMillis, Type: integer, Default: "0", Directions: dirIn, Description: "nack messages unsettled longer (0: off)"},
+		{Name: AttrFailureStrategy, Type: enum, Default: "babelqueue", Enum: []string{"babelqueue", "nack", "fail", "ignore", "continue", "reconsume-later"}, Directions: dirIn, Description: "what a nack does"},
+		{Name: AttrMaxAttempts, Type: integer, Default: "3", Directions: dirIn, Description: "deliveries in total, the first included"},
+		{Name: AttrRetryStrategy, Type: enum, Default: "republish", Enum: []string{"republish", "nack"}, Directions: dirIn, Description: "retry mechanism of babelqueue"},
+		{Name: AttrRetryDelay, Type: dur, Default: "0", Directions: dirIn, Description: "DeliverAfter of a republished retry"},
+		{Name: AttrDeadLetterEnabled, Type: boolean, Default: "true", Directions: dirIn, Description: "false: exhausted messages are acked and dropped"},
+		{Name: AttrDeadLetterTopic, Type: str, Directions: dirIn, Description: "dead-letter topic (default <queue>.dlq)"},
+		{Name: AttrNackRedeliveryDelay, Type: dur, Directions: dirIn, Description: "NackRedeliveryDelay (client default 60s)"},
+		{Name: AttrNackRedeliveryBackoff, Type: str, Directions: dirIn, Description: "nack backoff min,max,multiplier (not supported)"},
+		{Name: AttrReconsumeLaterDelay, Type: integer, Default: "3", Directions: dirIn, Description: "reconsume-later delay in seconds"},
+		{Name: AttrDLQMaxRedeliverCount, Type: integer, Directions: dirIn, Description: "native DLQPolicy"},
+		{Name: AttrDLQDeadLetterTopic, Type: str, Directions: dirIn, Description: "native DLQPolicy"},
+		{Name: AttrDLQRetryLetterTopic, Type: str, Directions: dirIn, Description: "native DLQPolicy"},
+		{Name: AttrDLQInitialSubscription, Type: str, Directions: dirIn, Description: "native DLQPolicy"},
+		{Name: AttrBatchIndexAck, Type: boolean, Default: "false", Directions: dirIn, Description: "EnableBatchIndexAcknowledgment"},
+		// The runtime reserves "codec" but passes only declared attributes: declaring it lets
+		// the sink project the bq-* properties of babelqueue channels.
+		{Name: messaging.AttrCodec, Type: str, Directions: dirOut, Description: "payload codec; babelqueue also sets the bq-* properties"},
+		{Name: AttrSendWindow, Type: integer, Default: "1000", Directions: dirOut, Description: "send window"},
+		{Name: AttrWaitForWrite, Type: boolean, Default: "true", Directions: dirOut, Description: "ack upstream after the broker's receipt"},
+		{Name: AttrProducerName, Type: str, Directions: dirOut, Description: "producer name"},
+		{Name: AttrSendTimeoutMs, Type: integer, Default: "30000", Description: "send timeout (incoming: of the retry and dead-letter producers)"},
+		{Name: AttrMaxPendingMessages, Type: integer, Directions: dirOut, Description: "producer queue"},
+		{Name: AttrBatchingEnabled, Type: boolean, Default: "true", Directions: dirOut, Description: "producer batching"},
+		{Name: AttrBatchingMaxDelayMicros, Type: integer, Default: "1000", Directions: dirOut, Description: "batching delay"},
+		{Name: AttrBatchingMaxMessages, Type: integer, Default: "1000", Directions: dirOut, Description: "batch size"},
+		{Name: AttrCompressionType, Type: enum, Default: "NONE", Enum: []string{"NONE", "LZ4", "ZLIB", "ZSTD"}, Directions: dirOut, Description: "compression"},
+	}
+}
+
+// Codecs returns the BabelQueue envelope codec ("babelqueue").
+func (*Connector) Codecs() []messaging.Codec { return []messaging.Codec{EnvelopeCodec{}} }
+
+// attrs reads typed attributes, collecting every problem.
+type attrs struct {
+	c    messaging.ChannelConfig
+	errs []error
+}
+
+func attr[V messaging.AttrValue](a *attrs, name string) V {
+	v, err := messaging.Attr[V](a.c, name)
+	if err != nil && !errors.Is(err, messaging.ErrMissingAttribute) {
+		a.errs = append(a.errs, err)
+	}
+	return v
+}
+
+func (a *attrs) has(name string) bool {
+	v, ok := a.c.Lookup(name)
+	return ok && v != ""
+}
+
+func (a *attrs) invalid(format string, args ...any) {
+	a.errs = append(a.errs, fmt.Errorf("%w: channel %q: "+format, append([]any{messaging.ErrInvalidAttribute, a.c.Channel()}, args...)...))
+}
+
+func (a *attrs) positive(name string, v int) {
+	if v < 1 {
+		a.invalid("%s must be >= 1, got %d", name, v)
+	}
+}
+
+func (a *attrs) err() error { return errors.Join(a.errs...) }
+
+func (a *attrs) topics() []string {
+	ts := attr[[]string](a, AttrTopic)
+	if len(ts) == 0 {
+		ts = []string{a.c.Channel()}
+	}
+	return ts
+}
+
+// NewSource implements messaging.IncomingConnector. Configuration faults wrap
+// messaging.ErrInvalidAttribute, all of them in one joined error.
+func (c *Connector) NewSource(_ context.Context, cc messaging.ChannelConfig) (messaging.Source, error) {
+	a := &attrs{c: cc}
+	o, err := c.sourceOptions(a)
+	if err != nil {
+		return nil, err
+	}
+	client, err := c.client(a)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewSource(client, o)
+	if err != nil {
+		if errors.Is(err, ErrInvalidOption) {
+			return nil, fmt.Errorf("%w: channel %q: %w", messaging.ErrInvalidAttribute, cc.Channel(), err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+var subTypes = map[string]apulsar.SubscriptionType{
+	"Exclusive": apulsar.Exclusive, "Shared": apulsar.Shared, "Failover": apulsar.Failover, "Key_Shared": apulsar.KeyShared,
+}
+
+// sourceOptions maps the attributes of an incoming channel, rejecting the invalid
+// combinations of RUNTIME.md §12.2.
+func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
+	ch := a.c.Channel()
+	subType := subTypes[attr[string](a, AttrSubscriptionType)]
+	shared := subType == apulsar.Shared || subType == apulsar.KeyShared
+	o := SourceOptions{
+		Channel: ch,
+		Consumer: apulsar.ConsumerOptions{
+			Topics:                         a.topics(),
+			SubscriptionName:               attr[string](a, AttrSubscriptionName),
+			Type:                           subType,
+			SubscriptionInitialPosition:    apulsar.SubscriptionPositionLatest,
+			EnableZeroQueueConsumer:        attr[bool](a, AttrZeroQueue),
+			EnableBatchIndexAcknowledgment: attr[bool](a, AttrBatchIndexAck),
+		},
+		MaxInflight:     attr[int](a, AttrMaxInflight),
+		CompleteAtEnd:   attr[bool](a, AttrCompleteAtEnd),
+		FailureStrategy: FailureStrategy(attr[string](a, AttrFailureStrategy)),
+		MaxAttempts:     attr[int](a, AttrMaxAttempts),
+		RetryDelay:      attr[time.Duration](a, AttrRetryDelay),
+		DeadLetterHook:  c.cfg.deadLetterFor,
+		SenderOptions:   senderTimeout(time.Duration(attr[int](a, AttrSendTimeoutMs)) * time.Millisecond),
+		Logger:          c.cfg.logger.With(zap.String("channel", ch)),
+	}
+	if attr[string](a, AttrInitialPosition) == "Earliest" {
+		o.Consumer.SubscriptionInitialPosition = apulsar.SubscriptionPositionEarliest
+	}
+	if a.has(AttrReceiverQueueSize) {
+		o.Consumer.ReceiverQueueSize = attr[int](a, AttrReceiverQueueSize)
+		a.positive(AttrReceiverQueueSize, o.Consumer.ReceiverQueueSize)
+	}
+	if a.has(AttrNackRedeliveryDelay) {
+		o.Consumer.NackRedeliveryDelay = attr[time.Duration](a, AttrNackRedeliveryDelay)
+	}
+	a.positive(AttrMaxInflight, o.MaxInflight)
+	a.positive(AttrMaxAttempts, o.MaxAttempts)
+	retryNack := attr[string](a, AttrRetryStrategy) == "nack"
+	if retryNack {
+		o.RetryStrategy = retry.Nack
+	}
+	if retryNack && !shared {
+		a.invalid("%s=nack needs a Shared or Key_Shared subscription (no broker redelivery count on %s)", AttrRetryStrategy, subTypeName(subType))
+	}
+	cumulative := attr[string](a, AttrAckStrategy) == "cumulative"
+	switch {
+	case cumulative && shared:
+		a.invalid("%s=cumulative is not allowed on %s subscriptions", AttrAckStrategy, subTypeName(subType))
+	case cumulative:
+		a.invalid("%s=cumulative is not supported by this version", AttrAckStrategy)
+	}
+	ackTimeout := attr[int](a, AttrAckTimeoutMillis)
+	switch strategy := attr[string](a, AttrFailureStrategy); {
+	case strategy == "continue" && ackTimeout <= 0:
+		a.invalid("%s=continue needs %s > 0", AttrFailureStrategy, AttrAckTimeoutMillis)
+	case strategy == "reconsume-later" && o.Consumer.EnableZeroQueueConsumer:
+		a.invalid("%s=reconsume-later is not allowed with %s", AttrFailureStrategy, AttrZeroQueue)
+	case strategy == "continue" || strategy == "reconsume-later":
+		a.invalid("%s=%s is not supported by this version", AttrFailureStrategy, strategy)
+	}
+	if ackTimeout > 0 {
+		a.invalid("%s is not supported by this version", AttrAckTimeoutMillis)
+	}
+	if a.has(AttrNackRedeliveryBackoff) {
+		a.invalid("%s is not supported by this version", AttrNackRedeliveryBackoff)
+	}
+	c.nativeDLQ(a, &o)
+	switch {
+	case !attr[bool](a, AttrDeadLetterEnabled):
+		o.DeadLetter = dlq.Off()
+	case a.has(AttrDeadLetterTopic):
+		o.DeadLetter = dlq.Config{Topic: attr[string](a, AttrDeadLetterTopic)}
+	case a.has(AttrQueue):
+		o.DeadLetter = c.queueDeadLetter(a, o.Consumer.Topics)
+	}
+	if err := a.err(); err != nil {
+		return o, err
+	}
+	if f := c.cfg.consumerCust[ch]; f != nil {
+		f(&o.Consumer)
+	}
+	return o, nil
+}
+
+// senderTimeout sets the send timeout of the retry and dead-letter producers.
+func senderTimeout(d time.Duration) func(*apulsar.ProducerOptions) {
+	return func(o *apulsar.ProducerOptions) {
+		if d > 0 {
+			o.SendTimeout = d
+		}
+	}
+}
+
+// nativeDLQ maps deadLetterPolicy.*, allowed only without the babelqueue strategy.
+func (*Connector) nativeDLQ(a *attrs, o *SourceOptions) {
+	names := []string{AttrDLQMaxRedeliverCount, AttrDLQDeadLetterTopic, AttrDLQRetryLetterTopic, AttrDLQInitialSubscription}
+	var set []string
+	for _, n := range names {
+		if a.has(n) {
+			set = append(set, n)
+		}
+	}
+	if len(set) == 0 {
+		return
+	}
+	if o.FailureStrategy == FailureBabelQueue {
+		a.invalid("%s not allowed with %s=babelqueue (it dead-letters itself)", strings.Join(set, ", "), AttrFailureStrategy)
+		return
+	}
+	p := &apulsar.DLQPolicy{
+		DeadLetterTopic:         attr[string](a, AttrDLQDeadLetterTopic),
+		RetryLetterTopic:        attr[string](a, AttrDLQRetryLetterTopic),
+		InitialSubscriptionName: attr[string](a, AttrDLQInitialSubscription),
+	}
+	if a.has(AttrDLQMaxRedeliverCount) {
+		n := attr[int](a, AttrDLQMaxRedeliverCount)
+		a.positive(AttrDLQMaxRedeliverCount, n)
+		p.MaxDeliveries = uint32(max(n, 0)) //nolint:gosec // checked non-negative
+	}
+	o.Consumer.DLQ = p
+}
+
+// queueDeadLetter names the dead-letter topic after the queue attribute:
+// "<queue>.dlq" in the first topic's tenant and namespace.
+func (*Connector) queueDeadLetter(a *attrs, topics []string) dlq.Config {
+	queue := attr[string](a, AttrQueue)
+	if err := dlq.ValidateQueueName(queue); err != nil {
+		a.invalid("%s: %v", AttrQueue, err)
+		return dlq.Config{}
+	}
+	t, err := dlq.TopicFor(topics[0])
+	if err != nil {
+		a.invalid("%s: %v", AttrTopic, err)
+		return dlq.Config{}
+	}
+	return dlq.Config{Topic: t[:strings.LastIndexByte(t, '/')+1] + queue + dlq.Suffix}
+}
+
+// NewSink implements messaging.OutgoingConnector.
+func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (messaging.Sink, error) {
+	a := &attrs{c: cc}
+	ch := cc.Channel()
+	topics := a.topics()
+	if len(topics) != 1 {
+		a.invalid("an outgoing channel takes one topic, got %d", len(topics))
+	}
+	po := apulsar.ProducerOptions{
+		Topic:                   topics[0],
+		Name:                    attr[string](a, AttrProducerName),
+		SendTimeout:             time.Duration(attr[int](a, AttrSendTimeoutMs)) * time.Millisecond,
+		DisableBatching:         !attr[bool](a, AttrBatchingEnabled),
+		BatchingMaxPublishDelay: time.Duration(attr[int](a, AttrBatchingMaxDelayMicros)) * time.Microsecond,
+		BatchingMaxMessages:     uint(max(attr[int](a, AttrBatchingMaxMessages), 0)),
+	}
+	if a.has(AttrMaxPendingMessages) {
+		po.MaxPendingMessages = attr[int](a, AttrMaxPendingMessages)
+		a.positive(AttrMaxPendingMessages, po.MaxPendingMessages)
+	}
+	switch attr[string](a, AttrCompressionType) {
+	case "LZ4":
+		po.CompressionType = apulsar.LZ4
+	case "ZLIB":
+		po.CompressionType = apulsar.ZLib
+	case "ZSTD":
+		po.CompressionType = apulsar.ZSTD
+	}
+	window := attr[int](a, AttrSendWindow)
+	a.positive(AttrSendWindow, window)
+	codec, _ := cc.Lookup(messaging.AttrCodec)
+	o := SinkOptions{
+		Channel: ch, Producer: po, Window: window,
+		NoWaitForWriteCompletion: !attr[bool](a, AttrWaitForWrite),
+		ProjectEnvelope:          codec == CodecBabelQueue,
+		Logger:                   c.cfg.logger.With(zap.String("channel", ch)),
+	}
+	if err := a.err(); err != nil {
+		return nil, err
+	}
+	if f := c.cfg.producerCust[ch]; f != nil {
+		f(&o.Producer)
+	}
+	client, err := c.client(a)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewSink(client, o) //nolint:contextcheck // the sink outlives Start's ctx; Close bounds it
+	if err != nil {
+		if errors.Is(err, ErrInvalidOption) {
+			return nil, fmt.Errorf("%w: channel %q: %w", messaging.ErrInvalidAttribute, ch, err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// client returns the shared client, or the connector's client for the channel's client
+// attributes, creating it on first use.
+func (c *Connector) client(a *attrs) (apulsar.Client, error) {
+	if c.cfg.client != nil {
+		return c.cfg.client, nil
+	}
+	co := c.cfg.clientOpts
+	co.URL = attr[string](a, AttrServiceURL)
+	co.OperationTimeout = time.Duration(attr[int](a, AttrOperationTimeoutMs)) * time.Millisecond
+	co.ConnectionTimeout = time.Duration(attr[int](a, AttrConnectionTimeoutMs)) * time.Millisecond
+	if a.has(AttrTLSTrustCertsFilePath) {
+		co.TLSTrustCertsFilePath = attr[string](a, AttrTLSTrustCertsFilePath)
+	}
+	if attr[bool](a, AttrTLSAllowInsecure) {
+		co.TLSAllowInsecureConnection = true
+	}
+	if attr[bool](a, AttrTLSHostnameVerify) {
+		co.TLSValidateHostname = true
+	}
+	plugin, params := attr[string](a, AttrAuthPlugin), attr[string](a, AttrAuthParams)
+	if plugin != "none" && plugin != "" {
+		auth, err := authProvider(plugin, params)
+		if err != nil {
+			a.invalid("%s=%s: %v", AttrAuthPlugin, plugin, err)
+		}
+		co.Authentication = auth
+	}
+	if co.Logger == nil {
+		co.Logger = NewClientLogger(c.cfg.logger)
+	}
+	if err := a.err(); err != nil {
+		return nil, err
+	}
+	key := strings.Join([]string{
+		co.URL, co.OperationTimeout.String(), co.ConnectionTimeout.String(), co.TLSTrustCertsFilePath,
+		fmt.Sprint(co.TLSAllowInsecureConnection, co.TLSValidateHostname), plugin, params,
+	}, "\x00")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("pulsar: connector: %w", ErrClosed)
+	}
+	if cl, ok := c.clients[key]; ok {
+		return cl, nil
+	}
+	cl, err := apulsar.NewClient(co)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: connector client for %s: %w", co.URL, err)
+	}
+	c.clients[key] = cl
+	return cl, nil
+}
+
+func authProvider(plugin, params string) (apulsar.Authentication, error) {
+	var (
+		auth apulsar.Authentication
+		err  error
+	)
+	switch plugin {
+	case "token":
+		auth = apulsar.NewAuthenticationToken(params)
+	case "token-file":
+		auth = apulsar.NewAuthenticationTokenFromFile(params)
+	case "oauth2":
+		m := map[string]string{}
+		if err := json.Unmarshal([]byte(params), &m); err != nil {
+			return nil, fmt.Errorf("oauth2 parameters: %w", err)
+		}
+		auth = apulsar.NewAuthenticationOAuth2(m)
+	case "tls":
+		var cert, key string
+		for p := range strings.SplitSeq(params, ",") {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), ":")
+			switch k {
+			case "tlsCertFile":
+				cert = v
+			case "tlsKeyFile":
+				key = v
+			}
+		}
+		if cert == "" || key == "" {
+			return nil, errors.New("tls parameters need tlsCertFile:…,tlsKeyFile:…")
+		}
+		auth = apulsar.NewAuthenticationTLS(cert, key)
+	default:
+		err = fmt.Errorf("unknown plugin %q", plugin)
+	}
+	return auth, err
+}
+
+// Close closes the clients the connector created (never one given with [WithClient]).
+// Sources and sinks are closed by the runtime before. It is idempotent.
+func (c *Connector) Close(context.Context) error {
+	c.mu.Lock()
+	clients := c.clients
+	c.clients, c.closed = map[string]apulsar.Client{}, true
+	c.mu.Unlock()
+	for _, cl := range clients {
+		cl.Close()
+	}
+	return nil
+}
+
+var (
+	envelopeType    = reflect.TypeFor[envelope.Envelope]()
+	envelopePtrType = reflect.TypeFor[*envelope.Envelope]()
+)
+
+// EnvelopeCodec is the "babelqueue" codec: BabelQueue envelopes as *envelope.Envelope
+// (or envelope.Envelope) payloads. A body that is not an acceptable envelope fails
+// decoding with envelope.ErrPoison, so the runtime dead-letters it at once. The routing
+// URN is in [IncomingMetadata].URN.
+type EnvelopeCodec struct{}
+
+var _ messaging.Codec = EnvelopeCodec{}
+
+// Name returns "babelqueue".
+func (EnvelopeCodec) Name() string { return CodecBabelQueue }
+
+// Supports reports whether t is envelope.Envelope or *envelope.Envelope.
+func (EnvelopeCodec) Supports(t reflect.Type) bool { return t == envelopeType || t == envelopePtrType }
+
+// Encode encodes an envelope.
+func (EnvelopeCodec) Encode(v any) ([]byte, error) {
+	switch e := v.(type) {
+	case *envelope.Envelope:
+		if e == nil {
+			return nil, fmt.Errorf("pulsar: babelqueue codec: %w", ErrInvalidOption)
+		}
+		b, err := e.Encode()
+		if err != nil {
+			return nil, fmt.Errorf("pulsar: babelqueue codec: %w", err)
+		}
+		return b, nil
+	case envelope.Envelope:
+		return EnvelopeCodec{}.Encode(&e)
+	default:
+		return nil, fmt.Errorf("pulsar: babelqueue codec cannot encode %T", v)
+	}
+}
+
+// Decode classifies b as an envelope (attempts as in the body; the reconciled count is
+// IncomingMetadata.Attempts).
+func (EnvelopeCodec) Decode(b []byte, t reflect.Type) (any, error) {
+	env, err := envelope.Classify(b)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: babelqueue codec: %w", err)
+	}
+	switch t {
+	case envelopePtrType:
+		return env, nil
+	case envelopeType:
+		return *env, nil
+	default:
+		return nil, fmt.Errorf("pulsar: babelqueue codec cannot decode into %v", t)
+	}
+}
