@@ -42,6 +42,9 @@ type producer struct {
 	t         *topic
 	c         *conn
 	exclusive bool // set under the topic lock
+
+	reqID         uint64 // PRODUCER request, answered again when a waiting producer becomes ready
+	schemaVersion []byte
 }
 
 // outbound is a frame for a connection, collected under a topic lock and enqueued after unlocking.
@@ -402,22 +405,27 @@ func (c *conn) handleProducer(m *wire.CommandProducer) {
 	if s := m.GetSchema(); s != nil {
 		version = c.b.getOrCreateSchema(t.base, s)
 	}
-	p := &producer{id: m.GetProducerId(), name: name, t: t, c: c}
-	if code, msg := t.addProducer(p, m.GetProducerAccessMode(), m.GetInitialSubscriptionName()); msg != "" {
+	p := &producer{id: m.GetProducerId(), name: name, t: t, c: c, reqID: reqID, schemaVersion: version}
+	code, msg, ready := t.addProducer(p, m.GetProducerAccessMode(), m.GetInitialSubscriptionName())
+	if msg != "" {
 		c.sendError(reqID, code, "%s", msg)
 		return
 	}
 	c.mu.Lock()
 	c.producers[p.id] = p
 	c.mu.Unlock()
-	c.sendProducerSuccess(reqID, name, version)
+	c.sendCmd(producerSuccessCmd(reqID, name, version, ready))
 }
 
 func (c *conn) sendProducerSuccess(reqID uint64, name string, version []byte) {
-	c.sendCmd(&wire.BaseCommand{Type: cmdType(wire.BaseCommand_PRODUCER_SUCCESS), ProducerSuccess: &wire.CommandProducerSuccess{
+	c.sendCmd(producerSuccessCmd(reqID, name, version, true))
+}
+
+func producerSuccessCmd(reqID uint64, name string, version []byte, ready bool) *wire.BaseCommand {
+	return &wire.BaseCommand{Type: cmdType(wire.BaseCommand_PRODUCER_SUCCESS), ProducerSuccess: &wire.CommandProducerSuccess{
 		RequestId: ptr(reqID), ProducerName: ptr(name), LastSequenceId: ptr(int64(-1)),
-		SchemaVersion: version, ProducerReady: ptr(true),
-	}})
+		SchemaVersion: version, ProducerReady: ptr(ready),
+	}}
 }
 
 func (c *conn) sendSendError(pid, seq uint64, code ServerError, msg string) {

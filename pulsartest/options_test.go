@@ -422,3 +422,40 @@ func TestSharedChunkPinning(t *testing.T) {
 	}
 	assert.Empty(t, want)
 }
+
+func TestWaitForExclusiveProducer(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	first, err := c.CreateProducer(apulsar.ProducerOptions{Topic: topic, ProducerAccessMode: apulsar.ProducerAccessModeExclusive})
+	require.NoError(t, err)
+	created := make(chan apulsar.Producer, 1)
+	go func() {
+		p, err := c.CreateProducer(apulsar.ProducerOptions{Topic: topic, ProducerAccessMode: apulsar.ProducerAccessModeWaitForExclusive})
+		if err != nil {
+			t.Errorf("wait for exclusive: %v", err)
+			close(created)
+			return
+		}
+		created <- p
+	}()
+	select {
+	case <-created:
+		t.Fatal("the waiting producer was created while the exclusive one is connected")
+	case <-time.After(300 * time.Millisecond):
+	}
+	first.Close()
+	select {
+	case p := <-created:
+		require.NotNil(t, p)
+		defer p.Close()
+		k := subscribe(t, c, apulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+		})
+		sendAll(t, p, "mine now")
+		assert.Equal(t, "mine now", string(receive(t, k).Payload()))
+	case <-time.After(receiveTimeout):
+		t.Fatal("the waiting producer never became ready")
+	}
+}

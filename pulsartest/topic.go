@@ -75,6 +75,7 @@ type topic struct {
 	msgCount  int64
 	subs      map[string]*subscription
 	producers map[*producer]struct{}
+	waiting   []*producer // WaitForExclusive producers, in arrival order
 }
 
 func newTopic(b *Broker, name, base string, partition int32, ledger uint64) *topic {
@@ -151,7 +152,9 @@ func (t *topic) stopTimers() {
 	}
 }
 
-func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSub string) (ServerError, string) {
+// addProducer registers p. A WaitForExclusive producer that must wait is queued and reported not ready; it
+// gets a second PRODUCER_SUCCESS once the topic has no producers left.
+func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSub string) (ServerError, string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for other := range t.producers {
@@ -162,20 +165,29 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 			continue
 		}
 		if other.name == p.name {
-			return ProducerBusy, "producer with name '" + p.name + "' is already connected to topic " + t.name
-		}
-	}
-	for other := range t.producers {
-		if other.exclusive {
-			return ProducerBusy, "topic " + t.name + " has an existing exclusive producer"
+			return ProducerBusy, "producer with name '" + p.name + "' is already connected to topic " + t.name, false
 		}
 	}
 	p.exclusive = mode != wire.ProducerAccessMode_Shared
-	if p.exclusive && len(t.producers) > 0 {
-		if mode == wire.ProducerAccessMode_ExclusiveWithFencing {
-			return ProducerFenced, "exclusive producer access is not available while other producers are connected"
+	busy := len(t.producers) > 0
+	if !p.exclusive {
+		for other := range t.producers {
+			if other.exclusive {
+				return ProducerBusy, "topic " + t.name + " has an existing exclusive producer", false
+			}
 		}
-		return ProducerBusy, "topic " + t.name + " already has connected producers"
+		busy = false
+	}
+	if busy || (p.exclusive && len(t.waiting) > 0) {
+		switch mode {
+		case wire.ProducerAccessMode_WaitForExclusive:
+			t.waiting = append(t.waiting, p)
+			return 0, "", false
+		case wire.ProducerAccessMode_ExclusiveWithFencing:
+			return ProducerFenced, "exclusive producer access is not available while other producers are connected", false
+		default:
+			return ProducerBusy, "topic " + t.name + " already has connected producers", false
+		}
 	}
 	if initialSub != "" {
 		if _, ok := t.subs[initialSub]; !ok {
@@ -184,13 +196,35 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 		}
 	}
 	t.producers[p] = struct{}{}
-	return 0, ""
+	return 0, "", true
 }
 
 func (t *topic) removeProducer(p *producer) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	delete(t.producers, p)
+	for i, w := range t.waiting {
+		if w == p {
+			t.waiting = append(t.waiting[:i:i], t.waiting[i+1:]...)
+			break
+		}
+	}
+	outs := t.promoteWaitingLocked(nil)
+	t.mu.Unlock()
+	send(outs)
+}
+
+// promoteWaitingLocked hands the topic to the first waiting WaitForExclusive producer once it has no producers.
+func (t *topic) promoteWaitingLocked(outs []outbound) []outbound {
+	for len(t.producers) == 0 && len(t.waiting) > 0 {
+		w := t.waiting[0]
+		t.waiting = t.waiting[1:]
+		if w.c.isClosed() {
+			continue
+		}
+		t.producers[w] = struct{}{}
+		outs = append(outs, outbound{w.c, w.c.encode(producerSuccessCmd(w.reqID, w.name, w.schemaVersion, true))})
+	}
+	return outs
 }
 
 func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerError, string) {
@@ -500,6 +534,13 @@ func (t *topic) unload() {
 		})})
 	}
 	t.producers = map[*producer]struct{}{}
+	for _, w := range t.waiting {
+		outs = append(outs, outbound{w.c, w.c.encode(&wire.BaseCommand{
+			Type:          cmdType(wire.BaseCommand_CLOSE_PRODUCER),
+			CloseProducer: &wire.CommandCloseProducer{ProducerId: ptr(w.id), RequestId: ptr(uint64(0))},
+		})})
+	}
+	t.waiting = nil
 	for _, s := range t.subs {
 		for _, k := range append([]*consumer(nil), s.consumers...) {
 			outs = t.removeConsumerLocked(k, true, outs)
