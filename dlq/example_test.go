@@ -1,9 +1,17 @@
 package dlq_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
 func ExampleTopicFor() {
@@ -29,4 +37,68 @@ func ExampleConfig_TopicFor() {
 	// Output:
 	// "persistent://acme/shop/orders.dlq" true
 	// "" false
+}
+
+// Inspect a dead-letter topic without consuming it, then move its messages back to their
+// queue, on the embedded broker.
+func ExampleRedrive() {
+	ctx := context.Background()
+	broker, err := pulsartest.Start(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer broker.Close()
+	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: broker.URL(), Logger: bqpulsar.NewClientLogger(nil)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+
+	// A consumer would have written this copy after the last failed delivery.
+	env, err := envelope.Make("urn:babel:orders:created", map[string]any{"order_id": 7}, envelope.WithQueue("orders"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, err := env.ToDeadLetter(envelope.DeadLetterInfo{
+		Reason: envelope.ReasonFailed, Cause: errors.New("tax rules not loaded"), Attempts: 3,
+	}).Encode()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	producer, err := client.CreateProducer(apulsar.ProducerOptions{Topic: "orders.dlq"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := producer.Send(ctx, &apulsar.ProducerMessage{Payload: body}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	producer.Close()
+
+	msgs, err := dlq.Peek(ctx, client, dlq.PeekOptions{Topic: "orders.dlq", IdleTimeout: 200 * time.Millisecond})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range msgs {
+		fmt.Printf("%s %s %s after %d attempts: %s\n", m.Kind, m.URN, m.Reason,
+			m.Envelope.DeadLetter.Attempts, *m.Envelope.DeadLetter.Error)
+	}
+
+	report, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: "orders.dlq", IdleTimeout: 200 * time.Millisecond})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range report.Moved {
+		fmt.Printf("moved %s back to orders\n", m.URN)
+	}
+	// Output:
+	// annotated urn:babel:orders:created failed after 3 attempts: tax rules not loaded
+	// moved urn:babel:orders:created back to orders
 }
