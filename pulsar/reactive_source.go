@@ -174,6 +174,14 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 		settled:       make(chan struct{}),
 		ready:         true,
 	}
+	// A failed republish or dead-letter write (the message is nacked) makes the channel
+	// not ready until the next successful broker interaction.
+	s.cons.cfg.onError = func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+		var se *SendError
+		if errors.As(err, &se) {
+			s.setReady(false, err)
+		}
+	}
 	if o.CompleteAtEnd {
 		if err := s.recordEnds(); err != nil {
 			pc.Close()
