@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,4 +270,21 @@ func TestAuthToken(t *testing.T) {
 	}
 	require.NoError(t, connect("secret"))
 	require.Error(t, connect("wrong"))
+}
+
+func TestCommandHookDropsAReceipt(t *testing.T) {
+	t.Parallel()
+	var dropped atomic.Int32
+	b := pulsartest.NewBroker(t, pulsartest.WithCommandHook(func(ci pulsartest.CommandInfo) pulsartest.Verdict {
+		if !ci.Inbound && ci.Type == "SEND_RECEIPT" && dropped.CompareAndSwap(0, 1) {
+			return pulsartest.Drop
+		}
+		return pulsartest.Pass
+	}))
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, SendTimeout: 300 * time.Millisecond, DisableBatching: true})
+	_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("receipt lost")})
+	require.Error(t, err, "the lost receipt surfaces as a send timeout")
+	assert.Equal(t, 1, b.Stats(topic).Entries, "the broker stored it anyway")
 }

@@ -96,6 +96,9 @@ func (c *conn) sendCmd(cmd *wire.BaseCommand) {
 }
 
 func (c *conn) encode(cmd *wire.BaseCommand) []byte {
+	if c.dropped(false, cmd) {
+		return nil
+	}
 	f, err := wire.EncodeCommand(cmd)
 	if err != nil {
 		c.log.Error("pulsartest: encode", "type", cmd.GetType().String(), "err", err)
@@ -103,6 +106,12 @@ func (c *conn) encode(cmd *wire.BaseCommand) []byte {
 	}
 	c.trace("out", cmd)
 	return f
+}
+
+// dropped asks the command hook about cmd.
+func (c *conn) dropped(inbound bool, cmd *wire.BaseCommand) bool {
+	hook := c.b.opts.hook
+	return hook != nil && hook(CommandInfo{Inbound: inbound, Type: cmd.GetType().String()}) == Drop
 }
 
 func (c *conn) trace(dir string, cmd *wire.BaseCommand) {
@@ -175,6 +184,9 @@ func (c *conn) readLoop() {
 				return
 			}
 			connected = true
+			continue
+		}
+		if c.dropped(true, f.Cmd) {
 			continue
 		}
 		c.handle(f)

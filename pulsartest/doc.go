@@ -46,7 +46,8 @@
 // # Fault injection
 //
 // DropConnections, UnloadTopic, FailNextSends, FailNextLookups and PauseDispatch/ResumeDispatch emulate broker
-// failures; Backlog and Stats inspect state.
+// failures; WithCommandHook drops chosen commands in either direction (a lost receipt, a lost FLOW); Faults
+// counts what was injected. Backlog, Stats, Topics and Subscriptions inspect state.
 //
 // # Performance
 //

@@ -43,6 +43,7 @@ type options struct {
 	keySharedSelector      KeySharedSelector
 	inactiveTopicGC        time.Duration
 	adminAddr              string
+	hook                   func(CommandInfo) Verdict
 	batchIndexAck          bool
 	clusterName            string
 	authToken              string
@@ -120,6 +121,31 @@ func WithInactiveTopicGC(every time.Duration) Option {
 // termination, compaction, deduplication and replication) on addr, e.g. "127.0.0.1:0"; see Broker.AdminURL.
 // Default: off.
 func WithAdminHTTP(addr string) Option { return func(o *options) { o.adminAddr = addr } }
+
+// CommandInfo describes one protocol command passing through the broker, for a command hook.
+type CommandInfo struct {
+	Inbound bool   // sent by a client (false: sent by the broker)
+	Type    string // wire name, e.g. "SEND", "SEND_RECEIPT", "MESSAGE", "FLOW"
+}
+
+// Verdict is a command hook's decision.
+type Verdict int
+
+// Command hook verdicts.
+const (
+	// Pass handles or sends the command normally.
+	Pass Verdict = iota
+	// Drop discards the command: an inbound one is not processed, an outbound one is not sent (a lost
+	// SEND_RECEIPT, for instance, surfaces as the client's send timeout).
+	Drop
+)
+
+// WithCommandHook calls hook for every command after the handshake, inbound and outbound. It runs on broker
+// goroutines, sometimes under a topic lock: it must be fast, must not call the Broker, and must be safe for
+// concurrent use. Default: none.
+func WithCommandHook(hook func(CommandInfo) Verdict) Option {
+	return func(o *options) { o.hook = hook }
+}
 
 // WithBatchIndexAck honours batch-index acknowledgements (ack_set). Default: off.
 func WithBatchIndexAck(on bool) Option { return func(o *options) { o.batchIndexAck = on } }

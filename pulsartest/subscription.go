@@ -279,6 +279,9 @@ func (s *subscription) message(k *consumer, e *entry, redeliveries int) outbound
 		bem = &wire.BrokerEntryMetadata{BrokerTimestamp: ptr(uint64(e.brokerTime)), Index: ptr(uint64(e.index))} //nolint:gosec // >= 0
 	}
 	cmd := &wire.BaseCommand{Type: cmdType(wire.BaseCommand_MESSAGE), Message: cm}
+	if k.c.dropped(false, cmd) {
+		return outbound{} // lost on the way: pending and permits are accounted as if sent
+	}
 	frame, err := wire.EncodePayloadCommand(cmd, bem, e.raw)
 	if err != nil {
 		s.t.b.log.Error("pulsartest: encode message", "err", err)
