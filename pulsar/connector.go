@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -200,7 +201,7 @@ func (*Connector) Attributes() []messaging.Attribute {
 		{Name: AttrDeadLetterEnabled, Type: boolean, Default: "true", Directions: dirIn, Description: "false: exhausted messages are acked and dropped"},
 		{Name: AttrDeadLetterTopic, Type: str, Directions: dirIn, Description: "dead-letter topic (default <queue>.dlq)"},
 		{Name: AttrNackRedeliveryDelay, Type: dur, Directions: dirIn, Description: "NackRedeliveryDelay (client default 60s)"},
-		{Name: AttrNackRedeliveryBackoff, Type: str, Directions: dirIn, Description: "nack backoff min,max,multiplier (not supported)"},
+		{Name: AttrNackRedeliveryBackoff, Type: str, Directions: dirIn, Description: "nack backoff min,max (ms),multiplier"},
 		{Name: AttrReconsumeLaterDelay, Type: integer, Default: "3", Directions: dirIn, Description: "reconsume-later delay in seconds"},
 		{Name: AttrDLQMaxRedeliverCount, Type: integer, Directions: dirIn, Description: "native DLQPolicy"},
 		{Name: AttrDLQDeadLetterTopic, Type: str, Directions: dirIn, Description: "native DLQPolicy"},
@@ -342,19 +343,23 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		a.invalid("%s=cumulative is not supported by this version", AttrAckStrategy)
 	}
 	ackTimeout := attr[int](a, AttrAckTimeoutMillis)
+	if ackTimeout < 0 {
+		a.invalid("%s must be >= 0, got %d", AttrAckTimeoutMillis, ackTimeout)
+	}
+	o.AckTimeout = time.Duration(ackTimeout) * time.Millisecond
+	o.ReconsumeDelay = time.Duration(attr[int](a, AttrReconsumeLaterDelay)) * time.Second
 	switch strategy := attr[string](a, AttrFailureStrategy); {
 	case strategy == "continue" && ackTimeout <= 0:
 		a.invalid("%s=continue needs %s > 0", AttrFailureStrategy, AttrAckTimeoutMillis)
 	case strategy == "reconsume-later" && o.Consumer.EnableZeroQueueConsumer:
 		a.invalid("%s=reconsume-later is not allowed with %s", AttrFailureStrategy, AttrZeroQueue)
-	case strategy == "continue" || strategy == "reconsume-later":
-		a.invalid("%s=%s is not supported by this version", AttrFailureStrategy, strategy)
-	}
-	if ackTimeout > 0 {
-		a.invalid("%s is not supported by this version", AttrAckTimeoutMillis)
 	}
 	if a.has(AttrNackRedeliveryBackoff) {
-		a.invalid("%s is not supported by this version", AttrNackRedeliveryBackoff)
+		b, err := parseNackBackoff(attr[string](a, AttrNackRedeliveryBackoff))
+		if err != nil {
+			a.invalid("%s: %v", AttrNackRedeliveryBackoff, err)
+		}
+		o.Consumer.NackBackoffPolicy = nackBackoff{b: b}
 	}
 	c.nativeDLQ(a, &o)
 	switch {
@@ -372,6 +377,28 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		f(&o.Consumer)
 	}
 	return o, nil
+}
+
+// parseNackBackoff parses "min,max,multiplier" (milliseconds, milliseconds, factor ≥ 1).
+func parseNackBackoff(v string) (retry.Backoff, error) {
+	parts := strings.Split(v, ",")
+	if len(parts) != 3 {
+		return retry.Backoff{}, fmt.Errorf("%q is not min,max,multiplier", v)
+	}
+	lo, err1 := strconv.Atoi(strings.TrimSpace(parts[0]))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(parts[1]))
+	mult, err3 := strconv.ParseFloat(strings.TrimSpace(parts[2]), 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return retry.Backoff{}, fmt.Errorf("%q: %w", v, err)
+	}
+	b := retry.Backoff{Initial: time.Duration(lo) * time.Millisecond, Max: time.Duration(hi) * time.Millisecond, Multiplier: mult}
+	if lo < 1 || hi < lo || mult < 1 {
+		return b, fmt.Errorf("%q: need 1 <= min <= max and multiplier >= 1", v)
+	}
+	if err := b.Validate(); err != nil {
+		return b, fmt.Errorf("%q: %w", v, err)
+	}
+	return b, nil
 }
 
 // senderTimeout sets the send timeout of the retry and dead-letter producers.

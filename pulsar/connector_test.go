@@ -395,9 +395,11 @@ func TestConnector_InvalidCombinations(t *testing.T) {
 		{"retry nack on Failover", map[string]string{"subscriptionType": "Failover", "retry-strategy": "nack"}},
 		{"cumulative on Shared", map[string]string{"ack-strategy": "cumulative"}},
 		{"continue without ack timeout", map[string]string{"failure-strategy": "continue"}},
+		{"cumulative on Exclusive (not supported)", map[string]string{"subscriptionType": "Exclusive", "ack-strategy": "cumulative"}},
 		{"zero-queue with reconsume-later", map[string]string{"zero-queue": "true", "failure-strategy": "reconsume-later"}},
 		{"native DLQ with babelqueue", map[string]string{"deadLetterPolicy.maxRedeliverCount": "3"}},
 		{"max-inflight 0", map[string]string{"max-inflight": "0"}},
+		{"bad nack backoff", map[string]string{"negativeAck.redeliveryBackoff": "100,50,2"}},
 		{"bad enum", map[string]string{"subscriptionType": "Sharded"}},
 	}
 	for _, tc := range cases {
@@ -458,3 +460,65 @@ func TestEnvelopeCodec(t *testing.T) {
 }
 
 func reflectTypeOfEnvelope() reflect.Type { return reflect.TypeFor[*envelope.Envelope]() }
+
+func TestSource_AckTimeoutNacksThroughTheStrategy(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	var dlqTopic string
+	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
+		o.CompleteAtEnd, o.MaxAttempts, o.AckTimeout = false, 2, 100*time.Millisecond
+		dlqTopic = o.Consumer.Topic + ".dlq"
+	})
+	dead := collect(t, client, dlqTopic)
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	// The stage never settles: the timeout nacks (retry), the copy times out too (dead letter).
+	got := dead.wait(t, 1, waitLong)
+	require.Equal(t, "2", got[0].Properties()[bqpulsar.PropAttempts])
+	require.Len(t, ms.received(), 2, "first delivery and the republished retry")
+	require.ErrorIs(t, ms.received()[0].Ack(t.Context()), messaging.ErrAlreadySettled, "a late settlement is ignored")
+	eventually(t, func() bool { return src.InFlight() == 0 }, "slots freed by the timeouts")
+}
+
+func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
+		o.CompleteAtEnd, o.FailureStrategy, o.AckTimeout = false, bqpulsar.FailureContinue, 150*time.Millisecond
+		o.Consumer.NackRedeliveryDelay = 20 * time.Millisecond
+	})
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
+	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later")))
+	require.Zero(t, src.InFlight(), "continue frees the slot")
+	eventually(t, func() bool { return len(ms.received()) == 2 }, "redelivered after the ack timeout")
+	md, ok := messaging.MetadataOf[bqpulsar.IncomingMetadata](ms.received()[1].Metadata())
+	require.True(t, ok)
+	require.Equal(t, uint32(1), md.RedeliveryCount)
+	require.NoError(t, ms.received()[1].Ack(t.Context()))
+	eventually(t, func() bool { return b.Backlog(md.Topic, "tck") == 0 }, "acked")
+}
+
+func TestSource_ReconsumeLater(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
+		o.CompleteAtEnd, o.FailureStrategy = false, bqpulsar.FailureReconsumeLater
+	})
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
+	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later"),
+		messaging.RedeliverAfter(50*time.Millisecond), messaging.WithNackProperties(map[string]string{"why": "later"})))
+	eventually(t, func() bool { return len(ms.received()) == 2 }, "reconsumed from the retry topic")
+	md, ok := messaging.MetadataOf[bqpulsar.IncomingMetadata](ms.received()[1].Metadata())
+	require.True(t, ok)
+	require.Equal(t, "1", md.Properties["RECONSUMETIMES"])
+	require.Equal(t, "later", md.Properties["why"])
+	require.Equal(t, "m-0", string(ms.received()[1].Payload()))
+	require.NoError(t, ms.received()[1].Ack(t.Context()))
+}

@@ -130,9 +130,11 @@
 // the attributes of RUNTIME.md §12.2 (serviceUrl, topic, queue, authPlugin/authParams,
 // tls*, operationTimeoutMs, connectionTimeoutMs, subscriptionName, subscriptionType,
 // subscriptionInitialPosition, receiverQueueSize, zero-queue, max-inflight,
-// complete-at-end, failure-strategy, max-attempts, retry-strategy, retry-delay,
+// complete-at-end, ackTimeoutMillis, failure-strategy (babelqueue, nack, fail, ignore,
+// continue, reconsume-later), max-attempts, retry-strategy, retry-delay,
 // dead-letter-enabled, dead-letter-topic, negativeAck.redeliveryDelay,
-// deadLetterPolicy.*, batchIndexAckEnabled; max-inflight-messages,
+// negativeAck.redeliveryBackoff, reconsumeLater.delay, deadLetterPolicy.*,
+// batchIndexAckEnabled; max-inflight-messages,
 // waitForWriteCompletion, producerName, sendTimeoutMs, maxPendingMessages, batching*,
 // compressionType), rejects invalid values and combinations at Start with
 // messaging.ErrInvalidAttribute (retry-strategy=nack on Exclusive/Failover,
@@ -147,10 +149,10 @@
 //
 // # Deviations of the reactive endpoints and the connector
 //
-//   - Implemented failure strategies: babelqueue, nack, fail, ignore. continue and
-//     reconsume-later, ack-strategy=cumulative, ackTimeoutMillis and
-//     negativeAck.redeliveryBackoff are declared but refused at Start as not supported
-//     by this version (messaging.ErrInvalidAttribute).
+//   - ack-strategy=cumulative is declared but refused at Start as not supported by this
+//     version (messaging.ErrInvalidAttribute): every settlement acks individually.
+//   - failure-strategy=continue frees the in-flight slot at the nack; the ack timeout
+//     then negatively acknowledges the message so that the broker redelivers it.
 //   - sendTimeoutMs also applies to incoming channels: it bounds the sends of their
 //     retry and dead-letter producers.
 //   - The runtime passes only declared attributes, so the connector declares the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -40,6 +41,14 @@ const (
 	FailureFail FailureStrategy = "fail"
 	// FailureIgnore logs a warning and acknowledges.
 	FailureIgnore FailureStrategy = "ignore"
+	// FailureContinue only logs: the message stays unacknowledged and its slot is freed;
+	// the ack timeout (required) negatively acknowledges it later, so that the broker
+	// redelivers it.
+	FailureContinue FailureStrategy = "continue"
+	// FailureReconsumeLater calls the client's ReconsumeLaterWithCustomProperties (the
+	// subscription is created with RetryEnable): the message goes to the client's retry
+	// topic, and to its dead-letter topic after DLQ.MaxDeliveries.
+	FailureReconsumeLater FailureStrategy = "reconsume-later"
 )
 
 // ErrSourceFailed is the error a Source signals downstream after a nack under the
@@ -93,6 +102,14 @@ type SourceOptions struct {
 	DeadLetter dlq.Config
 	// SenderOptions adjusts the options of the retry and dead-letter producers.
 	SenderOptions func(*apulsar.ProducerOptions)
+	// AckTimeout nacks a delivered message left unsettled for longer, with an error
+	// wrapping messaging.ErrSettleTimeout, through the failure strategy; a later
+	// settlement by the stage is then ignored (it gets messaging.ErrAlreadySettled).
+	// Default: 0, off.
+	AckTimeout time.Duration
+	// ReconsumeDelay is the delay of [FailureReconsumeLater] when the nack names none.
+	// Default: 3 s.
+	ReconsumeDelay time.Duration
 	// DeadLetterHook is called after a message was written to its dead-letter topic.
 	DeadLetterHook func(ctx context.Context, md IncomingMetadata, reason error)
 	// Logger receives the source's logs. Default: zap.NewNop().
@@ -114,6 +131,8 @@ type Source struct {
 	hook          func(context.Context, IncomingMetadata, error)
 	logger        *zap.Logger
 	completeAtEnd bool
+	ackTimeout    time.Duration
+	reconsume     time.Duration
 	ends          map[string]apulsar.MessageID // per topic: the last message at creation
 
 	wake chan struct{} // capacity 1: the pump may receive again
@@ -130,7 +149,8 @@ type Source struct {
 	failure    error    // fatal: OnError downstream, not live
 	ready      bool
 	reasons    []string
-	settled    chan struct{} // closed and replaced on every settlement
+	settled    chan struct{}             // closed and replaced on every settlement
+	timers     map[*delivery]*time.Timer // ack timeouts of unsettled messages
 	closeOnce  sync.Once
 }
 
@@ -153,7 +173,7 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	co := o.Consumer
+	co := o.Consumer // after sourceConsumerConfig, which may set RetryEnable
 	if co.ReceiverQueueSize == 0 && !co.EnableZeroQueueConsumer {
 		co.ReceiverQueueSize = min(1000, 2*o.MaxInflight)
 	}
@@ -170,6 +190,9 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 		hook:          o.DeadLetterHook,
 		logger:        cfg.logger,
 		completeAtEnd: o.CompleteAtEnd,
+		ackTimeout:    o.AckTimeout,
+		reconsume:     o.ReconsumeDelay,
+		timers:        map[*delivery]*time.Timer{},
 		wake:          make(chan struct{}, 1),
 		settled:       make(chan struct{}),
 		ready:         true,
@@ -221,14 +244,25 @@ func sourceConsumerConfig(o *SourceOptions) (consumerConfig, error) {
 		o.FailureStrategy = FailureBabelQueue
 	}
 	switch o.FailureStrategy {
-	case FailureBabelQueue, FailureNack, FailureFail, FailureIgnore:
+	case FailureBabelQueue, FailureNack, FailureFail, FailureIgnore, FailureContinue:
+	case FailureReconsumeLater:
+		if o.Consumer.EnableZeroQueueConsumer {
+			return cfg, fmt.Errorf("%w: reconsume-later cannot be combined with a zero-queue consumer", ErrInvalidOption)
+		}
+		o.Consumer.RetryEnable = true
 	default:
 		return cfg, fmt.Errorf("%w: failure strategy %q", ErrInvalidOption, o.FailureStrategy)
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = retry.DefaultMaxAttempts
 	}
-	if o.MaxAttempts < 0 || o.RetryDelay < 0 {
+	if o.FailureStrategy == FailureContinue && o.AckTimeout <= 0 {
+		return cfg, fmt.Errorf("%w: failure strategy continue needs an ack timeout", ErrInvalidOption)
+	}
+	if o.ReconsumeDelay == 0 {
+		o.ReconsumeDelay = 3 * time.Second
+	}
+	if o.MaxAttempts < 0 || o.RetryDelay < 0 || o.AckTimeout < 0 || o.ReconsumeDelay < 0 {
 		return cfg, fmt.Errorf("%w: max attempts %d, retry delay %s", ErrInvalidOption, o.MaxAttempts, o.RetryDelay)
 	}
 	if err := o.DeadLetter.Validate(); err != nil {
@@ -464,18 +498,31 @@ func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 		RedeliveryCount: msg.RedeliveryCount(), ProducerName: msg.ProducerName(),
 		Attempts: reconciled, URN: d.urn,
 	}
+	var continued atomic.Bool // nacked under continue: the slot is free, the timeout redelivers
 	m := messaging.NewMessage(msg.Payload(),
 		messaging.WithMetadata(messaging.NewMetadata(md)),
 		messaging.WithAckFunc(func(context.Context) error {
+			s.stopTimer(d)
 			s.cons.ack(d)
 			s.release(false)
 			return nil
 		}),
 		messaging.WithNackFunc(func(ctx context.Context, reason error, o messaging.NackOptions) error {
+			if s.strategy == FailureContinue && !errors.Is(reason, messaging.ErrSettleTimeout) {
+				s.logger.Warn("nacked message left unacknowledged until the ack timeout (failure-strategy continue)",
+					zap.String("channel", s.channel), zap.Error(reason))
+				continued.Store(true)
+				s.release(false)
+				return nil
+			}
+			s.stopTimer(d)
 			s.settleNack(ctx, d, md, reason, o)
 			s.release(false)
 			return nil
 		}))
+	if s.ackTimeout > 0 {
+		s.startTimer(d, m, &continued) //nolint:contextcheck // the timeout outlives the pump's ctx by design
+	}
 	s.mu.Lock()
 	s.queue = append(s.queue, queued{m: m, d: d})
 	if end {
@@ -484,6 +531,35 @@ func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 	out := s.out
 	s.mu.Unlock()
 	out.Signal()
+}
+
+// startTimer arms the ack timeout of a received message.
+func (s *Source) startTimer(d *delivery, m messaging.Message[[]byte], continued *atomic.Bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.timers[d] = time.AfterFunc(s.ackTimeout, func() {
+		if continued.Load() {
+			s.mu.Lock()
+			delete(s.timers, d)
+			s.mu.Unlock()
+			s.pc.Nack(d.msg) // redeliver; the slot was freed by the nack
+			return
+		}
+		reason := fmt.Errorf("%w: unsettled after %s on channel %q", messaging.ErrSettleTimeout, s.ackTimeout, s.channel)
+		if err := m.Nack(context.Background(), reason); err != nil && !errors.Is(err, messaging.ErrAlreadySettled) {
+			s.logger.Warn("ack timeout nack failed", zap.String("channel", s.channel), zap.Error(err))
+		}
+	})
+}
+
+// stopTimer disarms the ack timeout of a settled message.
+func (s *Source) stopTimer(d *delivery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.timers[d]; ok {
+		t.Stop()
+		delete(s.timers, d)
+	}
 }
 
 // settleNack applies the failure strategy to a nacked message. With babelqueue it runs
@@ -500,6 +576,16 @@ func (s *Source) settleNack(ctx context.Context, d *delivery, md IncomingMetadat
 		return
 	case FailureFail:
 		s.fatal(fmt.Errorf("%w: channel %q: %w", ErrSourceFailed, s.channel, reason))
+		return
+	case FailureContinue: // the ack timeout: redeliver
+		s.pc.Nack(d.msg)
+		return
+	case FailureReconsumeLater:
+		delay := o.Delay
+		if delay <= 0 {
+			delay = s.reconsume
+		}
+		s.pc.ReconsumeLaterWithCustomProperties(d.msg, o.Properties, delay)
 		return
 	case FailureBabelQueue:
 	}
@@ -636,6 +722,12 @@ func (s *Source) Close(ctx context.Context) error {
 		}
 		s.giveBack(queued)
 		err = s.awaitSettled(ctx)
+		s.mu.Lock()
+		for d, t := range s.timers {
+			t.Stop()
+			delete(s.timers, d)
+		}
+		s.mu.Unlock()
 		s.cons.senders.close()
 		s.pc.Close()
 	})
