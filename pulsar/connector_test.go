@@ -237,7 +237,7 @@ func TestSink_FailedSendsAreNacked(t *testing.T) {
 	client := newClient(t, b)
 	topic := uniqueTopic(t, "sinkfail")
 	sink, err := bqpulsar.NewSink(client, bqpulsar.SinkOptions{
-		Producer: apulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: 2 * time.Second},
+		Producer: apulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 1, SendTimeout: 300 * time.Millisecond},
 		Window:   2,
 	})
 	require.NoError(t, err)
@@ -521,4 +521,69 @@ func TestSource_ReconsumeLater(t *testing.T) {
 	require.Equal(t, "later", md.Properties["why"])
 	require.Equal(t, "m-0", string(ms.received()[1].Payload()))
 	require.NoError(t, ms.received()[1].Ack(t.Context()))
+}
+
+func TestSource_ZeroQueue(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 5, func(o *bqpulsar.SourceOptions) {
+		o.MaxInflight = 2
+		o.Consumer.EnableZeroQueueConsumer = true
+	})
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(1)
+	eventually(t, func() bool { return len(ms.received()) == 1 }, "one permit, one message")
+	time.Sleep(settleQuiet)
+	require.Len(t, ms.received(), 1)
+	ms.request(reactive.Unbounded)
+	for settled := 0; settled < 5; {
+		msgs := ms.received()
+		require.LessOrEqual(t, len(msgs)-settled, 2)
+		if settled < len(msgs) {
+			require.NoError(t, msgs[settled].Ack(t.Context()))
+			settled++
+			continue
+		}
+		time.Sleep(time.Millisecond)
+	}
+	eventually(t, func() bool { done, _ := ms.terminal(); return done }, "completes at the end")
+}
+
+func TestSink_NoWaitForWriteCompletion(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "nowait")
+	col := collect(t, client, topic)
+	sink, err := bqpulsar.NewSink(client, bqpulsar.SinkOptions{
+		Producer: apulsar.ProducerOptions{Topic: topic}, Window: 3, NoWaitForWriteCompletion: true,
+	})
+	require.NoError(t, err)
+	p := &windowPublisher{total: 50, window: 3}
+	p.Subscribe(sink)
+	eventually(t, func() bool { return p.settled.Load() == p.total }, "acked on enqueue")
+	require.NoError(t, sink.Close(t.Context()), "Close flushes")
+	col.wait(t, 50, waitLong)
+}
+
+func TestSink_OutgoingMetadata(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "md")
+	col := collect(t, client, topic)
+	env, err := envelope.Make("urn:babel:a:b", map[string]any{"x": 1}, envelope.WithQueue("q"))
+	require.NoError(t, err)
+	payload, err := env.Encode()
+	require.NoError(t, err)
+	projecting, err := bqpulsar.NewSink(client, bqpulsar.SinkOptions{Producer: apulsar.ProducerOptions{Topic: topic}, ProjectEnvelope: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = projecting.Close(context.Background()) })
+	m := messaging.WithMetadataItems(messaging.NewMessage(payload), bqpulsar.OutgoingMetadata{
+		Key: "k1", Properties: map[string]string{"app": "x", bqpulsar.PropJob: "urn:babel:wrong:one"},
+	})
+	reactive.FromSlice(m).Subscribe(projecting)
+	got := col.wait(t, 1, waitLong)
+	require.Equal(t, "k1", got[0].Key())
+	require.Equal(t, "x", got[0].Properties()["app"])
+	require.Equal(t, "urn:babel:a:b", got[0].Properties()[bqpulsar.PropJob], "bq-* of the envelope win")
 }
