@@ -177,11 +177,23 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 	s.pending++
 	s.mu.Unlock()
 	pm := s.message(m)
+	// Settle outside the producer lock: a settlement may request more, and the upstream
+	// may then call OnNext again on this goroutine.
+	switch sent := s.send(m, pm); {
+	case !sent:
+		s.settle(context.Background(), sendResult{m: m, err: fmt.Errorf("%w: sink %q", messaging.ErrClosed, s.channel)}, true)
+	case s.noWait:
+		s.settle(context.Background(), sendResult{m: m}, true)
+	}
+}
+
+// send enqueues pm unless the producer is closed; with write completion the callback
+// hands the outcome to the worker.
+func (s *Sink) send(m messaging.Message[[]byte], pm *apulsar.ProducerMessage) bool {
 	s.prodMu.RLock()
 	defer s.prodMu.RUnlock()
 	if s.prodClosed {
-		s.settle(context.Background(), sendResult{m: m, err: fmt.Errorf("%w: sink %q", messaging.ErrClosed, s.channel)}, true)
-		return
+		return false
 	}
 	if s.noWait {
 		s.producer.SendAsync(context.Background(), pm, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
@@ -190,8 +202,7 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 				s.noteResult(err)
 			}
 		})
-		s.settle(context.Background(), sendResult{m: m}, true)
-		return
+		return true
 	}
 	s.producer.SendAsync(context.Background(), pm, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
 		select {
@@ -201,6 +212,7 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 			go s.settle(context.Background(), sendResult{m: m, err: err}, true)
 		}
 	})
+	return true
 }
 
 // message builds the Pulsar message of m: payload, OutgoingMetadata, and the bq-*
