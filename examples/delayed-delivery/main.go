@@ -103,22 +103,8 @@ func run(ctx context.Context, w io.Writer) (err error) {
 	}
 	fmt.Fprintf(w, "published %d reminders with delays 0s, 1s and 2s\n", len(reminders))
 
-	runCtx, stop := context.WithCancel(ctx)
-	errc := make(chan error, 2)
-	go func() { errc <- shared.Run(runCtx) }()
-	go func() { errc <- exclusive.Run(runCtx) }()
-	select {
-	case <-all:
-	case <-ctx.Done():
-	}
-	stop()
-	for range 2 {
-		if err := <-errc; err != nil && runCtx.Err() == nil {
-			return fmt.Errorf("consume: %w", err)
-		}
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("not every reminder arrived: %w", ctx.Err())
+	if err := exampleenv.RunUntil(ctx, all, shared, exclusive); err != nil {
+		return err
 	}
 	mu.Lock()
 	defer mu.Unlock()

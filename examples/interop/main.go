@@ -169,19 +169,8 @@ func run(ctx context.Context, w io.Writer, fixtureDir string) (err error) {
 		fmt.Fprintf(w, "sent as %s\n", f.from)
 	}
 
-	runCtx, stop := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- consumer.Run(runCtx) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-	stop()
-	if err := <-errc; err != nil && runCtx.Err() == nil {
-		return fmt.Errorf("consume: %w", err)
-	}
-	if got := int(handled.Load()); got != len(all) {
-		return fmt.Errorf("handled %d of %d foreign messages", got, len(all))
+	if err := exampleenv.RunUntil(ctx, done, consumer); err != nil {
+		return fmt.Errorf("handled %d of %d foreign messages: %w", handled.Load(), len(all), err)
 	}
 	fmt.Fprintf(w, "done: %d foreign messages handled\n", len(all))
 	return nil

@@ -114,23 +114,8 @@ func run(ctx context.Context, w io.Writer) (err error) {
 	}
 	fmt.Fprintf(w, "published %d events for %d accounts, interleaved\n", accounts*perKey, accounts)
 
-	runCtx, stop := context.WithCancel(ctx)
-	errc := make(chan error, len(consumers))
-	for _, c := range consumers {
-		go func() { errc <- c.Run(runCtx) }()
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-	stop()
-	for range consumers {
-		if err := <-errc; err != nil && runCtx.Err() == nil {
-			return fmt.Errorf("consume: %w", err)
-		}
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("not every event was handled: %w", ctx.Err())
+	if err := exampleenv.RunUntil(ctx, done, consumers...); err != nil {
+		return err
 	}
 
 	mu.Lock()

@@ -81,19 +81,8 @@ func run(ctx context.Context, w io.Writer) (err error) {
 	}
 	fmt.Fprintf(w, "published %d orders to %s\n", n, topic)
 
-	runCtx, stop := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- consumer.Run(runCtx) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-	stop()
-	if err := <-errc; err != nil && runCtx.Err() == nil {
-		return fmt.Errorf("consume: %w", err)
-	}
-	if got := handled.Load(); got != n {
-		return fmt.Errorf("handled %d of %d orders before the deadline", got, n)
+	if err := exampleenv.RunUntil(ctx, done, consumer); err != nil {
+		return fmt.Errorf("handled %d of %d orders: %w", handled.Load(), n, err)
 	}
 	fmt.Fprintf(w, "done: %d published, %d handled\n", n, n)
 	return nil

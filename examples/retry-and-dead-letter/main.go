@@ -127,19 +127,8 @@ func run(ctx context.Context, w io.Writer) (err error) {
 		}
 	}
 
-	runCtx, stop := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- consumer.Run(runCtx) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-	stop()
-	if err := <-errc; err != nil && runCtx.Err() == nil {
-		return fmt.Errorf("consume: %w", err)
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("the demo did not complete: %w", ctx.Err())
+	if err := exampleenv.RunUntil(ctx, done, consumer); err != nil {
+		return err
 	}
 
 	msg, err := reader.Next(ctx)

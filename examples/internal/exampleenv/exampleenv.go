@@ -83,3 +83,33 @@ func (e *Env) closeBroker() error {
 	}
 	return nil
 }
+
+// RunUntil runs the consumers until done is closed or ctx ends, then stops them and waits
+// for their Run to return. It returns the first error a consumer stopped with for another
+// reason than being stopped, or ctx's error when ctx ended before done.
+func RunUntil(ctx context.Context, done <-chan struct{}, consumers ...*bqpulsar.Consumer) error {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, len(consumers))
+	for _, c := range consumers {
+		go func() { errc <- c.Run(runCtx) }()
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	stop()
+	var first error
+	for range consumers {
+		if err := <-errc; err != nil && !errors.Is(err, context.Canceled) && first == nil {
+			first = fmt.Errorf("consume: %w", err)
+		}
+	}
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stopped before the work was done: %w", err)
+	}
+	return nil
+}
