@@ -587,3 +587,34 @@ func TestSink_OutgoingMetadata(t *testing.T) {
 	require.Equal(t, "x", got[0].Properties()["app"])
 	require.Equal(t, "urn:babel:a:b", got[0].Properties()[bqpulsar.PropJob], "bq-* of the envelope win")
 }
+
+func TestSource_SurvivesADroppedConnection(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	const total = 20
+	src := newTestSource(t, client, total, func(o *bqpulsar.SourceOptions) { o.MaxInflight = 4 })
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	seen := map[string]bool{}
+	for settled := 0; len(seen) < total; {
+		msgs := ms.received()
+		if settled < len(msgs) {
+			seen[string(msgs[settled].Payload())] = true
+			require.NoError(t, msgs[settled].Ack(t.Context()))
+			settled++
+			if settled == 5 {
+				b.DropConnections()
+			}
+			continue
+		}
+		if done, err := ms.terminal(); done {
+			require.NoError(t, err)
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.Len(t, seen, total, "every message delivered across the reconnect")
+	h := src.Health()
+	require.True(t, h.Live && h.Started, "%+v", h)
+}
