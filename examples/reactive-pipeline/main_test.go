@@ -9,16 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// pulsar-client-go v0.19.0 leaves this per-producer goroutine until its SendTimeout
-		// timer fires after Close: the client's, not ours.
-		goleak.IgnoreTopFunction("github.com/apache/pulsar-client-go/pulsar.(*partitionProducer).failTimeoutMessages"),
-	)
-}
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 func TestReactivePipeline(t *testing.T) {
 	t.Setenv("PULSAR_URL", "")
