@@ -335,12 +335,12 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 	if retryNack && !shared {
 		a.invalid("%s=nack needs a Shared or Key_Shared subscription (no broker redelivery count on %s)", AttrRetryStrategy, subTypeName(subType))
 	}
-	cumulative := attr[string](a, AttrAckStrategy) == "cumulative"
+	o.CumulativeAck = attr[string](a, AttrAckStrategy) == "cumulative"
 	switch {
-	case cumulative && shared:
+	case o.CumulativeAck && shared:
 		a.invalid("%s=cumulative is not allowed on %s subscriptions", AttrAckStrategy, subTypeName(subType))
-	case cumulative:
-		a.invalid("%s=cumulative is not supported by this version", AttrAckStrategy)
+	case o.CumulativeAck && o.FailureStrategy == FailureReconsumeLater:
+		a.invalid("%s=cumulative is not allowed with %s=reconsume-later (the client acknowledges the original itself)", AttrAckStrategy, AttrFailureStrategy)
 	}
 	ackTimeout := attr[int](a, AttrAckTimeoutMillis)
 	if ackTimeout < 0 {

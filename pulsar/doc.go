@@ -149,8 +149,12 @@
 //
 // # Deviations of the reactive endpoints and the connector
 //
-//   - ack-strategy=cumulative is declared but refused at Start as not supported by this
-//     version (messaging.ErrInvalidAttribute): every settlement acks individually.
+//   - ack-strategy=cumulative is also refused with failure-strategy=reconsume-later: the
+//     client acknowledges the original itself once the retry copy is written, and a
+//     cumulative acknowledgement could cover it before. A nacked message under
+//     ack-strategy=cumulative makes the broker of the Exclusive or Failover subscription
+//     redeliver every unacknowledged message after it, so messages settled after it but
+//     not yet covered by a cumulative acknowledgement are delivered again (at least once).
 //   - failure-strategy=continue frees the in-flight slot at the nack; the ack timeout
 //     then negatively acknowledges the message so that the broker redelivers it.
 //   - sendTimeoutMs also applies to incoming channels: it bounds the sends of their

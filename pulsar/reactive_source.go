@@ -102,6 +102,14 @@ type SourceOptions struct {
 	DeadLetter dlq.Config
 	// SenderOptions adjusts the options of the retry and dead-letter producers.
 	SenderOptions func(*apulsar.ProducerOptions)
+	// CumulativeAck acknowledges cumulatively (ack-strategy=cumulative, RUNTIME.md
+	// §12.5): AckCumulative on the last message of the settled prefix of each topic
+	// (partition), in delivery order, so that no acknowledgement covers a message that
+	// may still be nacked. It needs an Exclusive or Failover subscription and cannot be
+	// combined with [FailureReconsumeLater] (the client acknowledges the original itself,
+	// after writing the retry copy). Default: false, every settlement acknowledges
+	// individually.
+	CumulativeAck bool
 	// AckTimeout nacks a delivered message left unsettled for longer, with an error
 	// wrapping messaging.ErrSettleTimeout, through the failure strategy; a later
 	// settlement by the stage is then ignored (it gets messaging.ErrAlreadySettled).
@@ -126,6 +134,8 @@ type Source struct {
 	channel       string
 	cons          *Consumer // settlement: ack, retry, exhaust, dead letters
 	pc            apulsar.Consumer
+	settler       Settler            // pc, or cumulative
+	cumulative    *cumulativeSettler // nil unless CumulativeAck
 	maxInflight   int
 	strategy      FailureStrategy
 	hook          func(context.Context, IncomingMetadata, error)
@@ -181,10 +191,18 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pulsar: subscribe %q: %w", co.SubscriptionName, err)
 	}
+	var settler Settler = pc
+	var cumulative *cumulativeSettler
+	if o.CumulativeAck {
+		cumulative = newCumulativeSettler(pc)
+		settler = cumulative
+	}
 	s := &Source{
 		channel:       o.Channel,
-		cons:          newConsumer(cfg, pc, pc, clientSenders(client, cfg)),
+		cons:          newConsumer(cfg, pc, settler, clientSenders(client, cfg)),
 		pc:            pc,
+		settler:       settler,
+		cumulative:    cumulative,
 		maxInflight:   o.MaxInflight,
 		strategy:      o.FailureStrategy,
 		hook:          o.DeadLetterHook,
@@ -252,6 +270,14 @@ func sourceConsumerConfig(o *SourceOptions) (consumerConfig, error) {
 		o.Consumer.RetryEnable = true
 	default:
 		return cfg, fmt.Errorf("%w: failure strategy %q", ErrInvalidOption, o.FailureStrategy)
+	}
+	if o.CumulativeAck {
+		switch {
+		case co.Type == apulsar.Shared || co.Type == apulsar.KeyShared:
+			return cfg, fmt.Errorf("%w: cumulative acknowledgement on a %s subscription", ErrInvalidOption, subTypeName(co.Type))
+		case o.FailureStrategy == FailureReconsumeLater:
+			return cfg, fmt.Errorf("%w: cumulative acknowledgement cannot be combined with reconsume-later", ErrInvalidOption)
+		}
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = retry.DefaultMaxAttempts
@@ -405,7 +431,7 @@ func (s *Source) cancelled() {
 // broker redelivers them; they count no attempt.
 func (s *Source) giveBack(qs []queued) {
 	for _, q := range qs {
-		s.pc.Nack(q.d.msg)
+		s.settler.Nack(q.d.msg)
 		s.release(false)
 	}
 }
@@ -435,7 +461,7 @@ func (s *Source) pump(ctx context.Context) {
 		msg, err := s.pc.Receive(ctx)
 		if ctx.Err() != nil {
 			if err == nil && msg != nil {
-				s.pc.Nack(msg) // received as the pump stopped: let the broker redeliver it
+				s.settler.Nack(msg) // received as the pump stopped: let the broker redeliver it
 			}
 			return
 		}
@@ -464,6 +490,9 @@ func (s *Source) pump(ctx context.Context) {
 // accept runs the contract's pre-dispatch rules on msg and queues it for delivery; a
 // bq-schema-version rejection is settled here, on the pump, and never delivered.
 func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
+	if s.cumulative != nil {
+		s.cumulative.track(msg) // in delivery order: accept runs on the pump only
+	}
 	s.mu.Lock()
 	s.inflight++
 	end := s.completeAtEnd && s.reachedEnd(msg)
@@ -542,7 +571,7 @@ func (s *Source) startTimer(d *delivery, m messaging.Message[[]byte], continued 
 			s.mu.Lock()
 			delete(s.timers, d)
 			s.mu.Unlock()
-			s.pc.Nack(d.msg) // redeliver; the slot was freed by the nack
+			s.settler.Nack(d.msg) // redeliver; the slot was freed by the nack
 			return
 		}
 		reason := fmt.Errorf("%w: unsettled after %s on channel %q", messaging.ErrSettleTimeout, s.ackTimeout, s.channel)
@@ -568,7 +597,7 @@ func (s *Source) stopTimer(d *delivery) {
 func (s *Source) settleNack(ctx context.Context, d *delivery, md IncomingMetadata, reason error, o messaging.NackOptions) {
 	switch s.strategy {
 	case FailureNack:
-		s.pc.Nack(d.msg)
+		s.settler.Nack(d.msg)
 		return
 	case FailureIgnore:
 		s.logger.Warn("nacked message acknowledged (failure-strategy ignore)", zap.String("channel", s.channel), zap.Error(reason))
@@ -578,7 +607,7 @@ func (s *Source) settleNack(ctx context.Context, d *delivery, md IncomingMetadat
 		s.fatal(fmt.Errorf("%w: channel %q: %w", ErrSourceFailed, s.channel, reason))
 		return
 	case FailureContinue: // the ack timeout: redeliver
-		s.pc.Nack(d.msg)
+		s.settler.Nack(d.msg)
 		return
 	case FailureReconsumeLater:
 		delay := o.Delay
