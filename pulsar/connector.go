@@ -184,7 +184,7 @@ func (*Connector) Attributes() []messaging.Attribute {
 		{Name: AttrTLSHostnameVerify, Type: boolean, Default: "false", Description: "verify the server host name"},
 		{Name: AttrOperationTimeoutMs, Type: integer, Default: "30000", Description: "client operation timeout"},
 		{Name: AttrConnectionTimeoutMs, Type: integer, Default: "10000", Description: "client connection timeout"},
-		{Name: AttrTracingEnabled, Type: boolean, Default: "true", Description: "trace properties (bq-trace-id of envelopes)"},
+		{Name: AttrTracingEnabled, Type: boolean, Default: "true", Description: "W3C traceparent property, derived from the trace id when absent"},
 		{Name: AttrSubscriptionName, Type: str, Default: "babelqueue", Directions: dirIn, Description: "subscription name"},
 		{Name: AttrSubscriptionType, Type: enum, Default: "Shared", Enum: []string{"Exclusive", "Shared", "Failover", "Key_Shared"}, Directions: dirIn, Description: "subscription type"},
 		{Name: AttrInitialPosition, Type: enum, Default: "Latest", Enum: []string{"Latest", "Earliest"}, Directions: dirIn, Description: "cursor of a new subscription"},
@@ -490,6 +490,7 @@ func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (mess
 		Channel: ch, Producer: po, Window: window,
 		NoWaitForWriteCompletion: !attr[bool](a, AttrWaitForWrite),
 		ProjectEnvelope:          codec == CodecBabelQueue,
+		Tracing:                  attr[bool](a, AttrTracingEnabled),
 		Logger:                   c.cfg.logger.With(zap.String("channel", ch)),
 	}
 	if err := a.err(); err != nil {

@@ -164,8 +164,14 @@
 //     bq-* properties of each envelope.
 //   - WithLogger is the publisher and consumer option; the connector's is
 //     [WithConnectorLogger].
-//   - tracing-enabled is declared; the only trace property written is the envelope's
-//     bq-trace-id (no W3C traceparent).
+//   - tracing-enabled (default true) makes the sink write a W3C traceparent property:
+//     one in the outgoing metadata's properties is kept; otherwise it is derived from
+//     the trace id (the envelope's trace_id on codec=babelqueue channels, else a
+//     bq-trace-id property) when that is a UUID: "00-<the UUID's 32 hex digits>-<16
+//     random hex digits>-01" (no OpenTelemetry dependency, so no span is started and
+//     the parent-id names no recorded span). Other trace ids get no traceparent. With
+//     tracing-enabled=false no traceparent is written; bq-trace-id stays, as one of the
+//     contract's bq-* properties of envelopes. The source does not read traceparent.
 //   - A payload that is not an envelope is retried and dead-lettered byte for byte with
 //     its properties (bq-attempts set); a body that fails the babelqueue codec gets the
 //     ADR-0035 poison copy.

@@ -2,14 +2,18 @@ package pulsar
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
@@ -19,6 +23,9 @@ import (
 
 // DefaultSendWindow is the default send window of a [Sink] (max-inflight-messages).
 const DefaultSendWindow = 1000
+
+// PropTraceparent is the W3C Trace Context property a [Sink] writes when tracing is on.
+const PropTraceparent = "traceparent"
 
 // ErrSinkFailed is recorded (and the upstream cancelled) when a Sink's producer fails
 // for good: closed, fenced, topic terminated or not authorised.
@@ -58,6 +65,14 @@ type SinkOptions struct {
 	// ([ProjectProperties]; they win over metadata properties). The connector sets it for
 	// channels with codec=babelqueue. Default: false.
 	ProjectEnvelope bool
+	// Tracing writes a W3C traceparent property (tracing-enabled): a traceparent already
+	// in the OutgoingMetadata properties is kept; otherwise one is derived from the trace
+	// id (the envelope's trace_id when ProjectEnvelope is set and the payload is an
+	// envelope, else a bq-trace-id property) when it is a UUID: version 00, trace-id the
+	// UUID's 32 hex digits, a random 16-hex-digit parent-id, flags 01 (sampled). Nothing
+	// is written for other trace ids. The connector sets it from tracing-enabled
+	// (default true). Default: false.
+	Tracing bool
 	// Logger receives the sink's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
@@ -74,6 +89,7 @@ type Sink struct {
 	window   int
 	noWait   bool
 	project  bool
+	tracing  bool
 	logger   *zap.Logger
 
 	results chan sendResult // settled by the worker, capacity window
@@ -137,7 +153,7 @@ func NewSink(client apulsar.Client, o SinkOptions) (*Sink, error) {
 	}
 	s := &Sink{
 		channel: o.Channel, producer: p, in: reactive.NewInlet(int64(o.Window)), window: o.Window,
-		noWait: o.NoWaitForWriteCompletion, project: o.ProjectEnvelope, logger: o.Logger,
+		noWait: o.NoWaitForWriteCompletion, project: o.ProjectEnvelope, tracing: o.Tracing, logger: o.Logger,
 		results: make(chan sendResult, o.Window), quit: make(chan struct{}), done: make(chan struct{}),
 		ready: true, flushReq: make(chan struct{}, 1),
 	}
@@ -238,7 +254,32 @@ func (s *Sink) message(m messaging.Message[[]byte]) *apulsar.ProducerMessage {
 			}
 		}
 	}
+	if s.tracing {
+		if _, ok := pm.Properties[PropTraceparent]; !ok {
+			if tp := Traceparent(pm.Properties[PropTraceID]); tp != "" {
+				pm.Properties = withProp(pm.Properties, PropTraceparent, tp)
+			}
+		}
+	}
 	return pm
+}
+
+// Traceparent returns a W3C traceparent for a BabelQueue trace id that is a UUID:
+// "00-<the UUID's 32 lower-case hex digits>-<16 random hex digits>-01". It returns ""
+// when traceID is not a UUID or is the nil UUID (an all-zero trace-id is invalid).
+func Traceparent(traceID string) string {
+	if traceID == "" {
+		return ""
+	}
+	u, err := uuid.Parse(traceID)
+	if err != nil || u == uuid.Nil {
+		return ""
+	}
+	var parent [8]byte
+	for binary.BigEndian.Uint64(parent[:]) == 0 { // an all-zero parent-id is invalid
+		binary.BigEndian.PutUint64(parent[:], rand.Uint64())
+	}
+	return "00-" + hex.EncodeToString(u[:]) + "-" + hex.EncodeToString(parent[:]) + "-01"
 }
 
 func withProp(p map[string]string, k, v string) map[string]string {
