@@ -128,8 +128,10 @@ type Sink interface {
 }
 
 // ChannelConfig is the configuration a connector receives for one channel:
-// the attributes it declared (channel > connector level > declared default),
-// plus "channel-name" and "connector".
+// the attributes it declared for the direction (channel > connector level >
+// declared default), the runtime's reserved attributes whether declared or not
+// ("connector", "codec", "enabled", "health-enabled", outgoing "merge"), and
+// "channel-name".
 type ChannelConfig interface {
 	Channel() string
 	Connector() string
@@ -176,22 +178,20 @@ type channelConfig struct {
 	decl      map[string]Attribute
 }
 
-// NewChannelConfig returns a ChannelConfig of attrs (as channel attributes)
-// over the defaults of decl, for connector tests.
+// NewChannelConfig returns the ChannelConfig the runtime would pass to a connector
+// declaring decl for a channel configured with attrs (channel attributes), for connector
+// tests. It flattens like the resolver (RUNTIME.md §9.3): declared and reserved defaults,
+// aliases mapped to their names, only the attributes decl declares for d plus the
+// runtime's reserved ones ("connector", "channel-name", "codec", "enabled",
+// "health-enabled", outgoing "merge"), whether declared or not. Unlike Start it cannot
+// report problems: unknown attributes are dropped (the resolver warns, or fails in
+// strict mode) and values are checked only when read with Attr.
 func NewChannelConfig(channel, connector string, d Direction, attrs map[string]string, decl []Attribute) ChannelConfig {
-	c := &channelConfig{channel: channel, connector: connector, dir: d, values: map[string]attrValue{}, decl: map[string]Attribute{}}
-	for _, a := range decl {
-		c.decl[a.Name] = a
-		if a.Default != "" {
-			c.values[a.Name] = attrValue{value: a.Default, origin: "default"}
-		}
-	}
+	level := make(map[string]entry, len(attrs))
 	for k, v := range attrs {
-		c.values[k] = attrValue{value: v, origin: "channel"}
+		level[k] = entry{value: v}
 	}
-	c.values[AttrChannelName] = attrValue{value: channel, origin: "runtime"}
-	c.values[AttrConnector] = attrValue{value: connector, origin: "runtime"}
-	return c
+	return flatten(channel, connector, d, decl, nil, level).cfg
 }
 
 func (c *channelConfig) Channel() string      { return c.channel }

@@ -153,35 +153,85 @@ func (r *Runtime) resolveChannel(res *resolution, dir Direction, ch string, attr
 		})
 		return nil
 	}
-	decl := map[string]Attribute{}
+	f := flatten(ch, name, dir, conn.Attributes(), connAttrs[name], attrs)
+	for _, k := range f.unknown {
+		res.report(res.strict, &Problem{
+			Kind: UnknownAttribute, Channel: ch, Connector: name, Attribute: k,
+			Err: fmt.Errorf("messaging: connector %q does not declare attribute %q", name, k),
+		})
+	}
+	for _, k := range f.deprecated {
+		res.warnings = append(res.warnings, &Problem{
+			Kind: InvalidAttribute, Channel: ch, Connector: name, Attribute: k,
+			Err: fmt.Errorf("messaging: attribute %q is deprecated", k),
+		})
+	}
+	c, values := f.cfg, f.cfg.values
+	for _, n := range slices.Sorted(maps.Keys(values)) {
+		a, ok := c.decl[n]
+		if !ok {
+			continue // channel-name
+		}
+		if err := a.validate(values[n].value); err != nil {
+			res.problems = append(res.problems, &Problem{
+				Kind: InvalidAttribute, Channel: ch, Connector: name, Attribute: n,
+				Err: fmt.Errorf("messaging: attribute %q: %w", n, err),
+			})
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(f.declared)) {
+		if _, ok := values[n]; !ok && f.declared[n].Mandatory {
+			res.problems = append(res.problems, &Problem{
+				Kind: MissingAttribute, Channel: ch, Connector: name, Attribute: n,
+				Err: fmt.Errorf("messaging: connector %q requires attribute %q", name, n),
+			})
+		}
+	}
+	return &chanCfg{
+		channel: ch, dir: dir, connector: conn, cfg: c,
+		codec:  values[AttrCodec].value,
+		merge:  values[AttrMerge].value == "true",
+		health: values[AttrHealthEnabled].value != "false",
+	}
+}
+
+// flattened is one channel's configuration after RUNTIME.md §9.3 step 2.
+type flattened struct {
+	cfg        *channelConfig
+	declared   map[string]Attribute // the connector's attributes of the direction
+	unknown    []string             // channel-level keys neither declared nor reserved, sorted
+	deprecated []string             // keys of deprecated attributes that were set
+}
+
+// flatten merges the attributes of one channel: declared and reserved defaults <
+// connector level < channel level (channel beats connector whatever the ordinals),
+// aliases mapped to their names. Only attributes the connector declares for the
+// direction and the runtime's reserved attributes (§9.1) are kept, so every connector
+// sees "connector", "channel-name", "codec", "enabled", "health-enabled" and, outgoing,
+// "merge", whether or not it declares them; a declaration of a reserved name wins. Both
+// the resolver and NewChannelConfig use it.
+func flatten(ch, name string, dir Direction, attributes []Attribute, connLevel, chLevel map[string]entry) *flattened {
+	f := &flattened{declared: map[string]Attribute{}}
 	alias := map[string]string{}
-	for _, a := range conn.Attributes() {
+	for _, a := range attributes {
 		if a.applies(dir) {
-			decl[a.Name] = a
+			f.declared[a.Name] = a
 			if a.Alias != "" {
 				alias[a.Alias] = a.Name
 			}
 		}
 	}
-	reserved := map[string]Attribute{}
+	all := map[string]Attribute{}
 	for _, a := range runtimeAttributes {
 		if a.applies(dir) {
-			reserved[a.Name] = a
+			all[a.Name] = a
 		}
 	}
-	c := &channelConfig{channel: ch, connector: name, dir: dir, values: map[string]attrValue{}, decl: decl}
+	maps.Copy(all, f.declared)
 	values := map[string]attrValue{}
-	// defaults < connector level < channel: channel beats connector whatever the ordinals.
-	for n, a := range decl {
+	for n, a := range all {
 		if a.Default != "" {
 			values[n] = attrValue{value: a.Default, origin: "default"}
-		}
-	}
-	for n, a := range reserved {
-		if a.Default != "" {
-			if _, ok := values[n]; !ok {
-				values[n] = attrValue{value: a.Default, origin: "default"}
-			}
 		}
 	}
 	apply := func(level string, m map[string]entry) {
@@ -191,64 +241,31 @@ func (r *Runtime) resolveChannel(res *resolution, dir Direction, ch string, attr
 			if canon, ok := alias[k]; ok {
 				n = canon
 			}
-			_, isDecl := decl[n]
-			_, isRes := reserved[n]
-			if !isDecl && !isRes {
+			a, known := all[n]
+			if !known {
 				if level == "channel" {
-					res.report(res.strict, &Problem{
-						Kind: UnknownAttribute, Channel: ch, Connector: name, Attribute: k,
-						Err: fmt.Errorf("messaging: connector %q does not declare attribute %q", name, k),
-					})
+					f.unknown = append(f.unknown, k)
 				}
 				continue
 			}
-			if a, ok := decl[n]; ok && a.Deprecated {
-				res.warnings = append(res.warnings, &Problem{
-					Kind: InvalidAttribute, Channel: ch, Connector: name, Attribute: k,
-					Err: fmt.Errorf("messaging: attribute %q is deprecated", k),
-				})
+			if a.Deprecated {
+				f.deprecated = append(f.deprecated, k)
 			}
-			values[n] = attrValue{value: e.value, origin: fmt.Sprintf("%s (%s)", level, e.source)}
+			origin := level
+			if e.source != "" {
+				origin = fmt.Sprintf("%s (%s)", level, e.source)
+			}
+			values[n] = attrValue{value: e.value, origin: origin}
 		}
 	}
-	apply("connector", connAttrs[name])
-	apply("channel", attrs)
-	for _, n := range slices.Sorted(maps.Keys(values)) {
-		a, ok := decl[n]
-		if !ok {
-			a = reserved[n]
-		}
-		if err := a.validate(values[n].value); err != nil {
-			res.problems = append(res.problems, &Problem{
-				Kind: InvalidAttribute, Channel: ch, Connector: name, Attribute: n,
-				Err: fmt.Errorf("messaging: attribute %q: %w", n, err),
-			})
-		}
+	apply("connector", connLevel)
+	apply("channel", chLevel)
+	values[AttrChannelName] = attrValue{value: ch, origin: "runtime"}
+	if v, ok := values[AttrConnector]; !ok || v.value != name {
+		values[AttrConnector] = attrValue{value: name, origin: "runtime"}
 	}
-	for _, n := range slices.Sorted(maps.Keys(decl)) {
-		if _, ok := values[n]; !ok && decl[n].Mandatory {
-			res.problems = append(res.problems, &Problem{
-				Kind: MissingAttribute, Channel: ch, Connector: name, Attribute: n,
-				Err: fmt.Errorf("messaging: connector %q requires attribute %q", name, n),
-			})
-		}
-	}
-	for n, v := range values {
-		if _, ok := decl[n]; ok {
-			c.values[n] = v
-		}
-	}
-	c.values[AttrChannelName] = attrValue{value: ch, origin: "runtime"}
-	c.values[AttrConnector] = attrValue{value: name, origin: values[AttrConnector].origin}
-	if c.values[AttrConnector].origin == "" {
-		c.values[AttrConnector] = attrValue{value: name, origin: "channel (" + connEntry.source + ")"}
-	}
-	return &chanCfg{
-		channel: ch, dir: dir, connector: conn, cfg: c,
-		codec:  values[AttrCodec].value,
-		merge:  values[AttrMerge].value == "true",
-		health: values[AttrHealthEnabled].value != "false",
-	}
+	f.cfg = &channelConfig{channel: ch, connector: name, dir: dir, values: values, decl: all}
+	return f
 }
 
 // resolveEnv maps environment variables onto keys built from known names only.

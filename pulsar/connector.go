@@ -170,7 +170,9 @@ var (
 )
 
 // Attributes declares every attribute of RUNTIME.md §12.2 except health-enabled, which
-// the runtime reserves for every channel, plus the runtime's "codec" on outgoing channels.
+// the runtime reserves for every channel; the runtime passes its reserved attributes
+// ("codec" among them: with codec=babelqueue the sink adds the bq-* properties) to every
+// connector.
 func (*Connector) Attributes() []messaging.Attribute {
 	str, boolean, integer, dur, enum := messaging.AttrString, messaging.AttrBool, messaging.AttrInt, messaging.AttrDuration, messaging.AttrEnum
 	return []messaging.Attribute{
@@ -208,9 +210,6 @@ func (*Connector) Attributes() []messaging.Attribute {
 		{Name: AttrDLQRetryLetterTopic, Type: str, Directions: dirIn, Description: "native DLQPolicy"},
 		{Name: AttrDLQInitialSubscription, Type: str, Directions: dirIn, Description: "native DLQPolicy"},
 		{Name: AttrBatchIndexAck, Type: boolean, Default: "false", Directions: dirIn, Description: "EnableBatchIndexAcknowledgment"},
-		// The runtime reserves "codec" but passes only declared attributes: declaring it lets
-		// the sink project the bq-* properties of babelqueue channels.
-		{Name: messaging.AttrCodec, Type: str, Directions: dirOut, Description: "payload codec; babelqueue also sets the bq-* properties"},
 		{Name: AttrSendWindow, Type: integer, Default: "1000", Directions: dirOut, Description: "send window"},
 		{Name: AttrWaitForWrite, Type: boolean, Default: "true", Directions: dirOut, Description: "ack upstream after the broker's receipt"},
 		{Name: AttrProducerName, Type: str, Directions: dirOut, Description: "producer name"},
@@ -485,7 +484,7 @@ func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (mess
 	}
 	window := attr[int](a, AttrSendWindow)
 	a.positive(AttrSendWindow, window)
-	codec, _ := cc.Lookup(messaging.AttrCodec)
+	codec, _ := cc.Lookup(messaging.AttrCodec) // reserved: always passed by the runtime
 	o := SinkOptions{
 		Channel: ch, Producer: po, Window: window,
 		NoWaitForWriteCompletion: !attr[bool](a, AttrWaitForWrite),

@@ -159,9 +159,6 @@
 //     then negatively acknowledges the message so that the broker redelivers it.
 //   - sendTimeoutMs also applies to incoming channels: it bounds the sends of their
 //     retry and dead-letter producers.
-//   - The runtime passes only declared attributes, so the connector declares the
-//     runtime's "codec" on outgoing channels: with codec=babelqueue the sink adds the
-//     bq-* properties of each envelope.
 //   - WithLogger is the publisher and consumer option; the connector's is
 //     [WithConnectorLogger].
 //   - tracing-enabled (default true) makes the sink write a W3C traceparent property:
