@@ -53,82 +53,68 @@ func collect(t *testing.T, n int, ks ...apulsar.Consumer) [][]apulsar.Message {
 
 // 10. Key_Shared: per-key stickiness and per-key order, with key-based batching.
 func TestScenario10KeyShared(t *testing.T) {
-	t.Parallel()
-	for _, tc := range targets() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tg := tc.start(t)
-			c := newClient(t, tg.ServiceURL())
-			topic := tg.UniqueTopic(t)
-			opts := func(name string) apulsar.ConsumerOptions {
-				return apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared, Name: name}
-			}
-			ks := []apulsar.Consumer{subscribe(t, c, opts("c1")), subscribe(t, c, opts("c2")), subscribe(t, c, opts("c3"))}
-			p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatcherBuilderType: apulsar.KeyBasedBatchBuilder})
-			const perKey, keys = 20, 8
-			for i := range perKey {
-				for k := range keys {
-					p.SendAsync(t.Context(), &apulsar.ProducerMessage{
-						Key: "key-" + strconv.Itoa(k), Payload: []byte(strconv.Itoa(i)),
-					}, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
-						if err != nil {
-							t.Errorf("send: %v", err)
-						}
-					})
-				}
-			}
-			require.NoError(t, p.FlushWithCtx(t.Context()))
-			got := collect(t, perKey*keys, ks...)
-			owner := map[string]int{}
-			for ci, ms := range got {
-				next := map[string]int{}
-				for _, m := range ms {
-					if o, ok := owner[m.Key()]; ok {
-						assert.Equal(t, o, ci, "key %s moved between consumers", m.Key())
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		opts := func(name string) apulsar.ConsumerOptions {
+			return apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared, Name: name}
+		}
+		ks := []apulsar.Consumer{subscribe(t, c, opts("c1")), subscribe(t, c, opts("c2")), subscribe(t, c, opts("c3"))}
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatcherBuilderType: apulsar.KeyBasedBatchBuilder})
+		const perKey, keys = 20, 8
+		for i := range perKey {
+			for k := range keys {
+				p.SendAsync(t.Context(), &apulsar.ProducerMessage{
+					Key: "key-" + strconv.Itoa(k), Payload: []byte(strconv.Itoa(i)),
+				}, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+					if err != nil {
+						t.Errorf("send: %v", err)
 					}
-					owner[m.Key()] = ci
-					assert.Equal(t, strconv.Itoa(next[m.Key()]), string(m.Payload()), "order of key %s", m.Key())
-					next[m.Key()]++
-				}
+				})
 			}
-			assert.Len(t, owner, keys)
-		})
-	}
+		}
+		require.NoError(t, p.FlushWithCtx(t.Context()))
+		got := collect(t, perKey*keys, ks...)
+		owner := map[string]int{}
+		for ci, ms := range got {
+			next := map[string]int{}
+			for _, m := range ms {
+				if o, ok := owner[m.Key()]; ok {
+					assert.Equal(t, o, ci, "key %s moved between consumers", m.Key())
+				}
+				owner[m.Key()] = ci
+				assert.Equal(t, strconv.Itoa(next[m.Key()]), string(m.Payload()), "order of key %s", m.Key())
+				next[m.Key()]++
+			}
+		}
+		assert.Len(t, owner, keys)
+	})
 }
 
 // 11. delayed delivery: Shared waits; Exclusive and Failover deliver immediately.
 func TestScenario11DelayedDelivery(t *testing.T) {
-	t.Parallel()
-	for _, tc := range targets() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tg := tc.start(t)
-			c := newClient(t, tg.ServiceURL())
-			topic := tg.UniqueTopic(t)
-			shared := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "shared", Type: apulsar.Shared})
-			excl := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "excl", Type: apulsar.Exclusive})
-			fail := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "fail", Type: apulsar.Failover})
-			p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
-			const delay = 1500 * time.Millisecond
-			sent := time.Now()
-			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("later"), DeliverAfter: delay})
-			require.NoError(t, err)
-			sendAll(t, p, "now")
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		shared := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "shared", Type: apulsar.Shared})
+		excl := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "excl", Type: apulsar.Exclusive})
+		fail := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "fail", Type: apulsar.Failover})
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+		const delay = 1500 * time.Millisecond
+		sent := time.Now()
+		_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("later"), DeliverAfter: delay})
+		require.NoError(t, err)
+		sendAll(t, p, "now")
 
-			// Exclusive and Failover ignore deliver_at_time: both messages, in order, right away.
-			for _, k := range []apulsar.Consumer{excl, fail} {
-				assert.Equal(t, []string{"later", "now"}, payloads(receiveN(t, k, 2)))
-			}
-			assert.Less(t, time.Since(sent), delay, "exclusive and failover did not wait")
-			// Shared delivers the undelayed message first and the delayed one not before its time (±1 s on a
-			// real broker, whose tick may deliver early).
-			assert.Equal(t, "now", string(receive(t, shared).Payload()))
-			m := receive(t, shared)
-			assert.Equal(t, "later", string(m.Payload()))
-			assert.GreaterOrEqual(t, time.Since(sent), delay-time.Second)
-			assert.Less(t, time.Since(sent), delay+3*time.Second)
-		})
-	}
+		// Exclusive and Failover ignore deliver_at_time: both messages, in order, right away.
+		for _, k := range []apulsar.Consumer{excl, fail} {
+			assert.Equal(t, []string{"later", "now"}, payloads(receiveN(t, k, 2)))
+		}
+		assert.Less(t, time.Since(sent), delay, "exclusive and failover did not wait")
+		// Shared delivers the undelayed message first and the delayed one not before its time (±1 s on a
+		// real broker, whose tick may deliver early).
+		assert.Equal(t, "now", string(receive(t, shared).Payload()))
+		m := receive(t, shared)
+		assert.Equal(t, "later", string(m.Payload()))
+		assert.GreaterOrEqual(t, time.Since(sent), delay-time.Second)
+		assert.Less(t, time.Since(sent), delay+3*time.Second)
+	})
 }
 
 // 11b. delayed delivery driven by the manual clock (embedded only): nothing moves until the clock does.
@@ -151,213 +137,178 @@ func TestDelayedDeliveryManualClock(t *testing.T) {
 // 12. retry topic: ReconsumeLater redelivers after the delay with RECONSUMETIMES incremented; after the maximum
 // the message goes to the DLQ.
 func TestScenario12RetryTopic(t *testing.T) {
-	t.Parallel()
-	for _, tc := range targets() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tg := tc.start(t)
-			c := newClient(t, tg.ServiceURL())
-			topic := tg.UniqueTopic(t)
-			dlq := topic + "-s-DLQ"
-			k := subscribe(t, c, apulsar.ConsumerOptions{
-				Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, RetryEnable: true,
-				SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-				DLQ:                         &apulsar.DLQPolicy{MaxDeliveries: 2, DeadLetterTopic: dlq, InitialSubscriptionName: "dlq-sub"},
-			})
-			p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
-			sendAll(t, p, "retry-me")
-			const delay = 300 * time.Millisecond
-			m := receive(t, k)
-			assert.Empty(t, m.Properties()["RECONSUMETIMES"])
-			for want := 1; want <= 2; want++ {
-				at := time.Now()
-				k.ReconsumeLater(m, delay)
-				m = receive(t, k)
-				assert.Equal(t, "retry-me", string(m.Payload()))
-				assert.Equal(t, strconv.Itoa(want), m.Properties()["RECONSUMETIMES"])
-				assert.GreaterOrEqual(t, time.Since(at), delay-time.Second+delay) // real brokers may be a tick early
-			}
-			k.ReconsumeLater(m, delay)
-			d := subscribe(t, c, apulsar.ConsumerOptions{Topic: dlq, SubscriptionName: "dlq-sub", Type: apulsar.Shared})
-			dm := receive(t, d)
-			assert.Equal(t, "retry-me", string(dm.Payload()))
-			assert.Equal(t, "3", dm.Properties()["RECONSUMETIMES"])
-			expectNone(t, k, 500*time.Millisecond)
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		dlq := topic + "-s-DLQ"
+		k := subscribe(t, c, apulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, RetryEnable: true,
+			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+			DLQ:                         &apulsar.DLQPolicy{MaxDeliveries: 2, DeadLetterTopic: dlq, InitialSubscriptionName: "dlq-sub"},
 		})
-	}
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+		sendAll(t, p, "retry-me")
+		const delay = 300 * time.Millisecond
+		m := receive(t, k)
+		assert.Empty(t, m.Properties()["RECONSUMETIMES"])
+		for want := 1; want <= 2; want++ {
+			at := time.Now()
+			k.ReconsumeLater(m, delay)
+			m = receive(t, k)
+			assert.Equal(t, "retry-me", string(m.Payload()))
+			assert.Equal(t, strconv.Itoa(want), m.Properties()["RECONSUMETIMES"])
+			assert.GreaterOrEqual(t, time.Since(at), delay-time.Second+delay) // real brokers may be a tick early
+		}
+		k.ReconsumeLater(m, delay)
+		d := subscribe(t, c, apulsar.ConsumerOptions{Topic: dlq, SubscriptionName: "dlq-sub", Type: apulsar.Shared})
+		dm := receive(t, d)
+		assert.Equal(t, "retry-me", string(dm.Payload()))
+		assert.Equal(t, "3", dm.Properties()["RECONSUMETIMES"])
+		expectNone(t, k, 500*time.Millisecond)
+	})
 }
 
 // 13. Reader: from earliest, latest, a given id (exclusive and inclusive); HasNext with a trailing batch.
 func TestScenario13Reader(t *testing.T) {
-	t.Parallel()
-	for _, tc := range targets() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tg := tc.start(t)
-			c := newClient(t, tg.ServiceURL())
-			topic := tg.UniqueTopic(t)
-			p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Hour})
-			ids := sendAll(t, p, "0", "1", "2")
-			var wg sync.WaitGroup
-			for _, s := range []string{"3", "4"} {
-				wg.Add(1)
-				p.SendAsync(t.Context(), &apulsar.ProducerMessage{Payload: []byte(s)},
-					func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
-						defer wg.Done()
-						if err != nil {
-							t.Errorf("send: %v", err)
-						}
-					})
-			}
-			require.NoError(t, p.FlushWithCtx(t.Context()))
-			wg.Wait()
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Hour})
+		ids := sendAll(t, p, "0", "1", "2")
+		var wg sync.WaitGroup
+		for _, s := range []string{"3", "4"} {
+			wg.Add(1)
+			p.SendAsync(t.Context(), &apulsar.ProducerMessage{Payload: []byte(s)},
+				func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+					defer wg.Done()
+					if err != nil {
+						t.Errorf("send: %v", err)
+					}
+				})
+		}
+		require.NoError(t, p.FlushWithCtx(t.Context()))
+		wg.Wait()
 
-			readAll := func(opts apulsar.ReaderOptions) []string {
-				opts.Topic = topic
-				r, err := c.CreateReader(opts)
-				require.NoError(t, err)
-				defer r.Close()
-				var got []string
-				for r.HasNext() {
-					ctx, cancel := context.WithTimeout(t.Context(), receiveTimeout)
-					m, err := r.Next(ctx)
-					cancel()
-					require.NoError(t, err)
-					got = append(got, string(m.Payload()))
-				}
-				return got
-			}
-			assert.Equal(t, []string{"0", "1", "2", "3", "4"}, readAll(apulsar.ReaderOptions{StartMessageID: apulsar.EarliestMessageID()}))
-			assert.Empty(t, readAll(apulsar.ReaderOptions{StartMessageID: apulsar.LatestMessageID()}))
-			assert.Equal(t, []string{"2", "3", "4"}, readAll(apulsar.ReaderOptions{StartMessageID: ids[1]}))
-			assert.Equal(t, []string{"1", "2", "3", "4"}, readAll(apulsar.ReaderOptions{StartMessageID: ids[1], StartMessageIDInclusive: true}))
-
-			// Inclusive at latest starts with the last message (the client asks GET_LAST_MESSAGE_ID first).
-			ri, err := c.CreateReader(apulsar.ReaderOptions{
-				Topic: topic, StartMessageID: apulsar.LatestMessageID(), StartMessageIDInclusive: true,
-			})
-			require.NoError(t, err)
-			ictx, icancel := context.WithTimeout(t.Context(), receiveTimeout)
-			im, err := ri.Next(ictx)
-			icancel()
-			require.NoError(t, err)
-			assert.Equal(t, "4", string(im.Payload()))
-			ri.Close()
-
-			// A reader at latest sees what is published after it started.
-			r, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.LatestMessageID()})
+		readAll := func(opts apulsar.ReaderOptions) []string {
+			opts.Topic = topic
+			r, err := c.CreateReader(opts)
 			require.NoError(t, err)
 			defer r.Close()
-			sendAll(t, p, "5")
-			ctx, cancel := context.WithTimeout(t.Context(), receiveTimeout)
-			defer cancel()
-			m, err := r.Next(ctx)
-			require.NoError(t, err)
-			assert.Equal(t, "5", string(m.Payload()))
+			var got []string
+			for r.HasNext() {
+				ctx, cancel := context.WithTimeout(t.Context(), receiveTimeout)
+				m, err := r.Next(ctx)
+				cancel()
+				require.NoError(t, err)
+				got = append(got, string(m.Payload()))
+			}
+			return got
+		}
+		assert.Equal(t, []string{"0", "1", "2", "3", "4"}, readAll(apulsar.ReaderOptions{StartMessageID: apulsar.EarliestMessageID()}))
+		assert.Empty(t, readAll(apulsar.ReaderOptions{StartMessageID: apulsar.LatestMessageID()}))
+		assert.Equal(t, []string{"2", "3", "4"}, readAll(apulsar.ReaderOptions{StartMessageID: ids[1]}))
+		assert.Equal(t, []string{"1", "2", "3", "4"}, readAll(apulsar.ReaderOptions{StartMessageID: ids[1], StartMessageIDInclusive: true}))
+
+		// Inclusive at latest starts with the last message (the client asks GET_LAST_MESSAGE_ID first).
+		ri, err := c.CreateReader(apulsar.ReaderOptions{
+			Topic: topic, StartMessageID: apulsar.LatestMessageID(), StartMessageIDInclusive: true,
 		})
-	}
+		require.NoError(t, err)
+		ictx, icancel := context.WithTimeout(t.Context(), receiveTimeout)
+		im, err := ri.Next(ictx)
+		icancel()
+		require.NoError(t, err)
+		assert.Equal(t, "4", string(im.Payload()))
+		ri.Close()
+
+		// A reader at latest sees what is published after it started.
+		r, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.LatestMessageID()})
+		require.NoError(t, err)
+		defer r.Close()
+		sendAll(t, p, "5")
+		ctx, cancel := context.WithTimeout(t.Context(), receiveTimeout)
+		defer cancel()
+		m, err := r.Next(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "5", string(m.Payload()))
+	})
 }
 
 // 14. seek by id and by time; GetLastMessageIDs.
 func TestScenario14Seek(t *testing.T) {
-	t.Parallel()
-	for _, tc := range targets() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tg := tc.start(t)
-			c := newClient(t, tg.ServiceURL())
-			topic := tg.UniqueTopic(t)
-			k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
-			p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-			ids := sendAll(t, p, "0", "1", "2")
-			time.Sleep(20 * time.Millisecond) // publish times are in ms
-			between := time.Now()
-			time.Sleep(20 * time.Millisecond)
-			ids = append(ids, sendAll(t, p, "3", "4")...)
-			for _, m := range receiveN(t, k, 5) {
-				require.NoError(t, k.Ack(m))
-			}
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		ids := sendAll(t, p, "0", "1", "2")
+		time.Sleep(20 * time.Millisecond) // publish times are in ms
+		between := time.Now()
+		time.Sleep(20 * time.Millisecond)
+		ids = append(ids, sendAll(t, p, "3", "4")...)
+		for _, m := range receiveN(t, k, 5) {
+			require.NoError(t, k.Ack(m))
+		}
 
-			last, err := k.GetLastMessageIDs()
-			require.NoError(t, err)
-			require.Len(t, last, 1)
-			assert.Equal(t, ids[4].EntryID(), last[0].EntryID())
-			assert.Equal(t, ids[4].LedgerID(), last[0].LedgerID())
+		last, err := k.GetLastMessageIDs()
+		require.NoError(t, err)
+		require.Len(t, last, 1)
+		assert.Equal(t, ids[4].EntryID(), last[0].EntryID())
+		assert.Equal(t, ids[4].LedgerID(), last[0].LedgerID())
 
-			// The broker rewinds to the entry itself; the Go client then filters the sought id (exclusive).
-			require.NoError(t, k.Seek(ids[1]))
-			assert.Equal(t, []string{"2", "3", "4"}, payloads(receiveN(t, k, 3)))
-			require.NoError(t, k.SeekByTime(between))
-			assert.Equal(t, []string{"3", "4"}, payloads(receiveN(t, k, 2)))
-			expectNone(t, k, 200*time.Millisecond)
-		})
-	}
+		// The broker rewinds to the entry itself; the Go client then filters the sought id (exclusive).
+		require.NoError(t, k.Seek(ids[1]))
+		assert.Equal(t, []string{"2", "3", "4"}, payloads(receiveN(t, k, 3)))
+		require.NoError(t, k.SeekByTime(between))
+		assert.Equal(t, []string{"3", "4"}, payloads(receiveN(t, k, 2)))
+		expectNone(t, k, 200*time.Millisecond)
+	})
 }
 
 // 15. unsubscribe: re-subscribing with Latest sees no old messages.
 func TestScenario15Unsubscribe(t *testing.T) {
-	t.Parallel()
-	for _, tc := range targets() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tg := tc.start(t)
-			c := newClient(t, tg.ServiceURL())
-			topic := tg.UniqueTopic(t)
-			opts := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared}
-			k := subscribe(t, c, opts)
-			p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
-			sendAll(t, p, "old-1", "old-2")
-			receiveN(t, k, 2)
-			require.NoError(t, k.Unsubscribe())
-			if b := tg.Broker(); b != nil {
-				assert.Empty(t, b.Subscriptions(topic))
-			}
-			k = subscribe(t, c, opts)
-			expectNone(t, k, 200*time.Millisecond)
-			sendAll(t, p, "new")
-			assert.Equal(t, []string{"new"}, payloads(receiveN(t, k, 1)))
-		})
-	}
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		opts := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared}
+		k := subscribe(t, c, opts)
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+		sendAll(t, p, "old-1", "old-2")
+		receiveN(t, k, 2)
+		require.NoError(t, k.Unsubscribe())
+		if b := tg.Broker(); b != nil {
+			assert.Empty(t, b.Subscriptions(topic))
+		}
+		k = subscribe(t, c, opts)
+		expectNone(t, k, 200*time.Millisecond)
+		sendAll(t, p, "new")
+		assert.Equal(t, []string{"new"}, payloads(receiveN(t, k, 1)))
+	})
 }
 
 // 16. partitioned topic: keyed routing; one consumer receives from all partitions.
 func TestScenario16Partitioned(t *testing.T) {
-	t.Parallel()
-	for _, tc := range targets() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tg := tc.start(t)
-			c := newClient(t, tg.ServiceURL())
-			topic := tg.UniqueTopic(t)
-			tg.CreatePartitionedTopic(t, topic, 3)
-			k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
-			p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
-			parts, err := c.TopicPartitions(topic)
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		tg.CreatePartitionedTopic(t, topic, 3)
+		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+		parts, err := c.TopicPartitions(topic)
+		require.NoError(t, err)
+		require.Len(t, parts, 3)
+		for i := range 30 {
+			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{
+				Key: "key-" + strconv.Itoa(i%5), Payload: []byte(strconv.Itoa(i)),
+			})
 			require.NoError(t, err)
-			require.Len(t, parts, 3)
-			for i := range 30 {
-				_, err := p.Send(t.Context(), &apulsar.ProducerMessage{
-					Key: "key-" + strconv.Itoa(i%5), Payload: []byte(strconv.Itoa(i)),
-				})
-				require.NoError(t, err)
+		}
+		partOf := map[string]int32{}
+		seenParts := map[int32]bool{}
+		for _, m := range receiveN(t, k, 30) {
+			part := m.ID().PartitionIdx()
+			seenParts[part] = true
+			if prev, ok := partOf[m.Key()]; ok {
+				assert.Equal(t, prev, part, "key %s routed to one partition", m.Key())
 			}
-			partOf := map[string]int32{}
-			seenParts := map[int32]bool{}
-			for _, m := range receiveN(t, k, 30) {
-				part := m.ID().PartitionIdx()
-				seenParts[part] = true
-				if prev, ok := partOf[m.Key()]; ok {
-					assert.Equal(t, prev, part, "key %s routed to one partition", m.Key())
-				}
-				partOf[m.Key()] = part
-				require.NoError(t, k.Ack(m))
-			}
-			assert.Greater(t, len(seenParts), 1, "messages from several partitions")
-			if b := tg.Broker(); b != nil {
-				eventually(t, "backlog drained", func() bool { return b.Backlog(topic, "s") == 0 })
-			}
-		})
-	}
+			partOf[m.Key()] = part
+			require.NoError(t, k.Ack(m))
+		}
+		assert.Greater(t, len(seenParts), 1, "messages from several partitions")
+		if b := tg.Broker(); b != nil {
+			eventually(t, "backlog drained", func() bool { return b.Backlog(topic, "s") == 0 })
+		}
+	})
 }
 
 type order struct {

@@ -110,6 +110,20 @@ type targetCase struct {
 }
 
 // targets lists where the suite runs: the embedded broker always, a real broker when PULSAR_URL is set.
+// eachTarget runs scenario as a parallel subtest on every target, with a client connected to
+// it and a topic unique to the subtest.
+func eachTarget(t *testing.T, scenario func(t *testing.T, tg target, c apulsar.Client, topic string)) {
+	t.Helper()
+	t.Parallel()
+	for _, tc := range targets() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tg := tc.start(t)
+			scenario(t, tg, newClient(t, tg.ServiceURL()), tg.UniqueTopic(t))
+		})
+	}
+}
+
 func targets() []targetCase {
 	return []targetCase{
 		{name: "embedded", start: func(t *testing.T) target {
