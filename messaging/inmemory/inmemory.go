@@ -329,13 +329,7 @@ func (s *Source) WaitSettled(ctx context.Context, n int) error {
 func (s *Source) Health() messaging.ChannelHealth {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Incoming, Started: s.subscribed}
-	h.Live = s.failure == nil
-	h.Ready = s.subscribed && h.Live && !s.closed
-	if s.failure != nil {
-		h.Reason = s.failure.Error()
-	}
-	return h
+	return channelHealth(s.channel, messaging.Incoming, s.subscribed, s.closed, s.failure)
 }
 
 // Close stops delivering and waits until the delivered messages are settled
@@ -473,13 +467,7 @@ func (s *Sink) Terminal() (completed bool, err error) {
 func (s *Sink) Health() messaging.ChannelHealth {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Outgoing, Started: s.subscribed}
-	h.Live = s.failure == nil
-	h.Ready = s.subscribed && h.Live && !s.closed
-	if s.failure != nil {
-		h.Reason = s.failure.Error()
-	}
-	return h
+	return channelHealth(s.channel, messaging.Outgoing, s.subscribed, s.closed, s.failure)
 }
 
 // Close cancels the subscription and, without auto-ack, nacks the
@@ -498,4 +486,15 @@ func (s *Sink) Close(ctx context.Context) error {
 		_ = m.Nack(ctx, messaging.ErrClosed)
 	}
 	return nil
+}
+
+// channelHealth is the health of an in-memory channel end: started once subscribed, live
+// until a failure is recorded, ready while started, live and not closed.
+func channelHealth(channel string, dir messaging.Direction, subscribed, closed bool, failure error) messaging.ChannelHealth {
+	h := messaging.ChannelHealth{Channel: channel, Direction: dir, Started: subscribed, Live: failure == nil}
+	h.Ready = subscribed && h.Live && !closed
+	if failure != nil {
+		h.Reason = failure.Error()
+	}
+	return h
 }
