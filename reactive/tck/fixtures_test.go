@@ -28,7 +28,7 @@ type pubFlaws struct {
 	ignore39             bool // rule 3.9: Request(n <= 0) is ignored
 	int32Demand          bool // rule 3.17: demand kept in an int32
 	errorAboveMax        bool // rule 3.17: OnError when pending demand exceeds MaxInt64
-	retainSubscriber     bool // rule 3.13: a parked goroutine keeps the subscriber
+	retainSubscriber     bool // rule 3.13: the publisher keeps every subscriber
 	noReentrantRequest   bool // rule 3.2: Request from within OnNext panics
 	panicOnSecondCancel  bool // rule 3.7
 }
@@ -39,6 +39,13 @@ type flawedPublisher struct {
 	failed bool
 	wg     *sync.WaitGroup
 	stop   chan struct{}
+
+	// retained holds the subscribers of the retainSubscriber flaw. The
+	// publisher lives until the test's cleanup (which references it), so
+	// these stay reachable however the compiler treats a parked goroutine's
+	// captured variables.
+	retainedMu sync.Mutex
+	retained   []reactive.Subscriber[int]
 }
 
 func newFlawedPublisher(t *testing.T, n int64, f pubFlaws) *flawedPublisher {
@@ -65,10 +72,9 @@ func (p *flawedPublisher) Subscribe(s reactive.Subscriber[int]) {
 		return
 	}
 	if p.f.retainSubscriber {
-		p.wg.Go(func() {
-			<-p.stop
-			_ = s.OnComplete // keeps s reachable until the test ends
-		})
+		p.retainedMu.Lock()
+		p.retained = append(p.retained, s)
+		p.retainedMu.Unlock()
 	}
 	x := &flawedSubscription{p: p, s: s}
 	s.OnSubscribe(x)
