@@ -65,6 +65,8 @@ type consumerConfig struct {
 	consumerOpts  func(*apulsar.ConsumerOptions)
 	senderOpts    func(*apulsar.ProducerOptions)
 	senderFactory func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
+	middleware    []Middleware
+	deliveryHooks []DeliveryHook
 }
 
 func defaultConsumerConfig() consumerConfig {

@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"context"
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
@@ -76,6 +77,12 @@ type Event struct {
 	Reason envelope.Reason
 	// Err is the failure, when there is one.
 	Err error
+	// Subscription is the consumer's subscription name ("" when unknown: a wrapped
+	// consumer).
+	Subscription string
+	// Context is the delivery's context: the consumer's, or the one its [DeliveryHook]s
+	// returned (carrying a tracing span, say). Nil for events outside a delivery.
+	Context context.Context
 }
 
 // Observer receives the consume pipeline's events, for metrics or tracing, without the SDK

@@ -25,6 +25,7 @@ type Publisher struct {
 	timeout  time.Duration
 	pending  chan struct{}         // semaphore of PublishAsync's sends in flight
 	queueOpt []envelope.MakeOption // envelope.WithQueue(queue), built once
+	hooks    []PublishHook
 
 	mu     sync.RWMutex // guards closed and wg.Add against Close
 	closed bool
@@ -112,8 +113,12 @@ func newPublisher(p MessageProducer, closeFn func(), topic string, cfg publisher
 		timeout:  cfg.closeTimeout,
 		pending:  make(chan struct{}, cfg.maxPending),
 		queueOpt: []envelope.MakeOption{envelope.WithQueue(cfg.queue)},
+		hooks:    cfg.publishHooks,
 	}
 }
+
+// Pending returns the number of asynchronous sends in flight.
+func (p *Publisher) Pending() int { return len(p.pending) }
 
 // Topic returns the topic the publisher sends to.
 func (p *Publisher) Topic() string { return p.topic }
@@ -196,9 +201,13 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 	p.wg.Add(1)
 	p.mu.RUnlock()
 	id := env.Meta.ID
-	p.producer.SendAsync(ctx, msg, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+	finish := p.beforeSend(ctx, env, msg)
+	p.producer.SendAsync(ctx, msg, func(mid apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
 		defer p.wg.Done()
 		<-p.pending
+		if finish != nil {
+			finish(mid, err)
+		}
 		if err != nil {
 			err = fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
 		}
@@ -300,10 +309,61 @@ func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publis
 	if err != nil {
 		return "", err
 	}
-	if _, err := p.producer.Send(ctx, msg); err != nil {
+	finish := p.beforeSend(ctx, env, msg)
+	mid, err := p.producer.Send(ctx, msg)
+	if finish != nil {
+		finish(mid, err)
+	}
+	if err != nil {
 		return "", fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
 	}
 	return env.Meta.ID, nil
+}
+
+// beforeSend runs the publish hooks on msg and returns the function that reports the send's
+// outcome to them, or nil without hooks.
+func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg *apulsar.ProducerMessage) func(apulsar.MessageID, error) {
+	return runPublishHooks(ctx, p.hooks, &OutgoingMessage{Topic: p.topic, Envelope: env, Message: msg}, p.logger)
+}
+
+// runPublishHooks calls hooks on m in order, recovering panics, and returns a function that
+// calls their done functions in reverse order (nil when there is nothing to call).
+func runPublishHooks(ctx context.Context, hooks []PublishHook, m *OutgoingMessage, logger *zap.Logger) func(apulsar.MessageID, error) {
+	if len(hooks) == 0 {
+		return nil
+	}
+	var dones []func(apulsar.MessageID, error)
+	for _, h := range hooks {
+		var done func(apulsar.MessageID, error)
+		if perr := recoverCall("publish hook", func() { done = h(ctx, m) }); perr != nil {
+			logger.Error("publish hook panicked", zap.String("topic", m.Topic), zap.Error(perr))
+			continue
+		}
+		if done != nil {
+			dones = append(dones, done)
+		}
+	}
+	if len(dones) == 0 {
+		return nil
+	}
+	return func(id apulsar.MessageID, err error) {
+		for i := len(dones) - 1; i >= 0; i-- {
+			if perr := recoverCall("publish hook's done", func() { dones[i](id, err) }); perr != nil {
+				logger.Error("publish hook's done panicked", zap.String("topic", m.Topic), zap.Error(perr))
+			}
+		}
+	}
+}
+
+// recoverCall runs f and returns its panic as a *PanicError.
+func recoverCall(where string, f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Where: where, Value: r}
+		}
+	}()
+	f()
+	return nil
 }
 
 // Close stops the publisher, in this order: new publishes fail with [ErrClosed]; pending

@@ -30,6 +30,7 @@ type publisherConfig struct {
 	closeTimeout time.Duration
 	keyBased     bool
 	producerOpts func(*apulsar.ProducerOptions)
+	publishHooks []PublishHook
 }
 
 func defaultPublisherConfig() publisherConfig {
@@ -76,6 +77,19 @@ func WithKeyBasedBatching(on bool) PublisherOption {
 func WithProducerOptions(f func(o *apulsar.ProducerOptions)) PublisherOption {
 	return publisherOptionFunc(func(c *publisherConfig) error {
 		c.producerOpts = f
+		return nil
+	})
+}
+
+// WithPublishHook adds a hook called for every message the publisher sends (see
+// [PublishHook]); hooks run in the order given, and their done functions in reverse order.
+// A nil hook is refused. Default: none.
+func WithPublishHook(h PublishHook) PublisherOption {
+	return publisherOptionFunc(func(c *publisherConfig) error {
+		if h == nil {
+			return fmt.Errorf("%w: nil publish hook", ErrInvalidOption)
+		}
+		c.publishHooks = append(c.publishHooks, h)
 		return nil
 	})
 }

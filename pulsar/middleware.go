@@ -1,0 +1,195 @@
+package pulsar
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+)
+
+// Middleware wraps a handler: it receives the context, the envelope and the Pulsar message
+// of every delivery before the handler does, and the handler's outcome (the returned error,
+// possibly a [DeadLetter] or [RetryAfter] outcome) on the way back. Idempotency, payload
+// validation and tracing are written as middleware.
+//
+// A middleware that returns without calling next decides the outcome itself: nil
+// acknowledges the message, an error settles it as a failed delivery.
+type Middleware func(next HandlerFunc) HandlerFunc
+
+// WithMiddleware wraps every registered handler in mw. The first middleware given is the
+// outermost: WithMiddleware(a, b) runs a, then b, then the handler, and the outcome goes
+// back through b, then a. Several WithMiddleware options append in the order given. A nil
+// middleware is refused. Default: none.
+func WithMiddleware(mw ...Middleware) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		for i, m := range mw {
+			if m == nil {
+				return fmt.Errorf("%w: nil middleware at position %d", ErrInvalidOption, i)
+			}
+		}
+		c.middleware = append(c.middleware, mw...)
+		return nil
+	})
+}
+
+// chain wraps h in mw, the first outermost.
+func chain(h HandlerFunc, mw []Middleware) HandlerFunc {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return h
+}
+
+// DeadLetterError is the outcome "dead-letter now": the message is written to its
+// dead-letter topic at once, with reason failed, without further retries. Build it with
+// [DeadLetter].
+type DeadLetterError struct {
+	// Err is why no retry can help (a validation failure, say).
+	Err error
+}
+
+// DeadLetter returns the handler outcome that dead-letters the message on this delivery,
+// whatever attempts are left: for a failure no retry can fix, such as a payload that fails
+// validation. With dead-lettering off the message is acknowledged, logged at WARN and
+// reported as an [ExhaustedError]. err may be nil.
+func DeadLetter(err error) error { return &DeadLetterError{Err: err} }
+
+func (e *DeadLetterError) Error() string {
+	if e.Err == nil {
+		return "pulsar: dead-letter now"
+	}
+	return "pulsar: dead-letter now: " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *DeadLetterError) Unwrap() error { return e.Err }
+
+// RetryAfterError is the outcome "retry after Delay": a failed delivery whose retry waits at
+// least Delay. Build it with [RetryAfter].
+type RetryAfterError struct {
+	// Delay is the least time before the next delivery.
+	Delay time.Duration
+	// Err is the failure.
+	Err error
+}
+
+// RetryAfter returns the handler outcome "failed, retry after d": the delivery counts as
+// failed (so maxAttempts still applies: an exhausted message is dead-lettered), and its
+// retry is delayed by d instead of the policy's backoff. With retry.Republish on Shared and
+// Key_Shared subscriptions the copy is sent with DeliverAfter; on Exclusive and Failover the
+// worker waits d before republishing; with retry.Nack the negative acknowledgement is sent
+// after d (the message stays unacknowledged meanwhile, and is nacked at once if the consumer
+// stops). d ≤ 0 means the policy's backoff.
+func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{Delay: d, Err: err} }
+
+func (e *RetryAfterError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("pulsar: retry after %s", e.Delay)
+	}
+	return fmt.Sprintf("pulsar: retry after %s: %v", e.Delay, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// Outcome is how a delivery was settled, as reported to a [DeliveryHook].
+type Outcome string
+
+// The outcomes of a delivery.
+const (
+	// OutcomeAcked: the handler (or the unknown-URN hook) succeeded and the message was
+	// acknowledged.
+	OutcomeAcked Outcome = "acked"
+	// OutcomeRetried: the delivery failed and another one was arranged (republish + ack,
+	// or negative ack).
+	OutcomeRetried Outcome = "retried"
+	// OutcomeDeadLettered: a copy was written to the dead-letter topic and the original
+	// acknowledged.
+	OutcomeDeadLettered Outcome = "dead_lettered"
+	// OutcomeDropped: acknowledged without being handled or dead-lettered (dead-lettering
+	// off).
+	OutcomeDropped Outcome = "dropped"
+	// OutcomeNacked: a settlement write (republish or dead letter) or the ack failed; the
+	// message was negatively acknowledged (or left to the broker) and comes back.
+	OutcomeNacked Outcome = "nacked"
+)
+
+// Settlement is the final account of one delivery, given to the function a [DeliveryHook]
+// returned.
+type Settlement struct {
+	// Outcome is how the delivery was settled.
+	Outcome Outcome
+	// URN is the routing URN ("" for poison and gate rejections).
+	URN string
+	// Attempt is the counted delivery number (1 for the first delivery).
+	Attempt int
+	// Reason is the dead-letter reason for OutcomeDeadLettered and OutcomeDropped ("" for
+	// a gate rejection).
+	Reason envelope.Reason
+	// Err is the failure being settled (the handler's error, the poison or gate error), or
+	// the settlement failure for OutcomeNacked; nil for a clean OutcomeAcked.
+	Err error
+}
+
+// DeliveryHook is called for every received message before the schema-version gate, with
+// the consumer's context. It returns the context the delivery runs with (the handler, the
+// middleware, the settlement writes and the [Event.Context] of its observer events) and a
+// function called exactly once with the delivery's [Settlement] (it may be nil). Tracing
+// uses it to open a consumer span per delivery. It is called from the goroutine handling
+// the message; a panic in it is recovered and logged, and the delivery goes on with the
+// consumer's context.
+type DeliveryHook func(ctx context.Context, msg apulsar.Message) (context.Context, func(Settlement))
+
+// WithDeliveryHook adds a delivery hook (see [DeliveryHook]). Several hooks nest: the first
+// given is called first and its context is passed to the next; their finish functions run
+// in reverse order. Default: none.
+func WithDeliveryHook(h DeliveryHook) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if h == nil {
+			return fmt.Errorf("%w: nil delivery hook", ErrInvalidOption)
+		}
+		c.deliveryHooks = append(c.deliveryHooks, h)
+		return nil
+	})
+}
+
+// OutgoingMessage is a message about to be sent by a [Publisher] (or the connector's sink),
+// as a [PublishHook] sees it.
+type OutgoingMessage struct {
+	// Topic is the destination topic.
+	Topic string
+	// Envelope is the envelope being sent; do not modify it.
+	Envelope *envelope.Envelope
+	// Message is the Pulsar message: its Properties already hold the bq-* projection and
+	// the caller's headers. A hook may add properties (a W3C traceparent, say); a property
+	// already present was given by the caller and should be left as it is.
+	Message *apulsar.ProducerMessage
+}
+
+// PublishHook is called for every message a [Publisher] sends, after the message is built
+// and before it is handed to the producer, with the context of the Publish call. It returns
+// a function called exactly once with the outcome of the send (it may be nil). Tracing uses
+// it to open a producer span and inject its context into the properties. A panic in it is
+// recovered and logged, and the message is sent without it.
+type PublishHook func(ctx context.Context, m *OutgoingMessage) func(id apulsar.MessageID, err error)
+
+// Health is the state of a consumer (or another endpoint of this package) for liveness and
+// readiness probes.
+type Health struct {
+	// Live is false once the endpoint has stopped for good (closed, or its Pulsar consumer
+	// failed): a liveness probe should restart the process.
+	Live bool
+	// Ready is true while the endpoint works: live, connected, and its last receive and
+	// settlement writes succeeded.
+	Ready bool
+	// Reasons says why the endpoint is not ready or not live, newest first (at most 10).
+	Reasons []string
+}
+
+// HealthChecker is anything that reports a [Health]: a [Consumer], say.
+type HealthChecker interface {
+	Health() Health
+}
