@@ -131,6 +131,11 @@ func consumerSetup(opts []ConsumerOption) (consumerConfig, error) {
 	if len(cfg.handlers) == 0 && cfg.onUnknown == nil {
 		return cfg, fmt.Errorf("%w: no handler (use Handle or OnUnknownURN)", ErrInvalidOption)
 	}
+	if len(cfg.middleware) > 0 {
+		for urn, h := range cfg.handlers {
+			cfg.handlers[urn] = chain(h, cfg.middleware)
+		}
+	}
 	return cfg, nil
 }
 

@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -85,6 +86,15 @@ func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 		zap.String("message_id", env.Meta.ID), zap.Error(err))
 	c.report(&HandlerError{URN: d.urn, Attempt: d.counted, Err: err}, env, msg)
 	// 6. Settle the failure.
+	var dl *DeadLetterError
+	if errors.As(err, &dl) {
+		c.exhaust(ctx, d, envelope.ReasonFailed, err)
+		return
+	}
+	var ra *RetryAfterError
+	if errors.As(err, &ra) && ra.Delay > 0 {
+		d.delay = ra.Delay
+	}
 	c.fail(ctx, d, envelope.ReasonFailed, err)
 }
 
