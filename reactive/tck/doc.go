@@ -93,8 +93,6 @@
 //     unless the subscriber already cancelled, so Java sends no element. This
 //     port sends min(first request, 512) elements, stopping early when the
 //     subscriber cancelled (checked every 10th element), then OnComplete.
-//   - Blackbox spec209 "without preceding request" sends OnSubscribe first
-//     (through the stage, as for every blackbox test with setup).
 //   - Optional tests: a failure becomes a skip, also for
 //     optional_spec104_mustSignalOnErrorWhenFails (Java fails it). With
 //     MaxSubscribers 1 the optional_spec111 tests skip at once ("publisher is

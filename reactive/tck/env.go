@@ -252,6 +252,18 @@ func (l *latch) assertOpen(msg string) {
 	}
 }
 
+// waitFor reports whether the latch closed within timeout.
+func (l *latch) waitFor(timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-l.ch:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
 func (l *latch) expectClose(timeout time.Duration, msg string) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

@@ -28,6 +28,7 @@ type pubFlaws struct {
 	ignore39             bool // rule 3.9: Request(n <= 0) is ignored
 	int32Demand          bool // rule 3.17: demand kept in an int32
 	errorAboveMax        bool // rule 3.17: OnError when pending demand exceeds MaxInt64
+	wrapDemand           bool // rule 3.17: demand wraps negative above MaxInt64, delivery stops
 	retainSubscriber     bool // rule 3.13: the publisher keeps every subscriber
 	noReentrantRequest   bool // rule 3.2: Request from within OnNext panics
 	panicOnSecondCancel  bool // rule 3.7
@@ -150,6 +151,8 @@ func (x *flawedSubscription) Request(n int64) {
 	switch {
 	case f.int32Demand:
 		x.demand = int64(int32(sum)) // the deliberate flaw: demand truncated to 32 bits
+	case sum < 0 && f.wrapDemand:
+		x.demand = sum // the deliberate flaw: no saturation, so demand turns negative
 	case sum < 0:
 		if f.errorAboveMax {
 			x.done, x.s = true, nil

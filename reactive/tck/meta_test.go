@@ -233,6 +233,11 @@ func TestMetaPublisherChecksCatchViolations(t *testing.T) {
 			pubFlaws{errorAboveMax: true},
 			"required_spec317_mustNotSignalOnErrorWhenPendingAboveLongMaxValue", "pending demand above MaxInt64",
 		},
+		{
+			"demand wraps above MaxInt64",
+			pubFlaws{wrapDemand: true},
+			"required_spec317_mustNotSignalOnErrorWhenPendingAboveLongMaxValue", "stopped delivering after pending demand exceeded MaxInt64",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -766,26 +766,37 @@ func (v *pv[T]) spec317cumulative(e *env) {
 	})
 }
 
+// spec317above is the Java test (request 1, then MaxInt64-1 from each of ten
+// onNext calls, so pending demand would exceed MaxInt64) with one check
+// more: every element requested before the cancel must arrive. The Java test
+// only waits for errors, so a publisher whose demand counter wraps negative
+// and then stops delivering passed it.
 func (v *pv[T]) spec317above(e *env) {
+	const requests = 10
 	v.active(e, math.MaxInt32, false, func(e *env, pub reactive.Publisher[T]) {
 		sub := newManualSubscriber[T](e)
-		var calls atomic.Int64
-		calls.Store(10)
+		var received atomic.Int64
+		done := newLatch(e)
 		sub.onNextHook = func(x T) { // blackhole subscriber
 			s, ok := sub.subscription.get()
 			if !ok {
 				e.flopf("Subscriber::onNext(%v) called before Subscriber::onSubscribe", x)
 				return
 			}
-			if calls.Add(-1) >= 0 {
+			if received.Add(1) <= requests {
 				s.Request(math.MaxInt64 - 1)
 			} else {
 				s.Cancel()
+				done.close()
 			}
 		}
 		subscribe(e, pub, sub)
 		defer sub.cancel()
 		sub.request(1)
+		if !done.waitFor(e.c.timeout) {
+			e.flopf("publisher stopped delivering after pending demand exceeded MaxInt64 (rule 3.17): received %d of the %d elements requested before the cancel",
+				received.Load(), requests+1)
+		}
 		e.verifyNoAsyncErrors()
 	})
 }
