@@ -115,6 +115,14 @@ func TestTCK_StageProcessors(t *testing.T) {
 					t.Helper()
 					return tc.create(t.Context())
 				},
+				// The failed state of a stage processor: subscribed to a
+				// failed upstream, it passes OnSubscribe then OnError on.
+				CreateFailed: func(t *testing.T) reactive.Publisher[messaging.Message[int]] {
+					t.Helper()
+					p := tc.create(t.Context())
+					reactive.Failed[messaging.Message[int]](errTCK).Subscribe(p)
+					return p
+				},
 				Element: element,
 			}, o)
 		})
