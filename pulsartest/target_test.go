@@ -2,6 +2,7 @@ package pulsartest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -35,6 +36,7 @@ type target interface {
 	UniqueTopic(t *testing.T) string
 	Capabilities() capabilities
 	Broker() *pulsartest.Broker // nil for a real broker
+	AdminURL() string           // admin REST base URL; "" when a real broker runs without PULSAR_ADMIN_URL
 }
 
 var topicSeq atomic.Int64
@@ -60,6 +62,7 @@ func newEmbedded(t *testing.T, opts ...pulsartest.Option) *embeddedTarget {
 
 func (e *embeddedTarget) ServiceURL() string         { return e.b.URL() }
 func (e *embeddedTarget) Broker() *pulsartest.Broker { return e.b }
+func (e *embeddedTarget) AdminURL() string           { return e.b.AdminURL() }
 func (*embeddedTarget) UniqueTopic(t *testing.T) string {
 	t.Helper()
 	return uniqueName(t, "t")
@@ -82,6 +85,7 @@ type realTarget struct {
 
 func (r *realTarget) ServiceURL() string       { return r.url }
 func (*realTarget) Broker() *pulsartest.Broker { return nil }
+func (r *realTarget) AdminURL() string         { return r.admin }
 func (*realTarget) UniqueTopic(t *testing.T) string {
 	t.Helper()
 	return uniqueName(t, "t")
@@ -263,8 +267,41 @@ func createPartitionedREST(t *testing.T, admin, name string, n int) {
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, url, strings.NewReader(strconv.Itoa(n)))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := adminHTTP(t).Do(req)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Less(t, resp.StatusCode, 300, "create partitioned topic: %s", resp.Status)
+}
+
+// listSubscriptionsREST returns the subscriptions of public/default/name through the admin REST API:
+// GET /admin/v2/persistent/{tenant}/{namespace}/{topic}/subscriptions.
+func listSubscriptionsREST(t *testing.T, admin, name string) []string {
+	t.Helper()
+	url := fmt.Sprintf("%s/admin/v2/persistent/public/default/%s/subscriptions", strings.TrimRight(admin, "/"), name)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, http.NoBody)
+	require.NoError(t, err)
+	resp, err := adminHTTP(t).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "list subscriptions: %s", resp.Status)
+	var subs []string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&subs))
+	slices.Sort(subs)
+	return subs
+}
+
+// adminHTTP returns the HTTP client for admin REST calls: its own transport, whose keep-alive connections are
+// closed when t ends. The process-wide default client would keep them, with two goroutines each, for as long
+// as the server keeps them open; a real broker outlives the test run, so goleak failed the package after every
+// test had passed. Every admin call of the tests goes through here (TestAdminHTTPLeavesNoConnections).
+func adminHTTP(t *testing.T) *http.Client {
+	t.Helper()
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		t.Fatalf("http.DefaultTransport is a %T, not an *http.Transport", http.DefaultTransport)
+	}
+	tr := base.Clone()
+	// After CloseIdleConnections the transport also closes connections that become idle later.
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
