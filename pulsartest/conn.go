@@ -45,6 +45,7 @@ type producer struct {
 
 	reqID         uint64 // PRODUCER request, answered again when a waiting producer becomes ready
 	schemaVersion []byte
+	topicEpoch    *uint64 // CommandProducer.topic_epoch: set when the client reconnects a producer
 }
 
 // outbound is a frame for a connection, collected under a topic lock and enqueued after unlocking.
@@ -417,26 +418,30 @@ func (c *conn) handleProducer(m *wire.CommandProducer) {
 	if s := m.GetSchema(); s != nil {
 		version = c.b.getOrCreateSchema(t.base, s)
 	}
-	p := &producer{id: m.GetProducerId(), name: name, t: t, c: c, reqID: reqID, schemaVersion: version}
-	code, msg, ready := t.addProducer(p, m.GetProducerAccessMode(), m.GetInitialSubscriptionName())
-	if msg != "" {
-		c.sendError(reqID, code, "%s", msg)
+	p := &producer{
+		id: m.GetProducerId(), name: name, t: t, c: c, reqID: reqID, schemaVersion: version,
+		topicEpoch: m.TopicEpoch,
+	}
+	res := t.addProducer(p, m.GetProducerAccessMode(), m.GetInitialSubscriptionName())
+	send(res.outs)
+	if res.msg != "" {
+		c.sendError(reqID, res.code, "%s", res.msg)
 		return
 	}
 	c.mu.Lock()
 	c.producers[p.id] = p
 	c.mu.Unlock()
-	c.sendCmd(producerSuccessCmd(reqID, name, version, ready))
+	c.sendCmd(producerSuccessCmd(reqID, name, version, res.ready, res.epoch))
 }
 
 func (c *conn) sendProducerSuccess(reqID uint64, name string, version []byte) {
-	c.sendCmd(producerSuccessCmd(reqID, name, version, true))
+	c.sendCmd(producerSuccessCmd(reqID, name, version, true, nil))
 }
 
-func producerSuccessCmd(reqID uint64, name string, version []byte, ready bool) *wire.BaseCommand {
+func producerSuccessCmd(reqID uint64, name string, version []byte, ready bool, epoch *uint64) *wire.BaseCommand {
 	return &wire.BaseCommand{Type: cmdType(wire.BaseCommand_PRODUCER_SUCCESS), ProducerSuccess: &wire.CommandProducerSuccess{
 		RequestId: ptr(reqID), ProducerName: ptr(name), LastSequenceId: ptr(int64(-1)),
-		SchemaVersion: version, ProducerReady: ptr(ready),
+		SchemaVersion: version, ProducerReady: ptr(ready), TopicEpoch: epoch,
 	}}
 }
 

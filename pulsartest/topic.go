@@ -75,7 +75,7 @@ type topic struct {
 	msgCount  int64
 	subs      map[string]*subscription
 	producers map[*producer]struct{}
-	waiting   []*producer // WaitForExclusive producers, in arrival order
+	access    producerAccess // exclusive-producer state (access.go)
 }
 
 func newTopic(b *Broker, name, base string, partition int32, ledger uint64) *topic {
@@ -150,81 +150,6 @@ func (t *topic) stopTimers() {
 	for _, s := range t.subs {
 		s.stopTimer()
 	}
-}
-
-// addProducer registers p. A WaitForExclusive producer that must wait is queued and reported not ready; it
-// gets a second PRODUCER_SUCCESS once the topic has no producers left.
-func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSub string) (ServerError, string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for other := range t.producers {
-		if other.c.isClosed() {
-			// The connection is gone and its teardown has not run yet: the client is already back, as on a
-			// real broker, which replaces producers of inactive connections.
-			delete(t.producers, other)
-			continue
-		}
-		if other.name == p.name {
-			return ProducerBusy, "producer with name '" + p.name + "' is already connected to topic " + t.name, false
-		}
-	}
-	p.exclusive = mode != wire.ProducerAccessMode_Shared
-	busy := len(t.producers) > 0
-	if !p.exclusive {
-		for other := range t.producers {
-			if other.exclusive {
-				return ProducerBusy, "topic " + t.name + " has an existing exclusive producer", false
-			}
-		}
-		busy = false
-	}
-	if busy || (p.exclusive && len(t.waiting) > 0) {
-		switch mode {
-		case wire.ProducerAccessMode_WaitForExclusive:
-			t.waiting = append(t.waiting, p)
-			return 0, "", false
-		case wire.ProducerAccessMode_ExclusiveWithFencing:
-			return ProducerFenced, "exclusive producer access is not available while other producers are connected", false
-		default:
-			return ProducerBusy, "topic " + t.name + " already has connected producers", false
-		}
-	}
-	if initialSub != "" {
-		if _, ok := t.subs[initialSub]; !ok {
-			t.subs[initialSub] = t.newSubscription(initialSub, true, wire.CommandSubscribe_Shared, nil)
-			t.subs[initialSub].setPosition(t.first)
-		}
-	}
-	t.producers[p] = struct{}{}
-	return 0, "", true
-}
-
-func (t *topic) removeProducer(p *producer) {
-	t.mu.Lock()
-	delete(t.producers, p)
-	for i, w := range t.waiting {
-		if w == p {
-			t.waiting = append(t.waiting[:i:i], t.waiting[i+1:]...)
-			break
-		}
-	}
-	outs := t.promoteWaitingLocked(nil)
-	t.mu.Unlock()
-	send(outs)
-}
-
-// promoteWaitingLocked hands the topic to the first waiting WaitForExclusive producer once it has no producers.
-func (t *topic) promoteWaitingLocked(outs []outbound) []outbound {
-	for len(t.producers) == 0 && len(t.waiting) > 0 {
-		w := t.waiting[0]
-		t.waiting = t.waiting[1:]
-		if w.c.isClosed() {
-			continue
-		}
-		t.producers[w] = struct{}{}
-		outs = append(outs, outbound{w.c, w.c.encode(producerSuccessCmd(w.reqID, w.name, w.schemaVersion, true))})
-	}
-	return outs
 }
 
 func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerError, string) {
@@ -437,21 +362,24 @@ func (t *topic) removeConsumerLocked(k *consumer, notify bool, outs []outbound) 
 	}
 	s.membershipChanged()
 	if s.singleActive() {
-		return s.pickActive(outs)
-	}
-	for id := range k.pending {
-		s.unpend(k, id)
-		if t.b.opts.redeliveryOnDisconnect && len(s.consumers) > 0 {
-			s.redelivery[id]++
+		outs = s.pickActive(outs)
+	} else {
+		for id := range k.pending {
+			s.unpend(k, id)
+			if t.b.opts.redeliveryOnDisconnect && len(s.consumers) > 0 {
+				s.redelivery[id]++
+			}
+			s.addReplay(id)
 		}
-		s.addReplay(id)
-	}
-	if len(s.consumers) == 0 {
-		s.resetDispatch()
-		if !s.durable && !s.keep {
-			s.stopTimer()
-			delete(t.subs, s.name)
+		if len(s.consumers) == 0 {
+			s.resetDispatch()
 		}
+	}
+	// A non-durable subscription (a reader's) goes with its last consumer, whatever its type, as on a real
+	// broker; seek keeps it while it detaches the consumers.
+	if len(s.consumers) == 0 && !s.durable && !s.keep && !s.singleActive() {
+		s.stopTimer()
+		delete(t.subs, s.name)
 	}
 	return outs
 }
@@ -534,13 +462,7 @@ func (t *topic) unload() {
 		})})
 	}
 	t.producers = map[*producer]struct{}{}
-	for _, w := range t.waiting {
-		outs = append(outs, outbound{w.c, w.c.encode(&wire.BaseCommand{
-			Type:          cmdType(wire.BaseCommand_CLOSE_PRODUCER),
-			CloseProducer: &wire.CommandCloseProducer{ProducerId: ptr(w.id), RequestId: ptr(uint64(0))},
-		})})
-	}
-	t.waiting = nil
+	outs = t.unloadAccessLocked(outs)
 	for _, s := range t.subs {
 		for _, k := range append([]*consumer(nil), s.consumers...) {
 			outs = t.removeConsumerLocked(k, true, outs)
