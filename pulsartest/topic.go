@@ -377,7 +377,7 @@ func (t *topic) removeConsumerLocked(k *consumer, notify bool, outs []outbound) 
 	}
 	// A non-durable subscription (a reader's) goes with its last consumer, whatever its type, as on a real
 	// broker; seek keeps it while it detaches the consumers.
-	if len(s.consumers) == 0 && !s.durable && !s.keep && !s.singleActive() {
+	if len(s.consumers) == 0 && !s.durable && !s.keep {
 		s.stopTimer()
 		delete(t.subs, s.name)
 	}
