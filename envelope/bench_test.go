@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 
@@ -146,6 +147,25 @@ func BenchmarkEncode(b *testing.B) {
 					b.Fatal(err)
 				}
 				sinkBytes = out
+			}
+		})
+	}
+}
+
+// BenchmarkClassifyUnknownKeys shows that the cost per unknown key does not grow with their
+// number (ns/op grows 10× per step, MB/s stays flat); it was quadratic before.
+func BenchmarkClassifyUnknownKeys(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		payload := unknownKeysBody(n)
+		b.Run(strconv.Itoa(n/1000)+"k", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(payload)))
+			for b.Loop() {
+				e, err := envelope.Classify(payload)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkEnvelope = e
 			}
 		})
 	}

@@ -1,27 +1,46 @@
 package envelope
 
 import (
+	"bytes"
+	"hash/maphash"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
+
+// MaxMembers bounds the number of members of each object that [Decode] reads into an
+// envelope: the frame, meta and dead_letter. Every occurrence counts, duplicates included;
+// one more is poison ([RuleMembers]). Objects inside data and inside unknown members are not
+// counted (they are kept as text, not as members). The bound keeps the memory of a decoded
+// envelope proportional to what a real producer sends: a 5 MB body of one-byte keys would
+// otherwise hold about 800,000 members.
+const MaxMembers = 250_000
+
+// linearMembers is the length up to which a member list is searched linearly for a
+// duplicate key; longer lists get a map index, so decoding n unknown keys costs O(n).
+const linearMembers = 8
 
 // Decode parses payload strictly and losslessly (rules 1–4 and 7 of CONTRACT §1.3). It
 // returns a *[PoisonError] (matching [ErrPoison]) when the payload is not valid UTF-8, not
 // exactly one JSON object, or a known member has the wrong JSON type. It does not check
 // rules 5–6 (URN, schema version, data, trace_id): use [Classify] to decide acceptance.
 //
-// Decode copies payload once; the caller may reuse its buffer afterwards.
+// Decode copies payload once (see "Ownership of bytes" in the package doc); the caller may
+// reuse its buffer as soon as it returns.
 func Decode(payload []byte) (*Envelope, error) {
 	if !utf8.Valid(payload) {
 		return nil, poison(RuleUTF8, "", "payload is not valid UTF-8 (first invalid byte at "+
 			strconv.Itoa(firstInvalidUTF8(payload))+")")
 	}
-	d := decoder{s: string(payload), e: &Envelope{}}
+	e, buf := newEnvelope(len(payload))
+	copy(buf, payload)
+	d := decoder{s: buf, e: e}
 	if err := d.frame(); err != nil {
 		return nil, err
 	}
-	return d.e, nil
+	return e, nil
 }
 
 // Classify decides whether payload is acceptable (all rules of CONTRACT §1.3). A nil error
@@ -63,13 +82,39 @@ const (
 	levelDeadLetter
 )
 
-// decoder is a single-pass parser over its own string copy of the payload. Decoded strings
-// without escapes and unknown members without whitespace are substrings of that copy, so a
-// typical envelope costs three allocations: the copy, the Envelope and its Data bytes.
+// decoder is a single-pass parser over the envelope's own copy of the payload. Decoded
+// strings without escapes and unknown members are substrings of that copy, Data is a
+// sub-slice of it, and whitespace inside data and unknown members is removed in place, so a
+// typical envelope costs one allocation (see newEnvelope).
+//
+// Regions of s under a string returned by sub are never written afterwards; the only writes
+// are the in-place compaction of a value that has just been scanned and that no string
+// covers (compact).
 type decoder struct {
-	s     string
+	s     []byte
 	e     *Envelope
 	depth int // nesting depth of the object whose member is being decoded (frame = 1)
+	// index finds a decoded key in the member list of a level; built once the list is longer
+	// than linearMembers, empty below that.
+	index [3]memberIndex
+}
+
+// sub returns s[i:j] as a string sharing the decoder's buffer.
+func (d *decoder) sub(i, j int) string {
+	if j <= i {
+		return ""
+	}
+	return unsafe.String(&d.s[i], j-i) //nolint:gosec // G103: the region is never written again (see decoder)
+}
+
+// compact removes insignificant whitespace from the scanned value s[i:end] in place when ws
+// is set and returns the end of the compact text. Writing never overtakes reading, so the
+// text is compacted correctly; nothing else covers the region.
+func (d *decoder) compact(i, end int, ws bool) int {
+	if !ws {
+		return end
+	}
+	return i + len(appendCompact(d.s[i:i], d.s[i:end]))
 }
 
 func (d *decoder) frame() *PoisonError {
@@ -78,7 +123,7 @@ func (d *decoder) frame() *PoisonError {
 	switch {
 	case i >= len(s):
 		return poison(RuleSingleObject, "", "payload is empty or only whitespace")
-	case strings.HasPrefix(s[i:], "\uFEFF"):
+	case bytes.HasPrefix(s[i:], bom):
 		return poison(RuleSingleObject, "", "payload starts with a byte order mark")
 	case s[i] != '{':
 		if _, _, err := scanValue(s, i, 0); err != nil {
@@ -104,7 +149,11 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 	if i < len(s) && s[i] == '}' {
 		return i + 1, nil
 	}
-	for {
+	for count := 1; ; count++ {
+		if count > MaxMembers {
+			return i, poison(RuleMembers, prefix, objectName(prefix)+" has more than "+
+				strconv.Itoa(MaxMembers)+" members (MaxMembers)")
+		}
 		if i >= len(s) || s[i] != '"' {
 			return i, syntaxPoison(prefix, errExpect(s, i, "a string key"))
 		}
@@ -112,7 +161,7 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 		if serr != nil {
 			return i, syntaxPoison(prefix, serr)
 		}
-		key := s[i:kEnd]
+		key := d.sub(i, kEnd)
 		name := key[1 : len(key)-1]
 		if kEsc {
 			name = unescape(name)
@@ -166,7 +215,7 @@ func (d *decoder) topMember(i int, key, name string) (int, *PoisonError) {
 		start := i
 		e.urn, i, err = d.str(i, "/urn")
 		if err == nil {
-			e.unknown = addMember(e.unknown, member{key: key, name: name, raw: d.s[start:i]})
+			d.addMember(levelTop, &e.unknown, member{key: key, name: name, raw: d.sub(start, i)})
 		}
 	case "data":
 		if d.s[i] != '{' {
@@ -176,17 +225,17 @@ func (d *decoder) topMember(i int, key, name string) (int, *PoisonError) {
 		if serr != nil {
 			return end, syntaxPoison("/data", serr)
 		}
-		if ws {
-			e.Data = appendCompact(make([]byte, 0, end-i), d.s[i:end])
-		} else {
-			e.Data = []byte(d.s[i:end])
-		}
+		// A full slice expression: appending to Data reallocates instead of overwriting
+		// the text after it.
+		n := d.compact(i, end, ws)
+		e.Data = d.s[i:n:n]
 		i = end
 	case "meta":
 		if d.s[i] != '{' {
 			return d.typeErr(i, "/meta", "an object")
 		}
 		e.Meta = Meta{} // a duplicate meta replaces the earlier one entirely
+		d.index[levelMeta] = memberIndex{}
 		return d.object(i, levelMeta, "/meta")
 	case "attempts":
 		var n int64
@@ -197,11 +246,12 @@ func (d *decoder) topMember(i int, key, name string) (int, *PoisonError) {
 			return d.typeErr(i, "/dead_letter", "an object")
 		}
 		e.DeadLetter = &DeadLetter{}
+		d.index[levelDeadLetter] = memberIndex{}
 		return d.object(i, levelDeadLetter, "/dead_letter")
 	case "timestamp":
 		return d.forbidden(i, "/timestamp")
 	default:
-		return d.unknown(i, key, name, "", &e.unknown)
+		return d.unknown(i, key, name, levelTop, &e.unknown)
 	}
 	return i, err
 }
@@ -225,7 +275,7 @@ func (d *decoder) metaMember(i int, key, name string) (int, *PoisonError) {
 	case "max_retries", "attempts", "source", "ts":
 		return d.forbidden(i, "/meta/"+name)
 	default:
-		return d.unknown(i, key, name, "/meta", &m.unknown)
+		return d.unknown(i, key, name, levelMeta, &m.unknown)
 	}
 	return i, err
 }
@@ -253,7 +303,7 @@ func (d *decoder) deadLetterMember(i int, key, name string) (int, *PoisonError) 
 	case "lang":
 		dl.Lang, i, err = d.str(i, "/dead_letter/lang")
 	default:
-		return d.unknown(i, key, name, "/dead_letter", &dl.unknown)
+		return d.unknown(i, key, name, levelDeadLetter, &dl.unknown)
 	}
 	return i, err
 }
@@ -268,7 +318,7 @@ func (d *decoder) str(i int, ptr string) (string, int, *PoisonError) {
 	if serr != nil {
 		return "", end, syntaxPoison(ptr, serr)
 	}
-	v := d.s[i+1 : end-1]
+	v := d.sub(i+1, end-1)
 	if esc {
 		v = unescape(v)
 	}
@@ -302,7 +352,7 @@ func (d *decoder) integer(i int, ptr string, asInt bool) (int64, int, *PoisonErr
 	if serr != nil {
 		return 0, end, syntaxPoison(ptr, serr)
 	}
-	tok := s[i:end]
+	tok := d.sub(i, end)
 	if !isInt {
 		return 0, end, poison(RuleType, ptr, field(ptr)+" must be a JSON integer, got "+tok)
 	}
@@ -344,30 +394,97 @@ func (d *decoder) forbidden(i int, ptr string) (int, *PoisonError) {
 	return end, nil
 }
 
-// unknown validates the value of an unknown member and keeps it verbatim (compacted).
-func (d *decoder) unknown(i int, key, name, prefix string, list *[]member) (int, *PoisonError) {
+// unknown validates the value of an unknown member and keeps it verbatim (compacted in
+// place) in the member list of lvl.
+func (d *decoder) unknown(i int, key, name string, lvl level, list *[]member) (int, *PoisonError) {
 	end, ws, serr := scanValue(d.s, i, d.depth)
 	if serr != nil {
-		return end, syntaxPoison(prefix+"/"+escapePointer(name), serr)
+		return end, syntaxPoison(levelPointer[lvl]+"/"+escapePointer(name), serr)
 	}
-	raw := d.s[i:end]
-	if ws {
-		raw = string(appendCompact(make([]byte, 0, end-i), raw))
-	}
-	*list = addMember(*list, member{key: key, name: name, raw: raw})
+	raw := d.sub(i, d.compact(i, end, ws))
+	d.addMember(lvl, list, member{key: key, name: name, raw: raw})
 	return end, nil
 }
 
-// addMember appends m, or, for a duplicate key, replaces the earlier value in place: the
-// last value wins and the key keeps its first position.
-func addMember(list []member, m member) []member {
-	for k := range list {
-		if list[k].name == m.name {
-			list[k] = m
-			return list
+// levelPointer is the JSON pointer of the object of each level.
+var levelPointer = [...]string{levelTop: "", levelMeta: "/meta", levelDeadLetter: "/dead_letter"}
+
+// addMember appends m to the member list of lvl, or, for a duplicate key, replaces the
+// earlier value in place: the last value wins and the key keeps its first position. Short
+// lists are searched linearly; a longer one gets an index, so each call is O(1) expected.
+func (d *decoder) addMember(lvl level, list *[]member, m member) {
+	l := *list
+	x := &d.index[lvl]
+	if x.slots == nil {
+		for k := range l {
+			if l[k].name == m.name {
+				l[k] = m
+				return
+			}
+		}
+		l = append(l, m)
+		if len(l) > linearMembers {
+			x.rebuild(l)
+		}
+		*list = l
+		return
+	}
+	h := maphash.String(indexSeed, m.name)
+	tag := h &^ posMask
+	mask := uint64(len(x.slots)) - 1
+	for i := h & mask; ; i = (i + 1) & mask {
+		slot := x.slots[i]
+		if slot == 0 {
+			x.slots[i] = tag | uint64(len(l)+1)
+			if len(l) == cap(l) {
+				// Double: append grows a large slice by only 1.25×, which copies a long
+				// list of strings about five times over.
+				l = slices.Grow(l, len(l))
+			}
+			l = append(l, m)
+			if 2*len(l) > len(x.slots) {
+				x.rebuild(l)
+			}
+			*list = l
+			return
+		}
+		if slot&^posMask == tag && l[slot&posMask-1].name == m.name {
+			l[slot&posMask-1] = m
+			return
 		}
 	}
-	return append(list, m)
+}
+
+var indexSeed = maphash.MakeSeed()
+
+// memberIndex is an open-addressing hash table (linear probing, at most half full) of the
+// positions of a member list, keyed by the members' decoded names. Each slot holds the high
+// 32 bits of the name's hash beside the position, so a probe reads the list only on a likely
+// match; it holds no pointers, so the garbage collector never scans it; and one probe
+// sequence both finds a duplicate and claims the slot of a new key.
+type memberIndex struct {
+	slots []uint64 // hash tag | position+1 in the list, 0 for an empty slot; len is a power of two
+}
+
+// posMask selects the position part of a slot; MaxMembers fits it.
+const posMask = 1<<32 - 1
+
+// rebuild indexes the distinct names of list in a table at most a quarter full.
+func (x *memberIndex) rebuild(list []member) {
+	n := 64
+	for n < 4*len(list) {
+		n *= 2
+	}
+	x.slots = make([]uint64, n)
+	mask := uint64(n) - 1
+	for k := range list {
+		h := maphash.String(indexSeed, list[k].name)
+		i := h & mask
+		for x.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		x.slots[i] = h&^posMask | uint64(k+1)
+	}
 }
 
 func syntaxPoison(ptr string, err *syntaxError) *PoisonError {
@@ -397,5 +514,127 @@ func firstInvalidUTF8(b []byte) int {
 	return -1
 }
 
+// objectName names the object at pointer prefix for error details.
+func objectName(prefix string) string {
+	if prefix == "" {
+		return "the envelope"
+	}
+	return field(prefix)
+}
+
 // field turns the pointer of a known member into its dotted name, e.g. meta.schema_version.
 func field(ptr string) string { return strings.ReplaceAll(ptr[1:], "/", ".") }
+
+var bom = []byte("\uFEFF")
+
+// The envelope of a small payload and its copy share one allocation: a struct holding the
+// Envelope and a byte array sized so that the struct fills one of the runtime's size
+// classes (512 B to 8 KiB; above 512 B an object with pointers carries an 8-byte malloc
+// header). The strings and Data of the envelope point into the array, so they keep it alive
+// exactly as long as the envelope's own memory. A larger payload gets a separate buffer (two
+// allocations, negligible beside its scan).
+const (
+	envelopeSize = unsafe.Sizeof(Envelope{})
+	mallocHeader = 8
+)
+
+type (
+	envelope512 struct {
+		e Envelope
+		b [512 - envelopeSize]byte
+	}
+	envelope640 struct {
+		e Envelope
+		b [640 - envelopeSize - mallocHeader]byte
+	}
+	envelope768 struct {
+		e Envelope
+		b [768 - envelopeSize - mallocHeader]byte
+	}
+	envelope1024 struct {
+		e Envelope
+		b [1024 - envelopeSize - mallocHeader]byte
+	}
+	envelope1280 struct {
+		e Envelope
+		b [1280 - envelopeSize - mallocHeader]byte
+	}
+	envelope1536 struct {
+		e Envelope
+		b [1536 - envelopeSize - mallocHeader]byte
+	}
+	envelope2048 struct {
+		e Envelope
+		b [2048 - envelopeSize - mallocHeader]byte
+	}
+	envelope2688 struct {
+		e Envelope
+		b [2688 - envelopeSize - mallocHeader]byte
+	}
+	envelope3072 struct {
+		e Envelope
+		b [3072 - envelopeSize - mallocHeader]byte
+	}
+	envelope4096 struct {
+		e Envelope
+		b [4096 - envelopeSize - mallocHeader]byte
+	}
+	envelope4864 struct {
+		e Envelope
+		b [4864 - envelopeSize - mallocHeader]byte
+	}
+	envelope6144 struct {
+		e Envelope
+		b [6144 - envelopeSize - mallocHeader]byte
+	}
+	envelope8192 struct {
+		e Envelope
+		b [8192 - envelopeSize - mallocHeader]byte
+	}
+)
+
+// newEnvelope returns a zero Envelope and an n-byte buffer for the copy of its payload.
+func newEnvelope(n int) (*Envelope, []byte) {
+	switch {
+	case n <= 512-int(envelopeSize):
+		p := new(envelope512)
+		return &p.e, p.b[:n:n]
+	case n <= 640-int(envelopeSize)-mallocHeader:
+		p := new(envelope640)
+		return &p.e, p.b[:n:n]
+	case n <= 768-int(envelopeSize)-mallocHeader:
+		p := new(envelope768)
+		return &p.e, p.b[:n:n]
+	case n <= 1024-int(envelopeSize)-mallocHeader:
+		p := new(envelope1024)
+		return &p.e, p.b[:n:n]
+	case n <= 1280-int(envelopeSize)-mallocHeader:
+		p := new(envelope1280)
+		return &p.e, p.b[:n:n]
+	case n <= 1536-int(envelopeSize)-mallocHeader:
+		p := new(envelope1536)
+		return &p.e, p.b[:n:n]
+	case n <= 2048-int(envelopeSize)-mallocHeader:
+		p := new(envelope2048)
+		return &p.e, p.b[:n:n]
+	case n <= 2688-int(envelopeSize)-mallocHeader:
+		p := new(envelope2688)
+		return &p.e, p.b[:n:n]
+	case n <= 3072-int(envelopeSize)-mallocHeader:
+		p := new(envelope3072)
+		return &p.e, p.b[:n:n]
+	case n <= 4096-int(envelopeSize)-mallocHeader:
+		p := new(envelope4096)
+		return &p.e, p.b[:n:n]
+	case n <= 4864-int(envelopeSize)-mallocHeader:
+		p := new(envelope4864)
+		return &p.e, p.b[:n:n]
+	case n <= 6144-int(envelopeSize)-mallocHeader:
+		p := new(envelope6144)
+		return &p.e, p.b[:n:n]
+	case n <= 8192-int(envelopeSize)-mallocHeader:
+		p := new(envelope8192)
+		return &p.e, p.b[:n:n]
+	}
+	return new(Envelope), make([]byte, n)
+}

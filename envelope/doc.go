@@ -89,13 +89,25 @@
 //
 // # Ownership of bytes
 //
-// [Decode] and [Classify] copy the payload once into a string and never keep the caller's
-// slice: the caller may reuse its buffer as soon as they return. Decoded strings and
-// unknown members are substrings of that copy (which therefore lives as long as the
-// envelope); Data is a separate slice owned by the envelope. [Make] copies raw data.
-// [Envelope.Clone] and the With… methods return deep copies, so mutating their Data does
-// not affect the original. An Envelope is not safe for concurrent mutation; concurrent
-// reads (Encode, URN, Bind) are safe.
+// [Decode] and [Classify] copy the payload once into a buffer owned by the envelope and never
+// keep the caller's slice: the caller may reuse its buffer as soon as they return. For a
+// payload of up to about 8 KiB the buffer and the Envelope are one allocation. Decoded
+// strings without escapes and the unknown members are read-only views of that buffer, and
+// Data is a sub-slice of it whose capacity ends with the data text, so appending to Data
+// reallocates and writing Data's bytes changes nothing else. Whitespace inside data and
+// unknown members is removed in place. The buffer lives as long as any of these does. [Make]
+// copies raw data. [Envelope.Clone] and the With… methods return deep copies of Data, so
+// mutating their Data does not affect the original. An Envelope is not safe for concurrent
+// mutation; concurrent reads (Encode, URN, Bind) are safe.
+//
+// # Limits
+//
+// An object decoded into the envelope (the frame, meta, dead_letter) may have at most
+// [MaxMembers] members, every occurrence of a duplicated key counted; one more is poison
+// with [RuleMembers]. Duplicate keys are found through a hash index, so decoding costs time
+// linear in the payload however many unknown keys it has. Objects inside data and inside
+// unknown members are not counted: they are kept as text. Nesting is limited as stated
+// under Decisions.
 //
 // # Performance
 //

@@ -30,6 +30,7 @@ const (
 	RuleUTF8          Rule = "utf8"           // rule 1: the payload is not valid UTF-8
 	RuleSingleObject  Rule = "single_object"  // rule 2: not exactly one JSON object (malformed JSON, BOM, trailing bytes, array, …)
 	RuleType          Rule = "type"           // rule 4: a known member has the wrong JSON type
+	RuleMembers       Rule = "members"        // the frame, meta or dead_letter has more than MaxMembers members
 	RuleURN           Rule = "urn"            // rule 5: the resolved URN is blank
 	RuleSchemaVersion Rule = "schema_version" // rule 6: meta.schema_version is missing or not 1
 	RuleData          Rule = "data"           // rule 6: data is missing
