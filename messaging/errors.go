@@ -31,6 +31,13 @@ var (
 	ErrNotStarted = errors.New("messaging: channel not started")
 	// ErrStarted is the panic value (wrapped) of a registration after Start.
 	ErrStarted = errors.New("messaging: runtime already started")
+	// ErrStreamCompleted is the health reason of a connector channel whose
+	// stream completed outside Shutdown: it is no longer live.
+	ErrStreamCompleted = errors.New("messaging: connector channel completed")
+	// ErrStreamCancelled is the health reason of a channel whose stream was
+	// cancelled outside Shutdown (by a Subscribe or Channel subscriber, a
+	// sink or a Transform function): it is no longer live.
+	ErrStreamCancelled = errors.New("messaging: channel stream cancelled")
 
 	// ErrNilPayload is returned by an Emitter for a nil payload or message.
 	ErrNilPayload = errors.New("messaging: nil payload")

@@ -129,6 +129,7 @@ func (g *gate[I, O]) end(err error) {
 
 // cancel is the Outlet's onCancel: the downstream cancelled.
 func (g *gate[I, O]) cancel() {
+	g.obs.cancelled("downstream")
 	g.in.Cancel()
 	g.mu.Lock()
 	q := g.queue

@@ -124,7 +124,7 @@ func (r *Runtime) state(ch string) *chanState {
 	defer r.mu.Unlock()
 	s, ok := r.states[ch]
 	if !ok {
-		s = &chanState{onDead: r.channelDied}
+		s = &chanState{channel: ch, onDead: r.channelDied, stopping: r.shuttingDown.Load}
 		r.states[ch] = s
 	}
 	return s
@@ -224,6 +224,12 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if err := r.createConnectors(ctx, res, b); err != nil {
 		r.setFailed()
 		return err
+	}
+	for ch := range b.sources {
+		r.state(ch).markConnector()
+	}
+	for ch := range b.sinks {
+		r.state(ch).markConnector()
 	}
 	stageCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b.stopStage = cancel
@@ -594,10 +600,10 @@ func (r *Runtime) Health() HealthReport {
 		var hs []ChannelHealth
 		st := states[ch]
 		if src, ok := b.sources[ch]; ok {
-			hs = append(hs, connectorHealth(ch, Incoming, src.Health(), st))
+			hs = append(hs, connectorHealth(ch, Incoming, src.Health(), st, shutting))
 		}
 		if sink, ok := b.sinks[ch]; ok {
-			hs = append(hs, connectorHealth(ch, Outgoing, sink.Health(), st))
+			hs = append(hs, connectorHealth(ch, Outgoing, sink.Health(), st, shutting))
 		}
 		if len(hs) == 0 && st != nil {
 			started, terminated, dead, reason := st.snapshot()
@@ -629,8 +635,16 @@ func (r *Runtime) Health() HealthReport {
 	return rep
 }
 
-func connectorHealth(ch string, d Direction, h ChannelHealth, st *chanState) ChannelHealth {
+// connectorHealth combines what a connector reports of a channel end with
+// what the runtime observed of its stream: a failure, a cancel or a
+// completion outside Shutdown makes the channel not live. A completion
+// reported by the connector during Shutdown is the orderly end of the drain
+// and leaves it live.
+func connectorHealth(ch string, d Direction, h ChannelHealth, st *chanState, shutting bool) ChannelHealth {
 	h.Channel, h.Direction = ch, d
+	if h.Completed && !h.Live && shutting {
+		h.Live = true
+	}
 	if st != nil {
 		_, _, dead, reason := st.snapshot()
 		if dead {

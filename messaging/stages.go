@@ -399,7 +399,20 @@ type subscriptionRef struct{ s reactive.Subscription }
 func (w *ackSubscriber[T]) OnSubscribe(s reactive.Subscription) {
 	w.sub.CompareAndSwap(nil, &subscriptionRef{s: s})
 	w.obs.subscribed()
-	w.s.OnSubscribe(s)
+	w.s.OnSubscribe(observedSubscription{Subscription: s, obs: w.obs, who: "Subscribe subscriber"})
+}
+
+// observedSubscription records a Cancel by a user subscriber: outside
+// Shutdown the channel is no longer live.
+type observedSubscription struct {
+	reactive.Subscription
+	obs *chanState
+	who string
+}
+
+func (o observedSubscription) Cancel() {
+	o.obs.cancelled(o.who)
+	o.Subscription.Cancel()
 }
 
 func (w *ackSubscriber[T]) OnNext(m Message[T]) {
@@ -718,7 +731,7 @@ type observedSubscriber[T any] struct {
 }
 
 func (o *observedSubscriber[T]) OnSubscribe(s reactive.Subscription) {
-	o.Subscriber.OnSubscribe(s)
+	o.Subscriber.OnSubscribe(observedSubscription{Subscription: s, obs: o.obs, who: "Channel subscriber"})
 	o.obs.subscribed()
 }
 

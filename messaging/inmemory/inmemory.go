@@ -71,7 +71,7 @@ func (c *Connector) Source(ch string) *Source {
 	defer c.mu.Unlock()
 	s, ok := c.sources[ch]
 	if !ok {
-		s = &Source{channel: ch, maxInflight: 256, changed: make(chan struct{})}
+		s = &Source{channel: ch, maxInflight: 256, changed: make(chan struct{}), health: messaging.NewEndpointHealth(ch, messaging.Incoming)}
 		c.sources[ch] = s
 	}
 	return s
@@ -83,7 +83,7 @@ func (c *Connector) Sink(ch string) *Sink {
 	defer c.mu.Unlock()
 	s, ok := c.sinks[ch]
 	if !ok {
-		s = &Sink{channel: ch, autoAck: true, in: reactive.NewInlet(16), changed: make(chan struct{})}
+		s = &Sink{channel: ch, autoAck: true, in: reactive.NewInlet(16), changed: make(chan struct{}), health: messaging.NewEndpointHealth(ch, messaging.Outgoing)}
 		c.sinks[ch] = s
 	}
 	return s
@@ -149,6 +149,7 @@ type Settlement struct {
 // demand and fewer than max-inflight messages are unsettled.
 type Source struct {
 	channel string
+	health  *messaging.EndpointHealth
 
 	mu          sync.Mutex
 	created     bool
@@ -200,6 +201,7 @@ func (s *Source) Fail(err error) {
 	s.mu.Lock()
 	if s.failure == nil {
 		s.failure = err
+		s.health.MarkFailed(err)
 	}
 	out := s.out
 	s.notifyLocked()
@@ -229,6 +231,7 @@ func (s *Source) Subscribe(sub reactive.Subscriber[messaging.Message[[]byte]]) {
 	out := reactive.NewOutlet(sub, s.poll, nil)
 	s.out = out
 	s.mu.Unlock()
+	s.health.MarkStarted()
 	out.Start()
 }
 
@@ -248,6 +251,7 @@ func (s *Source) poll(canEmit bool) (messaging.Message[[]byte], reactive.PollSta
 		return s.wrap(p), reactive.PollReady, nil
 	}
 	if s.completed && len(s.pending) == 0 {
+		s.health.MarkCompleted()
 		return nil, reactive.PollDone, nil
 	}
 	return nil, reactive.PollEmpty, nil
@@ -325,12 +329,10 @@ func (s *Source) WaitSettled(ctx context.Context, n int) error {
 	}
 }
 
-// Health implements messaging.Source.
-func (s *Source) Health() messaging.ChannelHealth {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return channelHealth(s.channel, messaging.Incoming, s.subscribed, s.closed, s.failure)
-}
+// Health implements messaging.Source: started once subscribed, ready until
+// Close, live until Fail or the completion of the stream (Complete, once the
+// queued messages were delivered).
+func (s *Source) Health() messaging.ChannelHealth { return s.health.Health() }
 
 // Close stops delivering and waits until the delivered messages are settled
 // or ctx ends.
@@ -338,6 +340,7 @@ func (s *Source) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.health.MarkClosed()
 	for {
 		s.mu.Lock()
 		n, ch := s.inflight, s.changed
@@ -357,6 +360,7 @@ func (s *Source) Close(ctx context.Context) error {
 type Sink struct {
 	channel string
 	in      *reactive.Inlet
+	health  *messaging.EndpointHealth
 
 	mu         sync.Mutex
 	created    bool
@@ -378,6 +382,7 @@ func (s *Sink) OnSubscribe(sub reactive.Subscription) {
 		s.mu.Lock()
 		s.subscribed = true
 		s.mu.Unlock()
+		s.health.MarkStarted()
 	}
 }
 
@@ -402,6 +407,7 @@ func (s *Sink) OnError(err error) {
 	s.failure = err
 	s.notifyLocked()
 	s.mu.Unlock()
+	s.health.MarkFailed(err)
 }
 
 // OnComplete implements reactive.Subscriber.
@@ -411,6 +417,7 @@ func (s *Sink) OnComplete() {
 	s.completed = true
 	s.notifyLocked()
 	s.mu.Unlock()
+	s.health.MarkCompleted()
 }
 
 func (s *Sink) notifyLocked() {
@@ -463,16 +470,14 @@ func (s *Sink) Terminal() (completed bool, err error) {
 	return s.completed, s.failure
 }
 
-// Health implements messaging.Sink.
-func (s *Sink) Health() messaging.ChannelHealth {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return channelHealth(s.channel, messaging.Outgoing, s.subscribed, s.closed, s.failure)
-}
+// Health implements messaging.Sink: started once subscribed, ready until
+// Close, live until OnError or OnComplete.
+func (s *Sink) Health() messaging.ChannelHealth { return s.health.Health() }
 
 // Close cancels the subscription and, without auto-ack, nacks the
 // unsettled messages with messaging.ErrClosed.
 func (s *Sink) Close(ctx context.Context) error {
+	s.health.MarkClosed()
 	s.mu.Lock()
 	s.closed = true
 	ms := slices.Clone(s.received)
@@ -486,15 +491,4 @@ func (s *Sink) Close(ctx context.Context) error {
 		_ = m.Nack(ctx, messaging.ErrClosed)
 	}
 	return nil
-}
-
-// channelHealth is the health of an in-memory channel end: started once subscribed, live
-// until a failure is recorded, ready while started, live and not closed.
-func channelHealth(channel string, dir messaging.Direction, subscribed, closed bool, failure error) messaging.ChannelHealth {
-	h := messaging.ChannelHealth{Channel: channel, Direction: dir, Started: subscribed, Live: failure == nil}
-	h.Ready = subscribed && h.Live && !closed
-	if failure != nil {
-		h.Reason = failure.Error()
-	}
-	return h
 }
