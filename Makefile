@@ -5,7 +5,7 @@ TOOL      := $(GO) tool -modfile=tools/go.mod
 SUITE     ?= ../shared/babelqueue-conformance
 FUZZTIME  ?= 30s
 
-.PHONY: all check test race lint vet bench fuzz cover generate generate-check tidy-check conformance ci
+.PHONY: all check test race lint vet bench fuzz cover generate generate-check tidy-check conformance fidelity ci
 
 all: check
 
@@ -61,6 +61,10 @@ conformance:
 		echo "conformance: canonical suite not found at $(SUITE); skipped"; \
 	fi
 	$(GO) run ./cmd/bq conformance --suite conformance/testdata/suite
+
+## fidelity: pulsar-client-go's own package tests (from the module cache) against `bq broker`, one process each
+fidelity:
+	bash tools/fidelity/run.sh
 
 ## ci: what .ci/run runs
 ci:

@@ -48,6 +48,8 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	redeliver := fs.Bool("redelivery-on-disconnect", false, "count a redelivery when a Shared consumer leaves (Pulsar 2.x behaviour)")
 	adminAddr := fs.String("admin-addr", "", "also serve the admin REST subset (topics, partitioned topics) on `host:port`")
 	batchAck := fs.Bool("batch-index-ack", false, "honour batch-index acknowledgements")
+	ksSelector := fs.String("key-shared-selector", "consistent-hashing",
+		"how Key_Shared (AUTO_SPLIT) maps key hashes to consumers: `consistent-hashing` (Pulsar's default) or auto-split")
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -addr (there is no authentication)")
 	verbose := fs.Bool("v", false, "trace every command in and out on standard error")
 	fs.Usage = func() {
@@ -84,6 +86,16 @@ Flags:
 		fmt.Fprintf(stderr, "bq broker: -addr %q is not a loopback address; add -allow-remote to serve it (no authentication)\n", *addr)
 		return exitUsage
 	}
+	var selector pulsartest.KeySharedSelector
+	switch *ksSelector {
+	case "consistent-hashing":
+		selector = pulsartest.ConsistentHashing
+	case "auto-split":
+		selector = pulsartest.AutoSplitHashRange
+	default:
+		fmt.Fprintf(stderr, "bq broker: -key-shared-selector %q: want consistent-hashing or auto-split\n", *ksSelector)
+		return exitUsage
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -97,6 +109,7 @@ Flags:
 		pulsartest.WithBrokerEntryMetadata(*entryMeta),
 		pulsartest.WithRedeliveryOnDisconnect(*redeliver),
 		pulsartest.WithBatchIndexAck(*batchAck),
+		pulsartest.WithKeySharedSelector(selector),
 	}
 	if *adminAddr != "" {
 		ahost, _, err := net.SplitHostPort(*adminAddr)
