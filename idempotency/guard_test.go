@@ -1,0 +1,278 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
+	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// failingStore is a Store whose methods fail while its switches are on.
+type failingStore struct {
+	idempotency.Store
+	claim, commit, release atomic.Bool
+	claims                 atomic.Int64
+}
+
+var errOutage = errors.New("store outage")
+
+func (s *failingStore) Claim(ctx context.Context, id string, lease time.Duration) (idempotency.Claim, error) {
+	s.claims.Add(1)
+	if s.claim.Load() {
+		return idempotency.Claim{}, errOutage
+	}
+	return s.Store.Claim(ctx, id, lease)
+}
+
+func (s *failingStore) Commit(ctx context.Context, id, token string, ttl time.Duration) error {
+	if s.commit.Load() {
+		return errOutage
+	}
+	return s.Store.Commit(ctx, id, token, ttl)
+}
+
+func (s *failingStore) Release(ctx context.Context, id, token string) error {
+	if s.release.Load() {
+		return errOutage
+	}
+	return s.Store.Release(ctx, id, token)
+}
+
+func newGuard(t *testing.T, s idempotency.Store, opts ...idempotency.Option) *idempotency.Guard {
+	t.Helper()
+	g, err := idempotency.New(s, opts...)
+	require.NoError(t, err)
+	return g
+}
+
+func TestGuardSeenSetSemantics(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := k.new(t)
+			g := newGuard(t, s)
+			runs := 0
+			ok := func(context.Context) error { runs++; return nil }
+			boom := errors.New("boom")
+			fail := func(context.Context) error { runs++; return boom }
+
+			res, err := g.Do(ctx, "id-A", fail)
+			require.ErrorIs(t, err, boom)
+			assert.Equal(t, idempotency.Ran, res)
+			res, err = g.Do(ctx, "id-A", ok) // the failure left it unmarked
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.Ran, res)
+			res, err = g.Do(ctx, "id-A", ok)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.Skipped, res)
+			assert.Equal(t, 2, runs)
+
+			res, err = g.Do(ctx, "", ok)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.RanUnguarded, res)
+			_, _ = g.Do(ctx, "", ok)
+			assert.Equal(t, 4, runs, "an empty id runs every time")
+
+			require.NoError(t, g.Forget(ctx, "id-A"))
+			res, err = g.Do(ctx, "id-A", ok)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.Ran, res)
+		})
+	}
+}
+
+func TestGuardInFlight(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := k.new(t)
+			g := newGuard(t, s, idempotency.WithLease(time.Minute))
+			inside := make(chan struct{})
+			release := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				_, err := g.Do(ctx, "id", func(context.Context) error { close(inside); <-release; return nil })
+				done <- err
+			}()
+			<-inside
+			res, err := g.Do(ctx, "id", func(context.Context) error { t.Error("ran while in flight"); return nil })
+			assert.Equal(t, idempotency.NotRun, res)
+			require.ErrorIs(t, err, idempotency.ErrInFlight)
+			var ife *idempotency.InFlightError
+			require.ErrorAs(t, err, &ife)
+			assert.Equal(t, "id", ife.ID)
+			assert.Greater(t, ife.LeaseLeft, 30*time.Second)
+
+			// The middleware turns it into a bounded RetryAfter, the messaging wrapper into a
+			// delayed redelivery.
+			mg := newGuard(t, s, idempotency.WithInFlightRetry(250*time.Millisecond))
+			env, err := envelope.Make("urn:babel:test:x", nil, envelope.WithMessageID("id"))
+			require.NoError(t, err)
+			h := mg.Middleware()(func(context.Context, *envelope.Envelope, apulsar.Message) error {
+				t.Error("ran while in flight")
+				return nil
+			})
+			err = h(ctx, env, nil)
+			var ra *bqpulsar.RetryAfterError
+			require.ErrorAs(t, err, &ra)
+			assert.Equal(t, 250*time.Millisecond, ra.Delay)
+			require.ErrorIs(t, err, idempotency.ErrInFlight)
+
+			err = mg.Func(func(context.Context, *envelope.Envelope) error { t.Error("ran while in flight"); return nil })(ctx, env)
+			var ne *messaging.NackError
+			require.ErrorAs(t, err, &ne)
+			assert.Equal(t, 250*time.Millisecond, messaging.NackOptionsOf(ne.Options...).Delay)
+
+			close(release)
+			require.NoError(t, <-done)
+			res, err = g.Do(ctx, "id", func(context.Context) error { t.Error("ran after success"); return nil })
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.Skipped, res)
+		})
+	}
+}
+
+func TestGuardInFlightWait(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := k.new(t)
+			g := newGuard(t, s, idempotency.WithInFlightWait(10*time.Millisecond))
+			inside := make(chan struct{})
+			release := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				_, err := g.Do(ctx, "w", func(context.Context) error { close(inside); <-release; return nil })
+				done <- err
+			}()
+			<-inside
+			waited := make(chan idempotency.Result, 1)
+			go func() {
+				res, err := g.Do(ctx, "w", func(context.Context) error { t.Error("ran after the other's success"); return nil })
+				assert.NoError(t, err)
+				waited <- res
+			}()
+			close(release)
+			require.NoError(t, <-done)
+			assert.Equal(t, idempotency.Skipped, <-waited)
+
+			// A claim that is released (the handler failed) lets the waiter run.
+			c, err := s.Claim(ctx, "w2", time.Minute)
+			require.NoError(t, err)
+			ran := make(chan idempotency.Result, 1)
+			go func() {
+				res, err := g.Do(ctx, "w2", func(context.Context) error { return nil })
+				assert.NoError(t, err)
+				ran <- res
+			}()
+			require.NoError(t, s.Release(ctx, "w2", c.Token))
+			assert.Equal(t, idempotency.Ran, <-ran)
+
+			// The wait ends with ctx.
+			_, err = s.Claim(ctx, "w3", time.Minute)
+			require.NoError(t, err)
+			short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			res, err := g.Do(short, "w3", func(context.Context) error { t.Error("ran while in flight"); return nil })
+			assert.Equal(t, idempotency.NotRun, res)
+			require.ErrorIs(t, err, idempotency.ErrInFlight)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		})
+	}
+}
+
+func TestGuardStoreFailures(t *testing.T) {
+	ctx := context.Background()
+	mem, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	fs := &failingStore{Store: mem}
+	var hooked []error
+	g := newGuard(t, fs, idempotency.WithErrorHook(func(_ context.Context, op, id string, err error) {
+		assert.Equal(t, "x", id)
+		hooked = append(hooked, err)
+		var se *idempotency.StoreError
+		if assert.ErrorAs(t, err, &se) {
+			assert.Equal(t, op, se.Op)
+		}
+	}))
+	runs := 0
+	ok := func(context.Context) error { runs++; return nil }
+
+	fs.claim.Store(true)
+	res, err := g.Do(ctx, "x", ok)
+	assert.Equal(t, idempotency.NotRun, res)
+	require.ErrorIs(t, err, idempotency.ErrStore)
+	require.ErrorIs(t, err, errOutage)
+	assert.Zero(t, runs, "a store that cannot answer never runs the handler")
+	fs.claim.Store(false)
+
+	// A failed commit: the handler succeeded, the delivery is acknowledged, the hook hears
+	// of it, and the id stays claimed (in flight) for the rest of the lease.
+	fs.commit.Store(true)
+	res, err = g.Do(ctx, "x", ok)
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.Ran, res)
+	require.Len(t, hooked, 1)
+	require.ErrorIs(t, hooked[0], errOutage)
+	_, err = g.Do(ctx, "x", ok)
+	require.ErrorIs(t, err, idempotency.ErrInFlight)
+	assert.Equal(t, 1, runs)
+	fs.commit.Store(false)
+
+	// A failed release is reported; the handler's error is the outcome.
+	require.NoError(t, mem.Forget(ctx, "x"))
+	fs.release.Store(true)
+	boom := errors.New("boom")
+	_, err = g.Do(ctx, "x", func(context.Context) error { return boom })
+	require.ErrorIs(t, err, boom)
+	require.Len(t, hooked, 2)
+	fs.release.Store(false)
+}
+
+func TestGuardPanicReleases(t *testing.T) {
+	ctx := context.Background()
+	mem, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	g := newGuard(t, mem)
+	assert.PanicsWithValue(t, "kaboom", func() {
+		_, _ = g.Do(ctx, "p", func(context.Context) error { panic("kaboom") })
+	})
+	res, err := g.Do(ctx, "p", func(context.Context) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.Ran, res, "a panic must release the claim")
+}
+
+func TestGuardOptionsAreValidated(t *testing.T) {
+	mem, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	for _, o := range []idempotency.Option{
+		idempotency.WithLease(0), idempotency.WithTTL(-time.Second),
+		idempotency.WithInFlightRetry(0), idempotency.WithInFlightWait(0),
+	} {
+		_, err := idempotency.New(mem, o)
+		require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+	}
+	_, err = idempotency.New(nil)
+	require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+}
+
+func TestStatusAndResultNames(t *testing.T) {
+	assert.Equal(t, "claimed", idempotency.StatusClaimed.String())
+	assert.Equal(t, "done", idempotency.StatusDone.String())
+	assert.Equal(t, "in-flight", idempotency.StatusInFlight.String())
+	assert.Equal(t, "Status(9)", idempotency.Status(9).String())
+	assert.Equal(t, "skipped", idempotency.Skipped.String())
+	assert.Equal(t, "ran-unguarded", idempotency.RanUnguarded.String())
+	assert.Equal(t, "not-run", idempotency.NotRun.String())
+	assert.Equal(t, "ran", idempotency.Ran.String())
+}

@@ -1,0 +1,208 @@
+package idempotency_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
+)
+
+// storeKinds are the stores every contract and integration test runs on.
+var storeKinds = []struct {
+	name string
+	new  func(t *testing.T) idempotency.Store
+}{
+	{"memory", func(t *testing.T) idempotency.Store {
+		t.Helper()
+		s, err := idempotency.NewMemoryStore()
+		require.NoError(t, err)
+		return s
+	}},
+	{"redis", func(t *testing.T) idempotency.Store {
+		t.Helper()
+		_, client := startRedis(t)
+		s, err := idempotency.NewRedisStore(client, idempotency.WithKeyPrefix("test:"+t.Name()+":"))
+		require.NoError(t, err)
+		return s
+	}},
+}
+
+func TestStoreContract(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := k.new(t)
+			c, err := s.Claim(ctx, "a", time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, idempotency.StatusClaimed, c.Status)
+			require.NotEmpty(t, c.Token)
+
+			again, err := s.Claim(ctx, "a", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusInFlight, again.Status)
+			assert.Greater(t, again.LeaseLeft, 30*time.Second)
+			assert.LessOrEqual(t, again.LeaseLeft, time.Minute)
+
+			// A stale token releases nothing.
+			require.NoError(t, s.Release(ctx, "a", "not-the-token"))
+			again, err = s.Claim(ctx, "a", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusInFlight, again.Status)
+
+			require.NoError(t, s.Release(ctx, "a", c.Token))
+			c2, err := s.Claim(ctx, "a", time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, idempotency.StatusClaimed, c2.Status)
+			assert.NotEqual(t, c.Token, c2.Token)
+
+			require.NoError(t, s.Commit(ctx, "a", c2.Token, time.Hour))
+			done, err := s.Claim(ctx, "a", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusDone, done.Status)
+			// Releasing a remembered id with the old token keeps it remembered.
+			require.NoError(t, s.Release(ctx, "a", c2.Token))
+			done, err = s.Claim(ctx, "a", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusDone, done.Status)
+
+			require.NoError(t, s.Forget(ctx, "a"))
+			c3, err := s.Claim(ctx, "a", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusClaimed, c3.Status)
+
+			// Other ids are independent; ids are verbatim (case and spaces matter).
+			for _, id := range []string{"A", " a", "b"} {
+				c, err := s.Claim(ctx, id, time.Minute)
+				require.NoError(t, err)
+				assert.Equal(t, idempotency.StatusClaimed, c.Status, id)
+			}
+
+			_, err = s.Claim(ctx, "z", 0)
+			require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+			require.ErrorIs(t, s.Commit(ctx, "z", "", 0), idempotency.ErrInvalidOption)
+		})
+	}
+}
+
+func TestStoreLeaseAndTTLExpire(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := k.new(t)
+			c, err := s.Claim(ctx, "lease", 50*time.Millisecond)
+			require.NoError(t, err)
+			require.Equal(t, idempotency.StatusClaimed, c.Status)
+			require.NoError(t, s.Commit(ctx, "ttl", "", 50*time.Millisecond))
+			require.Eventually(t, func() bool {
+				c, err := s.Claim(ctx, "lease", time.Minute)
+				return err == nil && c.Status == idempotency.StatusClaimed
+			}, 5*time.Second, 10*time.Millisecond, "the lease never expired")
+			require.Eventually(t, func() bool {
+				c, err := s.Claim(ctx, "ttl", time.Minute)
+				return err == nil && c.Status == idempotency.StatusClaimed
+			}, 5*time.Second, 10*time.Millisecond, "the remembered id never expired")
+		})
+	}
+}
+
+func TestStoreClaimIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := k.new(t)
+			for round := range 20 {
+				id := fmt.Sprintf("race-%d", round)
+				var claimed atomic.Int32
+				var wg sync.WaitGroup
+				for range 8 {
+					wg.Go(func() {
+						c, err := s.Claim(ctx, id, time.Minute)
+						if err == nil && c.Status == idempotency.StatusClaimed {
+							claimed.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				require.Equal(t, int32(1), claimed.Load(), "round %d", round)
+			}
+		})
+	}
+}
+
+func TestMemoryStoreFullIsAnError(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_000_000, 0)
+	s, err := idempotency.NewMemoryStore(idempotency.WithMaxEntries(2), idempotency.WithClock(func() time.Time { return now }))
+	require.NoError(t, err)
+	require.NoError(t, s.Commit(ctx, "a", "", time.Hour))
+	c, err := s.Claim(ctx, "b", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.StatusClaimed, c.Status)
+
+	_, err = s.Claim(ctx, "c", time.Minute)
+	require.ErrorIs(t, err, idempotency.ErrStoreFull)
+	// Nothing was forgotten to make room.
+	got, err := s.Claim(ctx, "a", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.StatusDone, got.Status)
+
+	// Once b's lease ends, its room is reused.
+	now = now.Add(2 * time.Minute)
+	c, err = s.Claim(ctx, "c", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.StatusClaimed, c.Status)
+	assert.Equal(t, 2, s.Len())
+
+	// a stays remembered until its TTL, then its room is reused too.
+	_, err = s.Claim(ctx, "d", time.Minute)
+	require.ErrorIs(t, err, idempotency.ErrStoreFull)
+	now = now.Add(time.Hour)
+	c, err = s.Claim(ctx, "d", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.StatusClaimed, c.Status)
+}
+
+func TestStoreOptionsAreValidated(t *testing.T) {
+	_, err := idempotency.NewMemoryStore(idempotency.WithMaxEntries(0))
+	require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+	_, err = idempotency.NewMemoryStore(idempotency.WithClock(nil))
+	require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+	_, err = idempotency.NewRedisStore(nil)
+	require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+}
+
+func TestRedisStoreKeysAndOutage(t *testing.T) {
+	ctx := context.Background()
+	srv, client := startRedis(t)
+	s, err := idempotency.NewRedisStore(client, idempotency.WithKeyPrefix("app:"))
+	require.NoError(t, err)
+	assert.Equal(t, "app:id-1", s.Key("id-1"))
+	c, err := s.Claim(ctx, "id-1", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, s.Commit(ctx, "id-1", c.Token, time.Hour))
+	v, err := client.Get(ctx, "app:id-1").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "d", v)
+	ttl, err := client.PTTL(ctx, "app:id-1").Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 59*time.Minute)
+
+	def, err := idempotency.NewRedisStore(client)
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.DefaultKeyPrefix+"x", def.Key("x"))
+
+	srv.stop()
+	_, err = s.Claim(ctx, "id-2", time.Minute)
+	require.Error(t, err, "a claim against a dead server must fail")
+	require.Error(t, s.Commit(ctx, "id-2", "t", time.Minute))
+	require.Error(t, s.Release(ctx, "id-2", "t"))
+	require.Error(t, s.Forget(ctx, "id-2"))
+	assert.NotErrorIs(t, err, idempotency.ErrStoreFull)
+}
