@@ -2,7 +2,6 @@ package pulsar
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -11,25 +10,19 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
+	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
-
-// receiveErrorPause is how long the receive loop waits after a transient receive error
-// before receiving again, so that a broken connection does not spin a CPU core.
-const receiveErrorPause = 100 * time.Millisecond
 
 // Consumer receives BabelQueue envelopes from Pulsar and dispatches them by URN, with the
 // contract's gate, retries and dead letters. Build it with [NewConsumer] or [WrapConsumer],
 // run it with [Consumer.Run] and stop it with [Consumer.Close].
 type Consumer struct {
 	cfg         consumerConfig
+	eng         *engine.Engine
 	recv        Receiver
 	settler     Settler
 	ownConsumer apulsar.Consumer // the consumer NewConsumer subscribed; nil when wrapped
-	senders     *senderCache
-	maxAttempts int
-	nackRetry   bool
-	brokerDelay bool // the subscription type honours DeliverAfter
 	seed        maphash.Seed
 
 	mu      sync.Mutex
@@ -64,7 +57,7 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 	if err := checkStrategy(cfg); err != nil {
 		return nil, err
 	}
-	co := apulsar.ConsumerOptions{}
+	co := apulsar.ConsumerOptions{SubscriptionInitialPosition: cfg.initialPosition}
 	if cfg.consumerOpts != nil {
 		cfg.consumerOpts(&co)
 	}
@@ -193,20 +186,33 @@ func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory fun
 	if cfg.maxAttempts > 0 {
 		maxAttempts = cfg.maxAttempts
 	}
+	eng := engine.New(engine.Config{
+		Subscription:  cfg.subscription,
+		MaxAttempts:   maxAttempts,
+		Policy:        cfg.policy,
+		BrokerDelay:   cfg.subType == apulsar.Shared || cfg.subType == apulsar.KeyShared,
+		DeadLetter:    cfg.deadLetter,
+		SettleRejects: true,
+		Gate:          true,
+		Logger:        cfg.logger,
+		Observer:      cfg.observer,
+		OnError:       cfg.onError,
+		OnMismatch:    cfg.onMismatch,
+		DeliveryHooks: cfg.deliveryHooks,
+		Senders:       factory,
+		Retention:     cfg.retention,
+	}, settler)
 	return &Consumer{
-		cfg:         cfg,
-		recv:        recv,
-		settler:     settler,
-		senders:     &senderCache{create: factory, m: map[string]*senderEntry{}},
-		maxAttempts: maxAttempts,
-		nackRetry:   cfg.policy.Strategy == retry.Nack,
-		brokerDelay: cfg.subType == apulsar.Shared || cfg.subType == apulsar.KeyShared,
-		seed:        maphash.MakeSeed(),
+		cfg:     cfg,
+		eng:     eng,
+		recv:    recv,
+		settler: settler,
+		seed:    maphash.MakeSeed(),
 	}
 }
 
 // MaxAttempts returns the configured number of deliveries, the first included.
-func (c *Consumer) MaxAttempts() int { return c.maxAttempts }
+func (c *Consumer) MaxAttempts() int { return c.eng.MaxAttempts() }
 
 // Run receives and handles messages until ctx ends, [Consumer.Close] is called, or the
 // Pulsar consumer fails for good (it was closed). It then stops receiving, lets in-flight
@@ -279,56 +285,17 @@ func (c *Consumer) Run(ctx context.Context) error {
 }
 
 func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) error {
-	for {
-		msg, err := c.recv.Receive(rctx)
-		if rctx.Err() != nil {
-			if err == nil && msg != nil {
-				c.settler.Nack(msg) // received as the loop stopped: let the broker redeliver it
-			}
-			return nil
-		}
-		if err != nil {
-			rerr := &ReceiveError{Err: err}
-			if fatalReceive(err) {
-				c.cfg.logger.Error("receive failed for good; stopping", zap.Error(err))
-				return rerr
-			}
-			c.cfg.logger.Warn("receive failed", zap.Error(err))
-			c.report(rerr, nil, nil)
-			if !pause(rctx, receiveErrorPause) {
-				return nil
-			}
-			continue
-		}
-		if msg == nil {
-			continue
-		}
+	return c.eng.Pump(rctx, c.recv, nil, func(msg apulsar.Message) bool {
 		if pool == nil {
 			c.process(wctx, msg)
-			continue
+			return true
 		}
 		if !pool.submit(rctx, msg, c.keyIndex(msg, pool.n)) {
 			c.settler.Nack(msg)
-			return nil
+			return false
 		}
-	}
-}
-
-// pause waits d and reports whether ctx is still alive afterwards.
-func pause(ctx context.Context, d time.Duration) bool {
-	return retry.Wait(ctx, d) == nil
-}
-
-func fatalReceive(err error) bool {
-	if errors.Is(err, ErrClosed) {
 		return true
-	}
-	var pe *apulsar.Error
-	if errors.As(err, &pe) {
-		r := pe.Result()
-		return r == apulsar.ConsumerClosed || r == apulsar.AlreadyClosedError
-	}
-	return false
+	})
 }
 
 // keyIndex returns the worker of a keyed message, or -1 for any worker.
@@ -359,7 +326,7 @@ func (c *Consumer) Close() error {
 			stop()
 			<-done
 		}
-		c.senders.close()
+		c.eng.Close()
 		if c.ownConsumer != nil {
 			c.ownConsumer.Close()
 		}
@@ -437,79 +404,7 @@ func (p *workerPool) close() {
 	close(p.shared)
 }
 
-// senderCache creates one producer per topic on first use, without holding its lock
-// during the creation (which blocks on the broker), and closes them all on close.
-type senderCache struct {
-	create func(topic string) (Sender, func(), error)
-	mu     sync.Mutex
-	m      map[string]*senderEntry
-	closed bool
-	wg     sync.WaitGroup
-}
-
-type senderEntry struct {
-	ready   chan struct{}
-	sender  Sender
-	closeFn func()
-	err     error
-}
-
-func (s *senderCache) get(ctx context.Context, topic string) (Sender, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, ErrClosed
-	}
-	e := s.m[topic]
-	if e == nil {
-		e = &senderEntry{ready: make(chan struct{})}
-		s.m[topic] = e
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			e.sender, e.closeFn, e.err = s.create(topic)
-			if e.err != nil {
-				s.mu.Lock()
-				if s.m[topic] == e {
-					delete(s.m, topic) // the next message tries again
-				}
-				s.mu.Unlock()
-			}
-			close(e.ready)
-		}()
-	}
-	s.mu.Unlock()
-	select {
-	case <-e.ready:
-		return e.sender, e.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("pulsar: waiting for a producer for %q: %w", topic, ctx.Err())
-	}
-}
-
-// evict forgets the producer of topic when it is still sender, and closes it.
-func (s *senderCache) evict(topic string, sender Sender) {
-	s.mu.Lock()
-	e := s.m[topic]
-	if e == nil || e.sender != sender || s.closed {
-		s.mu.Unlock()
-		return
-	}
-	delete(s.m, topic)
-	s.mu.Unlock()
-	if e.closeFn != nil {
-		e.closeFn()
-	}
-}
-
-func (s *senderCache) close() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.wg.Wait()
-	for _, e := range s.m {
-		if e.err == nil && e.closeFn != nil {
-			e.closeFn()
-		}
-	}
-}
+// Health reports the consumer's health: live until it is closed or its Pulsar consumer
+// failed for good; ready while live and its last receive, acknowledgement and settlement
+// write (retry republish, dead-letter write) succeeded. Reasons name what failed.
+func (c *Consumer) Health() Health { return c.eng.Health() }

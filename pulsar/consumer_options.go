@@ -65,8 +65,10 @@ type consumerConfig struct {
 	consumerOpts  func(*apulsar.ConsumerOptions)
 	senderOpts    func(*apulsar.ProducerOptions)
 	senderFactory func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
-	middleware    []Middleware
-	deliveryHooks []DeliveryHook
+	middleware      []Middleware
+	deliveryHooks   []DeliveryHook
+	initialPosition apulsar.SubscriptionInitialPosition
+	retention       func(ctx context.Context, deadLetterTopic string) error
 }
 
 func defaultConsumerConfig() consumerConfig {
@@ -77,7 +79,27 @@ func defaultConsumerConfig() consumerConfig {
 		concurrency:  1,
 		logger:       zap.NewNop(),
 		closeTimeout: DefaultCloseTimeout,
+		// A job queue must not skip jobs published before its first worker subscribed.
+		initialPosition: apulsar.SubscriptionPositionEarliest,
 	}
+}
+
+// WithInitialPosition sets where [NewConsumer] starts a subscription that does not exist
+// yet: apulsar.SubscriptionPositionEarliest (the oldest message the topic still holds) or
+// apulsar.SubscriptionPositionLatest (only messages published from now on). An existing
+// subscription keeps its cursor whatever this says, as Pulsar does. Default: Earliest, so
+// that a job queue does not skip jobs published before its first worker started (the
+// client's own default is Latest). Ignored by [WrapConsumer].
+func WithInitialPosition(p apulsar.SubscriptionInitialPosition) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		switch p {
+		case apulsar.SubscriptionPositionEarliest, apulsar.SubscriptionPositionLatest:
+		default:
+			return fmt.Errorf("%w: unknown initial position %d", ErrInvalidOption, p)
+		}
+		c.initialPosition = p
+		return nil
+	})
 }
 
 // WithTopic adds a topic to consume (a partitioned topic means all its partitions). At

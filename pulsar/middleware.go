@@ -8,6 +8,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 )
 
 // Middleware wraps a handler: it receives the context, the envelope and the Pulsar message
@@ -43,105 +44,6 @@ func chain(h HandlerFunc, mw []Middleware) HandlerFunc {
 	return h
 }
 
-// DeadLetterError is the outcome "dead-letter now": the message is written to its
-// dead-letter topic at once, with reason failed, without further retries. Build it with
-// [DeadLetter].
-type DeadLetterError struct {
-	// Err is why no retry can help (a validation failure, say).
-	Err error
-}
-
-// DeadLetter returns the handler outcome that dead-letters the message on this delivery,
-// whatever attempts are left: for a failure no retry can fix, such as a payload that fails
-// validation. With dead-lettering off the message is acknowledged, logged at WARN and
-// reported as an [ExhaustedError]. err may be nil.
-func DeadLetter(err error) error { return &DeadLetterError{Err: err} }
-
-func (e *DeadLetterError) Error() string {
-	if e.Err == nil {
-		return "pulsar: dead-letter now"
-	}
-	return "pulsar: dead-letter now: " + e.Err.Error()
-}
-
-// Unwrap returns the cause.
-func (e *DeadLetterError) Unwrap() error { return e.Err }
-
-// RetryAfterError is the outcome "retry after Delay": a failed delivery whose retry waits at
-// least Delay. Build it with [RetryAfter].
-type RetryAfterError struct {
-	// Delay is the least time before the next delivery.
-	Delay time.Duration
-	// Err is the failure.
-	Err error
-}
-
-// RetryAfter returns the handler outcome "failed, retry after d": the delivery counts as
-// failed (so maxAttempts still applies: an exhausted message is dead-lettered), and its
-// retry is delayed by d instead of the policy's backoff. With retry.Republish on Shared and
-// Key_Shared subscriptions the copy is sent with DeliverAfter; on Exclusive and Failover the
-// worker waits d before republishing; with retry.Nack the negative acknowledgement is sent
-// after d (the message stays unacknowledged meanwhile, and is nacked at once if the consumer
-// stops). d ≤ 0 means the policy's backoff.
-func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{Delay: d, Err: err} }
-
-func (e *RetryAfterError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("pulsar: retry after %s", e.Delay)
-	}
-	return fmt.Sprintf("pulsar: retry after %s: %v", e.Delay, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *RetryAfterError) Unwrap() error { return e.Err }
-
-// Outcome is how a delivery was settled, as reported to a [DeliveryHook].
-type Outcome string
-
-// The outcomes of a delivery.
-const (
-	// OutcomeAcked: the handler (or the unknown-URN hook) succeeded and the message was
-	// acknowledged.
-	OutcomeAcked Outcome = "acked"
-	// OutcomeRetried: the delivery failed and another one was arranged (republish + ack,
-	// or negative ack).
-	OutcomeRetried Outcome = "retried"
-	// OutcomeDeadLettered: a copy was written to the dead-letter topic and the original
-	// acknowledged.
-	OutcomeDeadLettered Outcome = "dead_lettered"
-	// OutcomeDropped: acknowledged without being handled or dead-lettered (dead-lettering
-	// off).
-	OutcomeDropped Outcome = "dropped"
-	// OutcomeNacked: a settlement write (republish or dead letter) or the ack failed; the
-	// message was negatively acknowledged (or left to the broker) and comes back.
-	OutcomeNacked Outcome = "nacked"
-)
-
-// Settlement is the final account of one delivery, given to the function a [DeliveryHook]
-// returned.
-type Settlement struct {
-	// Outcome is how the delivery was settled.
-	Outcome Outcome
-	// URN is the routing URN ("" for poison and gate rejections).
-	URN string
-	// Attempt is the counted delivery number (1 for the first delivery).
-	Attempt int
-	// Reason is the dead-letter reason for OutcomeDeadLettered and OutcomeDropped ("" for
-	// a gate rejection).
-	Reason envelope.Reason
-	// Err is the failure being settled (the handler's error, the poison or gate error), or
-	// the settlement failure for OutcomeNacked; nil for a clean OutcomeAcked.
-	Err error
-}
-
-// DeliveryHook is called for every received message before the schema-version gate, with
-// the consumer's context. It returns the context the delivery runs with (the handler, the
-// middleware, the settlement writes and the [Event.Context] of its observer events) and a
-// function called exactly once with the delivery's [Settlement] (it may be nil). Tracing
-// uses it to open a consumer span per delivery. It is called from the goroutine handling
-// the message; a panic in it is recovered and logged, and the delivery goes on with the
-// consumer's context.
-type DeliveryHook func(ctx context.Context, msg apulsar.Message) (context.Context, func(Settlement))
 
 // WithDeliveryHook adds a delivery hook (see [DeliveryHook]). Several hooks nest: the first
 // given is called first and its context is passed to the next; their finish functions run
@@ -155,6 +57,66 @@ func WithDeliveryHook(h DeliveryHook) ConsumerOption {
 		return nil
 	})
 }
+
+// DeadLetterError is the outcome "dead-letter now" (its Err is why no retry can help): the
+// message is written to its dead-letter topic at once, with reason failed, without further
+// retries. Build it with [DeadLetter].
+type DeadLetterError = engine.DeadLetterError
+
+// DeadLetter returns the handler outcome that dead-letters the message on this delivery,
+// whatever attempts are left: for a failure no retry can fix, such as a payload that fails
+// validation. With dead-lettering off the message is acknowledged, logged at WARN and
+// reported as an [ExhaustedError]. err may be nil.
+func DeadLetter(err error) error { return &DeadLetterError{Err: err} }
+
+// RetryAfterError is the outcome "retry after Delay" (with the failure Err): a failed
+// delivery whose retry waits at least Delay. Build it with [RetryAfter].
+type RetryAfterError = engine.RetryAfterError
+
+// RetryAfter returns the handler outcome "failed, retry after d": the delivery counts as
+// failed (so maxAttempts still applies: an exhausted message is dead-lettered), and its
+// retry is delayed by d instead of the policy's backoff. With retry.Republish on Shared and
+// Key_Shared subscriptions the copy is sent with DeliverAfter; on Exclusive and Failover the
+// worker waits d before republishing; with retry.Nack the negative acknowledgement is sent
+// after d (the message stays unacknowledged meanwhile, and is nacked at once if the consumer
+// stops). d ≤ 0 means the policy's backoff.
+func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{Delay: d, Err: err} }
+
+// Outcome is how a delivery was settled, as reported to a [DeliveryHook].
+type Outcome = engine.Outcome
+
+// The outcomes of a delivery.
+const (
+	// OutcomeAcked: the handler (or the unknown-URN hook) succeeded and the message was
+	// acknowledged.
+	OutcomeAcked = engine.OutcomeAcked
+	// OutcomeRetried: the delivery failed and another one was arranged (republish + ack,
+	// or negative ack).
+	OutcomeRetried = engine.OutcomeRetried
+	// OutcomeDeadLettered: a copy was written to the dead-letter topic and the original
+	// acknowledged.
+	OutcomeDeadLettered = engine.OutcomeDeadLettered
+	// OutcomeDropped: acknowledged without being handled or dead-lettered (dead-lettering
+	// off).
+	OutcomeDropped = engine.OutcomeDropped
+	// OutcomeNacked: a settlement write (republish or dead letter) or the ack failed; the
+	// message was negatively acknowledged (or left to the broker) and comes back.
+	OutcomeNacked = engine.OutcomeNacked
+)
+
+// Settlement is the final account of one delivery, given to the function a [DeliveryHook]
+// returned: the Outcome, the routing URN ("" for poison and gate rejections), the counted
+// Attempt, the dead-letter Reason, and Err, the failure being settled (or the settlement
+// failure for OutcomeNacked).
+type Settlement = engine.Settlement
+
+// the consumer's context. It returns the context the delivery runs with (the handler, the
+// middleware, the settlement writes and the [Event.Context] of its observer events) and a
+// function called exactly once with the delivery's [Settlement] (it may be nil). Tracing
+// uses it to open a consumer span per delivery. It is called from the goroutine handling
+// the message; a panic in it is recovered and logged, and the delivery goes on with the
+// consumer's context.
+type DeliveryHook = engine.DeliveryHook
 
 // OutgoingMessage is a message about to be sent by a [Publisher] (or the connector's sink),
 // as a [PublishHook] sees it.
@@ -177,17 +139,12 @@ type OutgoingMessage struct {
 type PublishHook func(ctx context.Context, m *OutgoingMessage) func(id apulsar.MessageID, err error)
 
 // Health is the state of a consumer (or another endpoint of this package) for liveness and
-// readiness probes.
-type Health struct {
-	// Live is false once the endpoint has stopped for good (closed, or its Pulsar consumer
-	// failed): a liveness probe should restart the process.
-	Live bool
-	// Ready is true while the endpoint works: live, connected, and its last receive and
-	// settlement writes succeeded.
-	Ready bool
-	// Reasons says why the endpoint is not ready or not live, newest first (at most 10).
-	Reasons []string
-}
+// readiness probes: Live is false once it has stopped for good (closed, or its Pulsar
+// consumer failed: a liveness probe should restart the process); Ready is true while it
+// works (live, and its last receive, acknowledgement and settlement write succeeded);
+// Reasons says why it is not ready or not live (the fatal reason first, then each failing
+// area with its last error).
+type Health = engine.Health
 
 // HealthChecker is anything that reports a [Health]: a [Consumer], say.
 type HealthChecker interface {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
@@ -21,8 +23,6 @@ import (
 // Default values of [SourceOptions].
 const (
 	DefaultMaxInflight = 256
-	// receiveBackoffMax caps the pause between transient receive errors of a Source.
-	receiveBackoffMax = 30 * time.Second
 )
 
 // FailureStrategy is what a Source does with a nacked message (RUNTIME.md §12.5).
@@ -120,6 +120,21 @@ type SourceOptions struct {
 	ReconsumeDelay time.Duration
 	// DeadLetterHook is called after a message was written to its dead-letter topic.
 	DeadLetterHook func(ctx context.Context, md IncomingMetadata, reason error)
+	// Envelopes says the payloads are BabelQueue envelopes (the babelqueue codec): under
+	// [FailureBabelQueue] a poison body is then dead-lettered at once, before delivery, as
+	// the Consumer does. With another codec, a body that is not an envelope is delivered.
+	// Default: false.
+	Envelopes bool
+	// OnError receives the source's failures (gate rejections, poison, failed settlement
+	// writes and acks, receive failures), as the Consumer's error hook. Default: none.
+	OnError ErrorHook
+	// OnRoutingMismatch is called when a usable bq-job property differs from the body's
+	// URN (the property wins). Default: none.
+	OnRoutingMismatch RoutingMismatchHook
+	// Observer receives the pipeline's events, as the Consumer's. Default: none.
+	Observer Observer
+	// DeliveryHooks open a context per delivery (see [DeliveryHook]). Default: none.
+	DeliveryHooks []DeliveryHook
 	// Logger receives the source's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
@@ -132,7 +147,7 @@ type SourceOptions struct {
 // dead-letter code. Close it with [Source.Close].
 type Source struct {
 	channel       string
-	cons          *Consumer // settlement: ack, retry, exhaust, dead letters
+	eng           *engine.Engine // admission and settlement
 	pc            apulsar.Consumer
 	settler       Settler            // pc, or cumulative
 	cumulative    *cumulativeSettler // nil unless CumulativeAck
@@ -157,10 +172,8 @@ type Source struct {
 	inflight   int      // received, not yet settled (queue included)
 	atEnd      bool     // complete-at-end reached: receive no more
 	failure    error    // fatal: OnError downstream, not live
-	ready      bool
-	reasons    []string
-	settled    chan struct{}             // closed and replaced on every settlement
-	timers     map[*delivery]*time.Timer // ack timeouts of unsettled messages
+	settled    chan struct{}                    // closed and replaced on every settlement
+	timers     map[*engine.Delivery]*time.Timer // ack timeouts of unsettled messages
 	closeOnce  sync.Once
 }
 
@@ -169,7 +182,7 @@ var _ reactive.Publisher[messaging.Message[[]byte]] = (*Source)(nil)
 // queued is a received message waiting for demand.
 type queued struct {
 	m messaging.Message[[]byte]
-	d *delivery
+	d *engine.Delivery
 }
 
 // NewSource subscribes on client and returns a Source over the subscription, which it
@@ -199,7 +212,7 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	}
 	s := &Source{
 		channel:       o.Channel,
-		cons:          newConsumer(cfg, pc, settler, clientSenders(client, cfg)),
+		eng:           newSourceEngine(&o, cfg, settler, clientSenders(client, cfg)),
 		pc:            pc,
 		settler:       settler,
 		cumulative:    cumulative,
@@ -210,18 +223,9 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 		completeAtEnd: o.CompleteAtEnd,
 		ackTimeout:    o.AckTimeout,
 		reconsume:     o.ReconsumeDelay,
-		timers:        map[*delivery]*time.Timer{},
+		timers:        map[*engine.Delivery]*time.Timer{},
 		wake:          make(chan struct{}, 1),
 		settled:       make(chan struct{}),
-		ready:         true,
-	}
-	// A failed republish or dead-letter write (the message is nacked) makes the channel
-	// not ready until the next successful broker interaction.
-	s.cons.cfg.onError = func(err error, _ *envelope.Envelope, _ apulsar.Message) {
-		var se *SendError
-		if errors.As(err, &se) {
-			s.setReady(false, err)
-		}
 	}
 	if o.CompleteAtEnd {
 		if err := s.recordEnds(); err != nil {
@@ -230,6 +234,28 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 		}
 	}
 	return s, nil
+}
+
+// newSourceEngine returns the engine of a source: the Consumer's admission and settlement,
+// with the gate (and, for envelopes, poison) settled at admission under FailureBabelQueue.
+func newSourceEngine(o *SourceOptions, cfg consumerConfig, settler Settler, senders func(string) (Sender, func(), error)) *engine.Engine {
+	contract := o.FailureStrategy == FailureBabelQueue
+	return engine.New(engine.Config{
+		Subscription:  cfg.subscription,
+		MaxAttempts:   o.MaxAttempts,
+		Policy:        cfg.policy,
+		BrokerDelay:   cfg.subType == apulsar.Shared || cfg.subType == apulsar.KeyShared,
+		DeadLetter:    cfg.deadLetter,
+		SettleRejects: contract && o.Envelopes,
+		Gate:          contract,
+		Logger:        cfg.logger,
+		Observer:      o.Observer,
+		OnError:       o.OnError,
+		OnMismatch:    o.OnRoutingMismatch,
+		DeliveryHooks: o.DeliveryHooks,
+		Senders:       senders,
+		Retention:     cfg.retention,
+	}, settler)
 }
 
 // sourceConsumerConfig validates o, fills its defaults and returns the configuration of
@@ -431,7 +457,7 @@ func (s *Source) cancelled() {
 // broker redelivers them; they count no attempt.
 func (s *Source) giveBack(qs []queued) {
 	for _, q := range qs {
-		s.settler.Nack(q.d.msg)
+		s.settler.Nack(q.d.Msg)
 		s.release(false)
 	}
 }
@@ -449,46 +475,27 @@ func (s *Source) canReceive() bool {
 
 // pump receives while canReceive allows, until ctx ends or a fatal error.
 func (s *Source) pump(ctx context.Context) {
-	backoff := receiveErrorPause
-	for {
+	err := s.eng.Pump(ctx, s.pc, func(ctx context.Context) bool {
 		for !s.canReceive() {
 			select {
 			case <-s.wake:
 			case <-ctx.Done():
-				return
+				return false
 			}
 		}
-		msg, err := s.pc.Receive(ctx)
-		if ctx.Err() != nil {
-			if err == nil && msg != nil {
-				s.settler.Nack(msg) // received as the pump stopped: let the broker redeliver it
-			}
-			return
-		}
-		if err != nil {
-			if fatalReceive(err) {
-				s.fatal(&ReceiveError{Err: err})
-				return
-			}
-			s.setReady(false, err)
-			s.logger.Warn("receive failed", zap.String("channel", s.channel), zap.Error(err))
-			if !pause(ctx, backoff) {
-				return
-			}
-			backoff = min(2*backoff, receiveBackoffMax)
-			continue
-		}
-		backoff = receiveErrorPause
-		s.setReady(true, nil)
-		if msg == nil {
-			continue
-		}
+		return true
+	}, func(msg apulsar.Message) bool {
 		s.accept(ctx, msg)
+		return true
+	})
+	if err != nil {
+		s.fatal(err)
 	}
 }
 
-// accept runs the contract's pre-dispatch rules on msg and queues it for delivery; a
-// bq-schema-version rejection is settled here, on the pump, and never delivered.
+// accept runs the engine's admission on msg and queues it for delivery; a bq-schema-version
+// rejection (and, for envelopes, poison) is settled by the engine, on the pump, and never
+// delivered.
 func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 	if s.cumulative != nil {
 		s.cumulative.track(msg) // in delivery order: accept runs on the pump only
@@ -497,46 +504,27 @@ func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 	s.inflight++
 	end := s.completeAtEnd && s.reachedEnd(msg)
 	s.mu.Unlock()
-	d := &delivery{msg: msg, props: msg.Properties()}
-	if v, ok := d.props[PropSchemaVersion]; ok && s.strategy == FailureBabelQueue {
-		if err := GateVerdict(v, true); err != nil {
-			s.cons.gateReject(ctx, d, err)
-			s.release(end)
-			return
-		}
-	}
-	attemptsProp, hasAttempts := d.props[PropAttempts]
-	bodyAttempts := 0
-	if env, err := envelope.Classify(msg.Payload()); err == nil {
-		d.env, bodyAttempts = env, env.Attempts
-	}
-	reconciled, counted := Reconcile(attemptsProp, hasAttempts, bodyAttempts, msg.RedeliveryCount())
-	d.counted = counted
-	if d.env != nil {
-		if d.env.Attempts != reconciled {
-			d.env = d.env.WithAttempts(reconciled)
-		}
-		d.urn = d.env.URN()
-		if pj, ok := d.props[PropJob]; ok && !envelope.IsBlank(pj) {
-			d.urn = pj
-		}
+	d := s.eng.Admit(ctx, msg)
+	if d == nil {
+		s.release(end)
+		return
 	}
 	md := IncomingMetadata{
 		MessageID: msg.ID(), Topic: msg.Topic(), Key: msg.Key(), OrderingKey: msg.OrderingKey(),
-		Properties: d.props, PublishTime: msg.PublishTime(), EventTime: msg.EventTime(),
+		Properties: d.Props, PublishTime: msg.PublishTime(), EventTime: msg.EventTime(),
 		RedeliveryCount: msg.RedeliveryCount(), ProducerName: msg.ProducerName(),
-		Attempts: reconciled, URN: d.urn,
+		Attempts: d.Reconciled, URN: d.URN,
 	}
 	var continued atomic.Bool // nacked under continue: the slot is free, the timeout redelivers
 	m := messaging.NewMessage(msg.Payload(),
 		messaging.WithMetadata(messaging.NewMetadata(md)),
 		messaging.WithAckFunc(func(context.Context) error {
 			s.stopTimer(d)
-			s.cons.ack(d)
+			err := s.eng.AckHandled(d)
 			s.release(false)
-			return nil
+			return err
 		}),
-		messaging.WithNackFunc(func(ctx context.Context, reason error, o messaging.NackOptions) error {
+		messaging.WithNackFunc(func(_ context.Context, reason error, o messaging.NackOptions) error {
 			if s.strategy == FailureContinue && !errors.Is(reason, messaging.ErrSettleTimeout) {
 				s.logger.Warn("nacked message left unacknowledged until the ack timeout (failure-strategy continue)",
 					zap.String("channel", s.channel), zap.Error(reason))
@@ -545,7 +533,7 @@ func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 				return nil
 			}
 			s.stopTimer(d)
-			s.settleNack(ctx, d, md, reason, o)
+			s.settleNack(d, md, reason, o)
 			s.release(false)
 			return nil
 		}))
@@ -563,7 +551,7 @@ func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 }
 
 // startTimer arms the ack timeout of a received message.
-func (s *Source) startTimer(d *delivery, m messaging.Message[[]byte], continued *atomic.Bool) {
+func (s *Source) startTimer(d *engine.Delivery, m messaging.Message[[]byte], continued *atomic.Bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.timers[d] = time.AfterFunc(s.ackTimeout, func() {
@@ -571,7 +559,7 @@ func (s *Source) startTimer(d *delivery, m messaging.Message[[]byte], continued 
 			s.mu.Lock()
 			delete(s.timers, d)
 			s.mu.Unlock()
-			s.settler.Nack(d.msg) // redeliver; the slot was freed by the nack
+			s.settler.Nack(d.Msg) // redeliver; the slot was freed by the nack
 			return
 		}
 		reason := fmt.Errorf("%w: unsettled after %s on channel %q", messaging.ErrSettleTimeout, s.ackTimeout, s.channel)
@@ -582,7 +570,7 @@ func (s *Source) startTimer(d *delivery, m messaging.Message[[]byte], continued 
 }
 
 // stopTimer disarms the ack timeout of a settled message.
-func (s *Source) stopTimer(d *delivery) {
+func (s *Source) stopTimer(d *engine.Delivery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.timers[d]; ok {
@@ -591,52 +579,59 @@ func (s *Source) stopTimer(d *delivery) {
 	}
 }
 
-// settleNack applies the failure strategy to a nacked message. With babelqueue it runs
-// the Consumer's settlement: retry while deliveries are left, else the dead-letter copy;
-// a failed republish or dead-letter write nacks, never acks.
-func (s *Source) settleNack(ctx context.Context, d *delivery, md IncomingMetadata, reason error, o messaging.NackOptions) {
+// settleNack applies the failure strategy to a nacked message. With babelqueue it runs the
+// engine's settlement, as for a Consumer handler's outcome: retry while deliveries are left,
+// else the dead-letter copy; a *DeadLetterError reason (or Disposition DeadLetter)
+// dead-letters at once and a *RetryAfterError reason delays the retry; a failed republish or
+// dead-letter write nacks, never acks.
+func (s *Source) settleNack(d *engine.Delivery, md IncomingMetadata, reason error, o messaging.NackOptions) {
 	switch s.strategy {
 	case FailureNack:
-		s.settler.Nack(d.msg)
+		s.eng.Nack(d, reason)
 		return
 	case FailureIgnore:
 		s.logger.Warn("nacked message acknowledged (failure-strategy ignore)", zap.String("channel", s.channel), zap.Error(reason))
-		s.cons.ack(d)
+		_ = s.eng.AckRaw(d) // a failed ack is reported by the engine and shows in health
 		return
 	case FailureFail:
 		s.fatal(fmt.Errorf("%w: channel %q: %w", ErrSourceFailed, s.channel, reason))
 		return
 	case FailureContinue: // the ack timeout: redeliver
-		s.settler.Nack(d.msg)
+		s.eng.Nack(d, reason)
 		return
 	case FailureReconsumeLater:
 		delay := o.Delay
 		if delay <= 0 {
 			delay = s.reconsume
 		}
-		s.pc.ReconsumeLaterWithCustomProperties(d.msg, o.Properties, delay)
+		s.pc.ReconsumeLaterWithCustomProperties(d.Msg, o.Properties, delay)
 		return
 	case FailureBabelQueue:
 	}
-	d.delay, d.extraProps = o.Delay, o.Properties
+	opts := engine.FailOptions{Delay: o.Delay, Properties: o.Properties}
+	var ra *RetryAfterError
+	if opts.Delay <= 0 && errors.As(reason, &ra) {
+		opts.Delay = ra.Delay
+	}
+	var dl *DeadLetterError
 	toDLQ := true
 	switch {
 	case o.Disposition == messaging.Drop:
-		s.logger.Warn("nacked message dropped", zap.String("channel", s.channel), zap.String("urn", d.urn),
-			zap.Int("attempt", d.counted), zap.Error(reason))
-		s.cons.ack(d)
+		s.logger.Warn("nacked message dropped", zap.String("channel", s.channel), zap.String("urn", d.URN),
+			zap.Int("attempt", d.Counted), zap.Error(reason))
+		_ = s.eng.AckRaw(d) // a failed ack is reported by the engine and shows in health
 		return
-	case d.env == nil && errors.Is(reason, messaging.ErrDecode):
+	case d.Env == nil && errors.Is(reason, messaging.ErrDecode):
 		// Poison for the contract: the ADR-0035 copy ({"raw":…,"dead_letter":…}) at once.
-		s.cons.poison(ctx, d, reason)
-	case o.Disposition == messaging.DeadLetter:
-		s.cons.exhaust(ctx, d, failureReason(reason), reason)
+		s.eng.Poison(d, reason, opts)
+	case o.Disposition == messaging.DeadLetter || errors.As(reason, &dl):
+		s.eng.DeadLetterNow(d, failureReason(reason), reason, opts)
 	default:
-		toDLQ = d.counted >= s.cons.maxAttempts
-		s.cons.fail(ctx, d, failureReason(reason), reason)
+		toDLQ = d.Counted >= s.eng.MaxAttempts()
+		s.eng.Fail(d, failureReason(reason), reason, opts)
 	}
-	if _, on := s.cons.deadLetterTopic(d); on && toDLQ && d.acked && s.hook != nil {
-		s.callHook(ctx, md, reason)
+	if toDLQ && d.Acked() && s.hook != nil && s.eng.DeadLetterOn(d) {
+		s.callHook(d.Ctx, md, reason)
 	}
 }
 
@@ -678,7 +673,7 @@ func (s *Source) fatal(err error) {
 	s.mu.Lock()
 	if s.failure == nil {
 		s.failure = err
-		s.addReason(err)
+		s.eng.SetFatal(err)
 	}
 	out, stop := s.out, s.stopPump
 	s.mu.Unlock()
@@ -691,22 +686,6 @@ func (s *Source) fatal(err error) {
 	}
 }
 
-func (s *Source) setReady(ok bool, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ready = ok
-	if err != nil {
-		s.addReason(err)
-	}
-}
-
-func (s *Source) addReason(err error) {
-	s.reasons = append([]string{err.Error()}, s.reasons...)
-	if len(s.reasons) > 10 {
-		s.reasons = s.reasons[:10]
-	}
-}
-
 // InFlight returns the number of received, unsettled messages (those not yet delivered
 // included).
 func (s *Source) InFlight() int {
@@ -715,20 +694,17 @@ func (s *Source) InFlight() int {
 	return s.inflight
 }
 
-// Health reports the source's health: started once subscribed, ready while the last
-// receive succeeded, live until a fatal failure.
+// Health reports the source's health: started once subscribed, live until a fatal failure
+// or Close, ready while live and the engine's last receive, acknowledgement and settlement
+// write succeeded; Reason joins the engine's reasons.
 func (s *Source) Health() messaging.ChannelHealth {
+	eh := s.eng.Health()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Incoming, Started: true}
-	h.Live = s.failure == nil
-	h.Ready = h.Live && s.ready && !s.closed
-	if len(s.reasons) > 0 {
-		h.Reason = s.reasons[0]
-		for _, r := range s.reasons[1:] {
-			h.Reason += "; " + r
-		}
-	}
+	h.Live = s.failure == nil && eh.Live
+	h.Ready = h.Live && eh.Ready && !s.closed
+	h.Reason = strings.Join(eh.Reasons, "; ")
 	return h
 }
 
@@ -757,7 +733,7 @@ func (s *Source) Close(ctx context.Context) error {
 			delete(s.timers, d)
 		}
 		s.mu.Unlock()
-		s.cons.senders.close()
+		s.eng.Close()
 		s.pc.Close()
 	})
 	return err

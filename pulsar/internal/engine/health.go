@@ -1,0 +1,66 @@
+package pulsar
+
+import (
+	"slices"
+	"sync"
+)
+
+// healthState tracks liveness and readiness: not live after a fatal failure or a stop; not
+// ready while any area (receive, ack, settlement write) failed last.
+type healthState struct {
+	mu     sync.Mutex
+	dead   string           // why not live ("" while live)
+	failed map[string]error // area → its last error, while failing
+}
+
+func (h *healthState) init() { h.failed = map[string]error{} }
+
+func (h *healthState) failing(area string, err error) {
+	h.mu.Lock()
+	h.failed[area] = err
+	h.mu.Unlock()
+}
+
+func (h *healthState) ok(area string) {
+	h.mu.Lock()
+	if _, bad := h.failed[area]; bad {
+		delete(h.failed, area)
+	}
+	h.mu.Unlock()
+}
+
+func (h *healthState) fatal(err error) {
+	h.mu.Lock()
+	if h.dead == "" {
+		h.dead = err.Error()
+	}
+	h.mu.Unlock()
+}
+
+func (h *healthState) stopped() {
+	h.mu.Lock()
+	if h.dead == "" {
+		h.dead = "stopped"
+	}
+	h.mu.Unlock()
+}
+
+// get returns the health: the reasons are the fatal one first, then every failing area
+// (in a stable order).
+func (h *healthState) get() Health {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var reasons []string
+	if h.dead != "" {
+		reasons = append(reasons, h.dead)
+	}
+	areas := make([]string, 0, len(h.failed))
+	for a := range h.failed {
+		areas = append(areas, a)
+	}
+	slices.Sort(areas)
+	for _, a := range areas {
+		reasons = append(reasons, a+" failing: "+h.failed[a].Error())
+	}
+	return Health{Live: h.dead == "", Ready: h.dead == "" && len(h.failed) == 0, Reasons: reasons}
+}

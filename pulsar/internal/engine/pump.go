@@ -1,0 +1,141 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+// Pump receives messages from recv until ctx ends or a receive fails for good, and hands each to
+// deliver; deliver returns false to stop the pump (the message is then its to settle).
+// Before each receive it calls wait, when set, which blocks until the front can take another
+// message and returns false when ctx ended. A transient receive error is reported to the
+// error hook, recorded in the health state, and followed by a pause that starts at
+// [ReceiveBackoffMin] and doubles up to [ReceiveBackoffMax]. A message received as ctx ends
+// is negatively acknowledged, so the broker redelivers it. Pump returns nil when ctx ended
+// or deliver stopped it, and the fatal *ReceiveError otherwise.
+func (e *Engine) Pump(ctx context.Context, recv Receiver, wait func(context.Context) bool, deliver func(apulsar.Message) bool) error {
+	backoff := ReceiveBackoffMin
+	for {
+		if wait != nil && !wait(ctx) {
+			return nil
+		}
+		msg, err := recv.Receive(ctx)
+		if ctx.Err() != nil {
+			if err == nil && msg != nil {
+				e.settler.Nack(msg) // received as the pump stopped: let the broker redeliver it
+			}
+			return nil
+		}
+		if err != nil {
+			rerr := &ReceiveError{Err: err}
+			if FatalReceive(err) {
+				e.cfg.Logger.Error("receive failed for good; stopping", zap.Error(err))
+				e.health.fatal(rerr)
+				return rerr
+			}
+			e.cfg.Logger.Warn("receive failed", zap.Error(err), zap.Duration("pause", backoff))
+			e.health.failing("receive", err)
+			e.Report(rerr, nil, nil)
+			if retry.Wait(ctx, backoff) != nil {
+				return nil
+			}
+			backoff = min(2*backoff, ReceiveBackoffMax)
+			continue
+		}
+		backoff = ReceiveBackoffMin
+		e.health.ok("receive")
+		if msg == nil {
+			continue
+		}
+		if !deliver(msg) {
+			return nil
+		}
+	}
+}
+
+// FatalReceive reports whether a receive error ends the pump: [ErrClosed], or an error that
+// retry.IsRetryable (the one classifier of the binding's errors) does not call retryable,
+// such as a closed consumer. A cancelled context is not fatal (the pump was asked to stop).
+func FatalReceive(err error) bool {
+	if errors.Is(err, ErrClosed) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *apulsar.Error
+	if errors.As(err, &pe) {
+		return !retry.IsRetryable(err)
+	}
+	return false // an error the client does not classify: report it and receive again
+}
+
+// ProducerBroken reports whether a send error means the producer cannot send again, so the
+// settlement should use a fresh one: the producer was closed or fenced, or a send timed out
+// (the producer may be stuck after the broker refused it). Message-level errors (too big,
+// invalid, not allowed) leave a healthy producer in place.
+func ProducerBroken(err error) bool {
+	var pe *apulsar.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Result() {
+	case apulsar.ProducerClosed, apulsar.AlreadyClosedError, apulsar.ProducerFenced,
+		apulsar.TimeoutError, apulsar.ProducerNotInitialized:
+		return true
+	default:
+		return false
+	}
+}
+
+// timerSet runs delayed actions (negative acks after a RetryAfter delay) and, on stop, runs
+// the pending ones' fallbacks at once.
+type timerSet struct {
+	mu      sync.Mutex
+	stopped bool
+	pending map[*time.Timer]func()
+}
+
+// after runs f after d; if the set is stopped first, now runs instead (at stop).
+func (t *timerSet) after(d time.Duration, f, now func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		go now()
+		return
+	}
+	if t.pending == nil {
+		t.pending = map[*time.Timer]func(){}
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(d, func() {
+		t.mu.Lock()
+		_, ok := t.pending[tm]
+		delete(t.pending, tm)
+		t.mu.Unlock()
+		if ok {
+			f()
+		}
+	})
+	t.pending[tm] = now
+}
+
+func (t *timerSet) stop() {
+	t.mu.Lock()
+	t.stopped = true
+	pending := t.pending
+	t.pending = nil
+	t.mu.Unlock()
+	for tm, now := range pending {
+		if tm.Stop() {
+			now()
+		}
+	}
+}
