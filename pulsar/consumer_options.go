@@ -46,25 +46,25 @@ type consumerOptionFunc func(c *consumerConfig) error
 func (f consumerOptionFunc) applyConsumer(c *consumerConfig) error { return f(c) }
 
 type consumerConfig struct {
-	topics        []string
-	subscription  string
-	subType       apulsar.SubscriptionType
-	subTypeSet    bool
-	handlers      map[string]HandlerFunc
-	policy        retry.Policy
-	maxAttempts   int // from WithMaxAttempts; 0 = policy's
-	deadLetter    dlq.Config
-	concurrency   int
-	onError       ErrorHook
-	onUnknown     UnknownURNHook
-	onMismatch    RoutingMismatchHook
-	logger        *zap.Logger
-	observer      Observer
-	closeTimeout  time.Duration
-	nackDelay     time.Duration
-	consumerOpts  func(*apulsar.ConsumerOptions)
-	senderOpts    func(*apulsar.ProducerOptions)
-	senderFactory func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
+	topics          []string
+	subscription    string
+	subType         apulsar.SubscriptionType
+	subTypeSet      bool
+	handlers        map[string]HandlerFunc
+	policy          retry.Policy
+	maxAttempts     int // from WithMaxAttempts; 0 = policy's
+	deadLetter      dlq.Config
+	concurrency     int
+	onError         ErrorHook
+	onUnknown       UnknownURNHook
+	onMismatch      RoutingMismatchHook
+	logger          *zap.Logger
+	observer        Observer
+	closeTimeout    time.Duration
+	nackDelay       time.Duration
+	consumerOpts    func(*apulsar.ConsumerOptions)
+	senderOpts      func(*apulsar.ProducerOptions)
+	senderFactory   func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
 	middleware      []Middleware
 	deliveryHooks   []DeliveryHook
 	initialPosition apulsar.SubscriptionInitialPosition

@@ -44,7 +44,6 @@ func chain(h HandlerFunc, mw []Middleware) HandlerFunc {
 	return h
 }
 
-
 // WithDeliveryHook adds a delivery hook (see [DeliveryHook]). Several hooks nest: the first
 // given is called first and its context is passed to the next; their finish functions run
 // in reverse order. Default: none.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -168,10 +168,10 @@ type Source struct {
 	closed     bool
 	stopPump   context.CancelFunc
 	pumpDone   chan struct{}
-	queue      []queued // received, not yet delivered
-	inflight   int      // received, not yet settled (queue included)
-	atEnd      bool     // complete-at-end reached: receive no more
-	failure    error    // fatal: OnError downstream, not live
+	queue      []queued                         // received, not yet delivered
+	inflight   int                              // received, not yet settled (queue included)
+	atEnd      bool                             // complete-at-end reached: receive no more
+	failure    error                            // fatal: OnError downstream, not live
 	settled    chan struct{}                    // closed and replaced on every settlement
 	timers     map[*engine.Delivery]*time.Timer // ack timeouts of unsettled messages
 	closeOnce  sync.Once
