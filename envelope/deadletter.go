@@ -78,11 +78,6 @@ func PoisonCopy(payload []byte, info DeadLetterInfo) ([]byte, error) {
 	if info.Reason != "" && info.Reason != ReasonPoison {
 		return nil, fmt.Errorf("%w: a poison copy has reason %q, got %q", ErrInvalidReason, ReasonPoison, info.Reason)
 	}
-	return poisonCopy(payload, info.block(ReasonPoison, info.Queue)), nil
-}
-
-// poisonCopy writes the poison copy of payload with the block dl.
-func poisonCopy(payload []byte, dl *DeadLetter) []byte {
 	valid := utf8.Valid(payload)
 	n := len(payload) + len(payload)/8 + 256
 	if !valid {
@@ -97,6 +92,6 @@ func poisonCopy(payload []byte, dl *DeadLetter) []byte {
 		out = append(out, '"')
 	}
 	out = append(out, `,"dead_letter":`...)
-	out = appendDeadLetter(out, dl)
-	return append(out, '}')
+	out = appendDeadLetter(out, info.block(ReasonPoison, info.Queue))
+	return append(out, '}'), nil
 }

@@ -21,7 +21,7 @@ func readNext(t *testing.T, r apulsar.Reader) string {
 // A reader's non-durable subscription goes when the reader closes (Pulsar removes a non-durable subscription with
 // its last consumer); a durable one stays. Checked through the admin REST subscription list on every target.
 func TestReaderCloseRemovesItsSubscription(t *testing.T) {
-	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) { //nolint:thelper // the scenario body is the subtest
 		if tg.AdminURL() == "" {
 			t.Skip("PULSAR_ADMIN_URL not set: the subscription list needs the admin API")
 		}
@@ -64,8 +64,12 @@ func TestReaderResumesAfterDropWithoutItsSubscription(t *testing.T) {
 	b := newEmbedded(t).Broker()
 	c := newClient(t, b.URL())
 	topic := uniqueName(t, "t")
-	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	p, err := c.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	require.NoError(t, err)
 	sendAll(t, p, "m-0", "m-1")
+	// No producer through the drop: pulsar-client-go v0.19.0 races (go test -race) between a reconnecting
+	// producer's grabCnx and its own sends.
+	p.Close()
 	r, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.EarliestMessageID()})
 	require.NoError(t, err)
 	defer r.Close()
@@ -76,8 +80,9 @@ func TestReaderResumesAfterDropWithoutItsSubscription(t *testing.T) {
 	b.DropConnections()
 	eventually(t, "the reader to resubscribe", func() bool {
 		st := b.Stats(topic)
-		return st.Producers == 1 && len(st.Subscriptions) == 1 && st.Subscriptions[before[0]].Consumers == 1
+		return len(st.Subscriptions) == 1 && st.Subscriptions[before[0]].Consumers == 1
 	})
+	p = newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	sendAll(t, p, "m-2", "m-3")
 	assert.Equal(t, "m-2", readNext(t, r))
 	assert.Equal(t, "m-3", readNext(t, r))
