@@ -78,6 +78,11 @@ func PoisonCopy(payload []byte, info DeadLetterInfo) ([]byte, error) {
 	if info.Reason != "" && info.Reason != ReasonPoison {
 		return nil, fmt.Errorf("%w: a poison copy has reason %q, got %q", ErrInvalidReason, ReasonPoison, info.Reason)
 	}
+	return poisonCopy(payload, info.block(ReasonPoison, info.Queue)), nil
+}
+
+// poisonCopy writes the poison copy of payload with the block dl.
+func poisonCopy(payload []byte, dl *DeadLetter) []byte {
 	valid := utf8.Valid(payload)
 	n := len(payload) + len(payload)/8 + 256
 	if !valid {
@@ -92,6 +97,6 @@ func PoisonCopy(payload []byte, info DeadLetterInfo) ([]byte, error) {
 		out = append(out, '"')
 	}
 	out = append(out, `,"dead_letter":`...)
-	out = appendDeadLetter(out, info.block(ReasonPoison, info.Queue))
-	return append(out, '}'), nil
+	out = appendDeadLetter(out, dl)
+	return append(out, '}')
 }

@@ -1,6 +1,7 @@
 // Package envelope is the BabelQueue wire envelope (schema_version 1): building messages
 // ([Make]), the one strict decoder of the SDK ([Decode], [Classify]), the canonical encoder
-// ([Envelope.Encode]) and the dead-letter copies ([Envelope.ToDeadLetter], [PoisonCopy]).
+// ([Envelope.Encode]) and the dead-letter copies ([Envelope.ToDeadLetter], [PoisonCopy],
+// [TruncatedCopy]).
 // It implements section 1 of the wire contract (docs/CONTRACT.md) and imports only the
 // standard library and github.com/google/uuid.
 //
@@ -86,6 +87,33 @@
 //     handled by accident; dead-letter it with [PoisonCopy].
 //   - A poison copy writes each invalid UTF-8 byte of raw as \ufffd and adds raw_base64
 //     (standard, padded) only when the payload is not valid UTF-8.
+//
+// # Dead-letter copies
+//
+// An acceptable message is dead-lettered as itself plus a dead_letter block
+// ([Envelope.ToDeadLetter]); an unacceptable body as a poison copy ([PoisonCopy]):
+//
+//	{"raw":"<payload as a JSON string>","raw_base64":"<exact bytes>","dead_letter":{…}}
+//
+// Escaping makes a poison copy larger than its body (6 bytes per NUL, 6 per invalid byte
+// plus the base64 of the whole body), so a copy can exceed the broker's message size limit
+// even though its body did not, and would then be refused on every redelivery. A copy that
+// must fit a limit is built with [PoisonCopyWithin] (poison bodies),
+// [Envelope.DeadLetterWithin] (acceptable ones) or [FitDeadLetter] (a ready copy): the full
+// copy when it fits, else a truncated copy ([TruncatedCopy]) of at most limit bytes:
+//
+//	{"raw":"<prefix>","raw_base64":"<prefix bytes>","truncated":true,"raw_size":65536,
+//	 "original_size":1048576,"original_sha256":"<64 lower-case hex digits>","dead_letter":{…}}
+//
+// raw is the first [TruncatedKeep] bytes of the received body at most (fewer when the limit
+// demands), cut before a whole UTF-8 sequence, written as in a poison copy; raw_base64 holds
+// those bytes exactly and is present only when they are not valid UTF-8; raw_size is their
+// number; original_size and original_sha256 (SHA-256 of the received bytes) identify the
+// whole body. dead_letter is the block the full copy would carry (its error text cut at a
+// character boundary if the block alone would not leave room). A truncated copy is never an
+// acceptable envelope, so it cannot be redriven; it records that the message existed, why
+// it failed and how to recognise it. The limit is the body's: leave room for the message's
+// properties and metadata below the broker's maximum (5 MiB by default in Pulsar).
 //
 // # Ownership of bytes
 //

@@ -22,6 +22,10 @@ var ErrInvalidOption = errors.New("envelope: invalid option")
 // something other than [ReasonPoison].
 var ErrInvalidReason = errors.New("envelope: invalid dead-letter reason")
 
+// ErrLimitTooSmall is returned by [TruncatedCopy] and the copies built on it when the limit
+// cannot hold even the dead-letter block and the truncation marker (a few hundred bytes).
+var ErrLimitTooSmall = errors.New("envelope: dead-letter limit too small")
+
 // Rule names the acceptance rule of CONTRACT §1.3 that a poison body failed.
 type Rule string
 
