@@ -131,3 +131,34 @@ func NewMergedInput(ps ...reactive.Publisher[Message[int]]) reactive.Publisher[M
 	}
 	return asPub[int](newInPort[int]("merged").merge(anys))
 }
+
+// NewProducePayloadsOutput is the output of ProducePayloads over p: the
+// runtime's entry gate in front of p's payloads wrapped in messages.
+func NewProducePayloadsOutput(p reactive.Publisher[int]) reactive.Publisher[Message[int]] {
+	pub, _ := entryGate(payloadMessages(p))
+	return pub
+}
+
+// NewGenerateMessageOutput is the output of GenerateMessage over f.
+func NewGenerateMessageOutput(f func(ctx context.Context) (Message[int], error)) reactive.Publisher[Message[int]] {
+	pub, _ := entryGate(generated("GenerateMessage(tck)", f, func(error) {}))
+	return pub
+}
+
+// NewTransformPayloadsStage is the processor of TransformPayloads (Pre) with
+// the identity function.
+func NewTransformPayloadsStage(ctx context.Context) reactive.Processor[Message[int], Message[int]] {
+	p, err := newTransformPayloadsProcessor("TransformPayloads(tck)", AckPre, nil, func(m Message[int]) { _ = m.Ack(ctx) },
+		func(up reactive.Publisher[int]) reactive.Publisher[int] { return up })
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// NewFlatMapMessageStage is the processor of FlatMapMessage (Manual) mapping
+// every message to a publisher of itself.
+func NewFlatMapMessageStage(ctx context.Context) reactive.Processor[Message[int], Message[int]] {
+	return newFlatMapMessageProcessor(ctx, tckEnv("FlatMapMessage(tck)", AckManual), nil,
+		func(_ context.Context, m Message[int]) reactive.Publisher[Message[int]] { return reactive.FromSlice(m) })
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -31,11 +30,23 @@ const (
 	shapeGenerate
 	shapeChannel
 	shapeEmitter
+	shapeProducePayloads
+	shapeGenerateMessage
+	shapeSubscribePayloads
+	shapeTransformPayloads
+	shapeFlatMapMessage
 )
 
-// allowedAcks and defaultAck are the table of RUNTIME.md §5.2.
+// allowedAcks and defaultAck are the acknowledgement table of the stage
+// shapes (see the package doc): payload functions default to a strategy in
+// which the runtime settles, message functions to Manual (the MicroProfile
+// Reactive Messaging 2.0 rule). Shapes without an entry (no input) refuse
+// every WithAck at Start.
 var (
 	allowedAcks = map[shape][]AckStrategy{
+		shapeSubscribePayloads: {AckNone, AckPre, AckPost},
+		shapeTransformPayloads: {AckNone, AckPre},
+		shapeFlatMapMessage:    {AckNone, AckPre, AckManual},
 		shapeConsume:        {AckNone, AckPre, AckPost},
 		shapeConsumeMessage: {AckNone, AckPre, AckPost, AckManual},
 		shapeSubscribe:      {AckNone, AckPre, AckPost, AckManual},
@@ -49,6 +60,7 @@ var (
 		shapeConsume: AckPost, shapeConsumeMessage: AckManual, shapeSubscribe: AckManual,
 		shapeProcess: AckPost, shapeProcessMessage: AckManual, shapeFlatMap: AckPre,
 		shapeTransform: AckManual, shapeChannel: AckManual,
+		shapeSubscribePayloads: AckPost, shapeTransformPayloads: AckPre, shapeFlatMapMessage: AckManual,
 	}
 )
 
@@ -375,7 +387,7 @@ func Subscribe[T any](r *Runtime, in string, s reactive.Subscriber[Message[T]], 
 	opts := stageOpts(o)
 	n := &node{shape: shapeSubscribe, name: siteName("Subscribe", in, "", opts), in: newInPort[T](in), opts: opts}
 	n.consume = func(ctx context.Context, b *builder, up any) {
-		w := &ackSubscriber[T]{s: s, ack: n.ack, obs: b.state(in), settle: func(m Message[T]) {
+		w := &ackSubscriber[T]{s: s, ack: n.ack, obs: b.state(in), who: "Subscribe subscriber", settle: func(m Message[T]) {
 			b.settled(n, "ack", m.Ack(ctx))
 		}}
 		b.cancels = append(b.cancels, w.cancel)
@@ -390,6 +402,7 @@ type ackSubscriber[T any] struct {
 	s      reactive.Subscriber[Message[T]]
 	ack    AckStrategy
 	obs    *chanState
+	who    string // names the subscriber in a health reason
 	settle func(Message[T])
 	sub    atomic.Pointer[subscriptionRef]
 }
@@ -399,7 +412,7 @@ type subscriptionRef struct{ s reactive.Subscription }
 func (w *ackSubscriber[T]) OnSubscribe(s reactive.Subscription) {
 	w.sub.CompareAndSwap(nil, &subscriptionRef{s: s})
 	w.obs.subscribed()
-	w.s.OnSubscribe(observedSubscription{Subscription: s, obs: w.obs, who: "Subscribe subscriber"})
+	w.s.OnSubscribe(observedSubscription{Subscription: s, obs: w.obs, who: w.who})
 }
 
 // observedSubscription records a Cancel by a user subscriber: outside
@@ -623,9 +636,9 @@ func Produce[T any](r *Runtime, out string, p reactive.Publisher[Message[T]], o 
 	opts := stageOpts(o)
 	n := &node{shape: shapeProduce, name: siteName("Produce", "", out, opts), out: newOutPort[T](out), opts: opts}
 	n.output = func(_ context.Context, b *builder) (any, error) {
-		g := identityGate[Message[T]](nil)
-		b.entries = append(b.entries, g.Stop)
-		return connectLazily[Message[T]](g, func() { p.Subscribe(g) }), nil
+		pub, stop := entryGate(p)
+		b.entries = append(b.entries, stop)
+		return pub, nil
 	}
 	r.register(n)
 }
@@ -639,20 +652,15 @@ func Generate[T any](r *Runtime, out string, f func(ctx context.Context) (T, err
 	opts := stageOpts(o)
 	n := &node{shape: shapeGenerate, name: siteName("Generate", "", out, opts), out: newOutPort[T](out), opts: opts}
 	n.output = func(_ context.Context, b *builder) (any, error) {
-		src := reactive.FromFunc(func(ctx context.Context) (Message[T], error) {
-			var v T
-			err := callSafely(n.name, func() (err error) { v, err = f(ctx); return err })
+		pub, stop := entryGate(generated(n.name, func(ctx context.Context) (Message[T], error) {
+			v, err := f(ctx)
 			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					b.failed(n, err)
-				}
 				return nil, err
 			}
 			return NewMessage(v), nil
-		})
-		g := identityGate[Message[T]](nil)
-		b.entries = append(b.entries, g.Stop)
-		return connectLazily[Message[T]](g, func() { src.Subscribe(g) }), nil
+		}, func(err error) { b.failed(n, err) }))
+		b.entries = append(b.entries, stop)
+		return pub, nil
 	}
 	r.register(n)
 }

@@ -107,6 +107,8 @@ func TestTCK_StageProcessors(t *testing.T) {
 		{"ProcessMessage", messaging.NewProcessMessageStage},
 		{"FlatMap", messaging.NewFlatMapStage},
 		{"Transform", func(context.Context) msgProcessor { return messaging.NewTransformStage() }},
+		{"TransformPayloads", messaging.NewTransformPayloadsStage},
+		{"FlatMapMessage", messaging.NewFlatMapMessageStage},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,4 +217,47 @@ func (c countingPub) Subscribe(s reactive.Subscriber[messaging.Message[int]]) {
 		}
 		return element(int(k % (1 << 30))), nil
 	}).Subscribe(s)
+}
+
+// TestTCK_ProducePayloads verifies the output of ProducePayloads over a lazy
+// publisher of n payloads.
+func TestTCK_ProducePayloads(t *testing.T) {
+	o := tckOptions
+	o.MaxSubscribers = 1
+	tck.VerifyPublisher(t, tck.PublisherFactory[messaging.Message[int]]{
+		Create: func(_ *testing.T, n int64) reactive.Publisher[messaging.Message[int]] {
+			var i atomic.Int64
+			return messaging.NewProducePayloadsOutput(reactive.FromFunc(func(context.Context) (int, error) {
+				k := i.Add(1)
+				if n != reactive.Unbounded && k > n {
+					return 0, io.EOF
+				}
+				return int(k % (1 << 30)), nil
+			}))
+		},
+		CreateFailed: func(*testing.T) reactive.Publisher[messaging.Message[int]] {
+			return messaging.NewProducePayloadsOutput(reactive.Failed[int](errTCK))
+		},
+	}, o)
+}
+
+// TestTCK_GenerateMessage verifies the output of GenerateMessage over a
+// function generating n messages.
+func TestTCK_GenerateMessage(t *testing.T) {
+	o := tckOptions
+	o.MaxSubscribers = 1
+	tck.VerifyPublisher(t, tck.PublisherFactory[messaging.Message[int]]{
+		Create: func(_ *testing.T, n int64) reactive.Publisher[messaging.Message[int]] {
+			var i int64
+			return messaging.NewGenerateMessageOutput(func(context.Context) (messaging.Message[int], error) {
+				i++
+				if n != reactive.Unbounded && i > n {
+					return nil, io.EOF
+				}
+				return element(int(i % (1 << 30))), nil
+			})
+		},
+		// No CreateFailed: a generator is called only on demand, so it has no
+		// failed state to signal before the first request.
+	}, o)
 }
