@@ -3,7 +3,6 @@ package pulsar
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 )
 
 // Publisher publishes BabelQueue envelopes to one Pulsar topic. It is safe for concurrent
@@ -256,46 +256,16 @@ func (p *Publisher) build(po *publishOptions, urn string, data any, opts []Publi
 	return env, nil
 }
 
-// contractProps are the property names only the SDK writes.
-var contractProps = [...]string{PropJob, PropTraceID, PropMessageID, PropSchemaVersion, PropSourceLang, PropAttempts, PropDelay}
-
-func isContractProp(k string) bool {
-	for _, c := range contractProps {
-		if k == c {
-			return true
-		}
-	}
-	return false
-}
-
 func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*apulsar.ProducerMessage, error) {
 	payload, err := env.Encode()
 	if err != nil {
 		return nil, fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
 	}
-	props := ProjectProperties(env)
-	for k, v := range po.headers {
-		if !isContractProp(k) {
-			props[k] = v
-		}
-	}
-	msg := &apulsar.ProducerMessage{
-		Payload:     payload,
-		Properties:  props,
-		Key:         po.key,
-		OrderingKey: po.orderingKey,
-	}
-	switch {
-	case po.delay > 0:
-		msg.DeliverAfter = po.delay
-		props[PropDelay] = strconv.FormatInt(po.delay.Milliseconds(), 10)
-	case !po.deliverAt.IsZero():
-		if left := time.Until(po.deliverAt); left > 0 {
-			msg.DeliverAt = po.deliverAt
-			props[PropDelay] = strconv.FormatInt(left.Milliseconds(), 10)
-		}
-	}
-	return msg, nil
+	return engine.Build(engine.Outgoing{
+		Payload: payload, Env: env, Headers: po.headers,
+		Key: po.key, OrderingKey: po.orderingKey,
+		Delay: po.delay, DeliverAt: po.deliverAt,
+	}, time.Now()), nil
 }
 
 func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publishOptions) (string, error) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 )
@@ -49,14 +48,9 @@ func (*SchemaVersionError) Is(target error) bool { return target == ErrSchemaVer
 // trace id, meta.id, the schema version, meta.lang and attempts, all as strings. The map is
 // new on every call, so callers may add to it.
 func ProjectProperties(env *envelope.Envelope) map[string]string {
-	return map[string]string{
-		PropJob:           env.URN(),
-		PropTraceID:       env.TraceID,
-		PropMessageID:     env.Meta.ID,
-		PropSchemaVersion: strconv.Itoa(env.Meta.SchemaVersion),
-		PropSourceLang:    env.Meta.Lang,
-		PropAttempts:      strconv.Itoa(max(env.Attempts, 0)),
-	}
+	props := make(map[string]string, 6)
+	project(props, env)
+	return props
 }
 
 // ParseAttempts parses a bq-attempts property value. It is valid only when it is made of

@@ -1,0 +1,87 @@
+package pulsar
+
+import (
+	"strconv"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+)
+
+// Outgoing is what a message to send is built from, by the Publisher and the connector's
+// Sink alike ([Build]).
+type Outgoing struct {
+	// Payload is the encoded body.
+	Payload []byte
+	// Env is the envelope Payload encodes, for the bq-* projection; nil for a payload that
+	// is not an envelope (its Headers are then sent as given).
+	Env *envelope.Envelope
+	// Headers are extra properties. With an envelope, the contract's keys (bq-job … bq-delay)
+	// in Headers are ignored: the projection always wins. bq-delay is never taken from
+	// Headers (Delay and DeliverAt set it), and empty keys or values are dropped.
+	Headers map[string]string
+	// Key and OrderingKey are the message's keys.
+	Key, OrderingKey string
+	// Delay, when > 0, delays delivery (DeliverAfter); else DeliverAt, when in the future,
+	// does (a DeliverAt now or in the past means no delay). A delayed message carries
+	// bq-delay, the delay in whole milliseconds; an undelayed one never does.
+	Delay     time.Duration
+	DeliverAt time.Time
+	// EventTime is the message's event time (zero: none).
+	EventTime time.Time
+}
+
+// IsContractProp reports whether k is a property only the binding writes.
+func IsContractProp(k string) bool {
+	switch k {
+	case PropJob, PropTraceID, PropMessageID, PropSchemaVersion, PropSourceLang, PropAttempts, PropDelay:
+		return true
+	default:
+		return false
+	}
+}
+
+// Build returns the Pulsar message of o: the payload as it is; with an envelope, exactly its
+// six bq-* properties plus the non-contract headers; the keys, the event time and the delay
+// (with bq-delay) as o says. now is the clock DeliverAt is compared with.
+func Build(o Outgoing, now time.Time) *apulsar.ProducerMessage {
+	props := make(map[string]string, len(o.Headers)+7)
+	for k, v := range o.Headers {
+		if k == "" || v == "" || (o.Env != nil && IsContractProp(k)) || k == PropDelay {
+			continue
+		}
+		props[k] = v
+	}
+	if o.Env != nil {
+		project(props, o.Env)
+	}
+	pm := &apulsar.ProducerMessage{
+		Payload:     o.Payload,
+		Properties:  props,
+		Key:         o.Key,
+		OrderingKey: o.OrderingKey,
+		EventTime:   o.EventTime,
+	}
+	switch {
+	case o.Delay > 0:
+		pm.DeliverAfter = o.Delay
+		props[PropDelay] = strconv.FormatInt(o.Delay.Milliseconds(), 10)
+	case !o.DeliverAt.IsZero():
+		if left := o.DeliverAt.Sub(now); left > 0 {
+			pm.DeliverAt = o.DeliverAt
+			props[PropDelay] = strconv.FormatInt(left.Milliseconds(), 10)
+		}
+	}
+	return pm
+}
+
+// project writes the six bq-* properties of env into props.
+func project(props map[string]string, env *envelope.Envelope) {
+	props[PropJob] = env.URN()
+	props[PropTraceID] = env.TraceID
+	props[PropMessageID] = env.Meta.ID
+	props[PropSchemaVersion] = strconv.Itoa(env.Meta.SchemaVersion)
+	props[PropSourceLang] = env.Meta.Lang
+	props[PropAttempts] = strconv.Itoa(max(env.Attempts, 0))
+}
