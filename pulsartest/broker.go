@@ -53,6 +53,8 @@ type Broker struct {
 	gcStop func() bool // guarded by mu
 	admin  *adminServer
 
+	trimStop func() bool // guarded by mu; WithTrimInterval (retention.go)
+
 	injectedSendErrors   atomic.Int64
 	injectedLookupErrors atomic.Int64
 	drops                atomic.Int64
@@ -68,6 +70,9 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := o.retention.validate(); err != nil {
+		return nil, err
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", o.addr)
@@ -113,6 +118,11 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 	if o.inactiveTopicGC > 0 {
 		b.mu.Lock()
 		b.scheduleGCLocked()
+		b.mu.Unlock()
+	}
+	if o.trimInterval > 0 {
+		b.mu.Lock()
+		b.scheduleTrimLocked()
 		b.mu.Unlock()
 	}
 	b.wg.Add(1)
@@ -161,6 +171,9 @@ func (b *Broker) Close() error {
 		}
 		if b.gcStop != nil {
 			b.gcStop()
+		}
+		if b.trimStop != nil {
+			b.trimStop()
 		}
 		b.mu.Unlock()
 		for _, c := range conns {
@@ -381,19 +394,11 @@ func (b *Broker) Backlog(topicName, sub string) int {
 	return n
 }
 
-// Trim drops the entries every subscription has acknowledged and returns how many were dropped.
-func (b *Broker) Trim(topicName string) int {
-	n := 0
-	for _, t := range b.topicsFor(topicName) {
-		n += t.trim()
-	}
-	return n
-}
-
 // TopicStats is a snapshot of a topic (summed over partitions for a partitioned topic).
 type TopicStats struct {
 	Entries       int                          // stored entries
 	Messages      int                          // stored messages (batches counted per message)
+	StorageSize   int                          // bytes of the stored entries (Pulsar's storageSize)
 	Producers     int                          // connected producers
 	Subscriptions map[string]SubscriptionStats // by subscription name
 	// InjectedSendErrors counts SEND_ERRORs caused by FailNextSends on this topic.

@@ -11,14 +11,14 @@
 //
 // # What it implements
 //
-// CONNECT, PING/PONG, PARTITIONED_METADATA, LOOKUP (always answering with the broker's own URL), PRODUCER,
-// SEND (batches, chunks and compressed payloads are stored as received; the CRC32-C checksum is verified),
-// SUBSCRIBE with the four subscription types and initial positions, non-durable subscriptions (readers), FLOW
-// permits counted in messages, ACK (individual, cumulative, batch index with WithBatchIndexAck, ACK_RESPONSE),
-// REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK by id and by time, GET_LAST_MESSAGE_ID, UNSUBSCRIBE, CLOSE_PRODUCER and
-// CLOSE_CONSUMER in both directions, GET_SCHEMA and GET_OR_CREATE_SCHEMA (an in-memory registry),
-// GET_TOPICS_OF_NAMESPACE. Transactions, topic-list watchers, consumer stats, compaction and geo-replication are
-// answered with a protocol ERROR (NotAllowedError) naming the feature; the connection stays open.
+// CONNECT, PING/PONG, PARTITIONED_METADATA, LOOKUP (always answering with the broker's own URL), PRODUCER, SEND
+// (batches, chunks and compressed payloads are stored as received; the CRC32-C checksum is verified), SUBSCRIBE with
+// the four subscription types and initial positions, non-durable subscriptions (readers; removed with their last
+// consumer, as in Pulsar), FLOW permits counted in messages, ACK (individual, cumulative, batch index with
+// WithBatchIndexAck, ACK_RESPONSE), REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK by id and by time, GET_LAST_MESSAGE_ID,
+// UNSUBSCRIBE, CLOSE_PRODUCER and CLOSE_CONSUMER in both directions, GET_SCHEMA and GET_OR_CREATE_SCHEMA (an in-memory
+// registry), GET_TOPICS_OF_NAMESPACE. Transactions, topic-list watchers, consumer stats, compaction and geo-replication
+// are answered with a protocol ERROR (NotAllowedError) naming the feature; the connection stays open.
 //
 // Broker semantics follow Apache Pulsar 3.x:
 //
@@ -35,6 +35,25 @@
 //     deletes idle non-partitioned topics with their data.
 //   - Partitioned topics exist only through CreatePartitionedTopic; unknown topics are created as non-partitioned
 //     on PRODUCER and SUBSCRIBE.
+//
+// # Retention and trimming
+//
+// Pulsar keeps an entry only while a durable subscription still needs it, unless a retention policy keeps it
+// longer; the default policy keeps nothing. Entries written while a topic had no subscription, and entries that
+// every durable subscription has acknowledged (up to its mark-delete position), are deleted when the broker
+// trims its ledgers. Readers (non-durable subscriptions) protect nothing: a trim moves them past what it removed.
+//
+// The embedded broker models that in Trim and TrimAll, with WithRetention for a namespace retention policy
+// (a time and a size limit, InfiniteRetention), but unlike Pulsar it never trims unless asked: by default every
+// entry stays until Close, and tests that read a topic again later see everything that was written. For Pulsar's
+// behaviour, call Trim where a real broker may have trimmed, or set WithTrimInterval (a real broker checks every
+// 120 s and after each ledger rollover). After a trim a reader or a new subscription at Earliest starts at the
+// first entry kept, GET_LAST_MESSAGE_ID still answers with the last entry written, backlogs and Stats count what
+// is kept, and message ids are never reused.
+//
+// Not modelled: ledgers (Pulsar deletes whole ledgers and never the one it is writing, so removed entries can
+// stay readable on a real broker until the next rollover; pulsartest removes them entry by entry), message TTL,
+// backlog quotas, tiered storage and per-topic policies.
 //
 // # Concurrency
 //

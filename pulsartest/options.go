@@ -42,6 +42,8 @@ type options struct {
 	failoverSelection      FailoverSelection
 	keySharedSelector      KeySharedSelector
 	inactiveTopicGC        time.Duration
+	retention              Retention     // retention.go
+	trimInterval           time.Duration // retention.go
 	adminAddr              string
 	hook                   func(CommandInfo) Verdict
 	batchIndexAck          bool

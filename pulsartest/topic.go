@@ -73,6 +73,8 @@ type topic struct {
 	first     int64 // id of entries[0]
 	next      int64 // id of the next entry
 	msgCount  int64
+	size      int64 // bytes of entries (retention.go)
+	lastBatch int32 // batch index of the last message written, -1 without a batch (outlives a trim)
 	subs      map[string]*subscription
 	producers map[*producer]struct{}
 	access    producerAccess // exclusive-producer state (access.go)
@@ -121,6 +123,11 @@ func (t *topic) append(e *entry) (int64, []outbound) {
 	t.msgCount += int64(e.numMsgs)
 	e.index = t.msgCount - 1
 	t.entries = append(t.entries, e)
+	t.size += int64(len(e.raw))
+	t.lastBatch = -1
+	if e.hasBatch {
+		t.lastBatch = e.numMsgs - 1
+	}
 	return e.id, t.dispatchLocked(nil)
 }
 
@@ -437,10 +444,10 @@ func (t *topic) lastMessageID(s *subscription) (*wire.MessageIdData, *wire.Messa
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	last := &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition)}
-	if e := t.entry(t.next - 1); e != nil {
-		last.EntryId = ptr(uint64(e.id)) //nolint:gosec // >= 0
-		if e.hasBatch {
-			last.BatchIndex = ptr(e.numMsgs - 1)
+	if t.next > 0 { // the last entry written, even once trimmed
+		last.EntryId = ptr(uint64(t.next - 1))
+		if t.lastBatch >= 0 {
+			last.BatchIndex = ptr(t.lastBatch)
 		}
 	}
 	md := &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(s.markDelete))} //nolint:gosec // -1 wraps as on the wire
@@ -492,30 +499,11 @@ func (t *topic) backlog(sub string) int {
 	return s.backlog()
 }
 
-func (t *topic) trim() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.subs) == 0 {
-		return 0
-	}
-	upTo := int64(math.MaxInt64)
-	for _, s := range t.subs {
-		upTo = min(upTo, s.markDelete)
-	}
-	n := 0
-	for t.first <= upTo && len(t.entries) > 0 {
-		t.entries[0] = nil
-		t.entries = t.entries[1:]
-		t.first++
-		n++
-	}
-	return n
-}
-
 func (t *topic) addStats(st *TopicStats) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st.Entries += len(t.entries)
+	st.StorageSize += int(t.size)
 	for _, e := range t.entries {
 		st.Messages += int(e.numMsgs)
 	}
