@@ -1,0 +1,227 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+func TestDeadLetterOutcomeDeadLettersOnTheFirstDelivery(t *testing.T) {
+	t.Parallel()
+	invalid := errors.New("amount is negative")
+	h := newHarness(t, Handle(testURN, handlerReturning(DeadLetter(invalid))), WithMaxAttempts(5))
+	msg, _ := newMessage(t, testURN, 0, 0) // counted 1 of 5: retries are left
+	var pm *apulsar.ProducerMessage
+	gomock.InOrder(
+		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
+		h.settler.EXPECT().Ack(msg).Return(nil),
+	)
+	h.process(msg)
+	require.NotNil(t, pm, "dead-lettered at once, not republished")
+	cp := decodeDeadLetter(t, pm.Payload)
+	assert.Equal(t, envelope.ReasonFailed, cp.DeadLetter.Reason)
+	assert.Equal(t, 1, cp.DeadLetter.Attempts)
+	require.NotNil(t, cp.DeadLetter.Error)
+	assert.Contains(t, *cp.DeadLetter.Error, "amount is negative")
+	errs := h.errors()
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], invalid)
+	var dl *DeadLetterError
+	require.ErrorAs(t, errs[0], &dl)
+}
+
+func TestRetryAfterOutcomeDelaysTheRepublish(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(RetryAfter(1500*time.Millisecond, errors.New("rate limited")))),
+		WithMaxAttempts(3), WithRetry(retry.Policy{Backoff: retry.Backoff{Initial: time.Hour}}))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	var pm *apulsar.ProducerMessage
+	gomock.InOrder(
+		h.senders[testParent].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
+		h.settler.EXPECT().Ack(msg).Return(nil),
+	)
+	h.process(msg)
+	require.NotNil(t, pm)
+	assert.Equal(t, 1500*time.Millisecond, pm.DeliverAfter, "the outcome's delay wins over the policy's backoff")
+	assert.Equal(t, "1500", pm.Properties[PropDelay])
+	assert.Equal(t, "1", pm.Properties[PropAttempts])
+}
+
+func TestRetryAfterOutcomeUnderNackNacksAfterTheDelay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(RetryAfter(150*time.Millisecond, errors.New("busy")))),
+		WithRetry(retry.Policy{Strategy: retry.Nack}))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	nacked := make(chan time.Time, 1)
+	h.settler.EXPECT().Nack(msg).Do(func(apulsar.Message) { nacked <- time.Now() })
+	start := time.Now()
+	h.process(msg)
+	select {
+	case at := <-nacked:
+		assert.GreaterOrEqual(t, at.Sub(start), 150*time.Millisecond, "nacked only after the delay")
+	case <-time.After(10 * time.Second):
+		t.Fatal("never nacked")
+	}
+}
+
+func TestRetryAfterUnderNackIsNackedAtOnceOnClose(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(RetryAfter(time.Hour, errors.New("busy")))),
+		WithRetry(retry.Policy{Strategy: retry.Nack}))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	nacked := make(chan struct{})
+	h.settler.EXPECT().Nack(msg).Do(func(apulsar.Message) { close(nacked) })
+	h.process(msg)
+	require.NoError(t, h.c.Close())
+	select {
+	case <-nacked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a delayed nack pending at Close was lost")
+	}
+}
+
+func TestMiddlewareRunsInTheOrderGivenAroundTheHandler(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var trace []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		trace = append(trace, s)
+	}
+	mw := func(name string) Middleware {
+		return func(next HandlerFunc) HandlerFunc {
+			return func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error {
+				note(name + ">")
+				err := next(ctx, env, msg)
+				note("<" + name + ":" + errString(err))
+				return err
+			}
+		}
+	}
+	h := newHarness(t, Handle(testURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		note("handler")
+		return errors.New("boom")
+	}), WithMiddleware(mw("a"), mw("b")), WithMiddleware(mw("c")), WithMaxAttempts(1))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	h.process(msg)
+	assert.Equal(t, []string{"a>", "b>", "c>", "handler", "<c:boom", "<b:boom", "<a:boom"}, trace)
+}
+
+func TestMiddlewareCanDecideWithoutTheHandler(t *testing.T) {
+	t.Parallel()
+	called := false
+	skip := func(HandlerFunc) HandlerFunc {
+		return func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }
+	}
+	h := newHarness(t, Handle(testURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		called = true
+		return nil
+	}), WithMiddleware(skip))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	h.process(msg)
+	assert.False(t, called)
+}
+
+func TestNilMiddlewareAndHookAreRefused(t *testing.T) {
+	t.Parallel()
+	_, err := consumerSetup([]ConsumerOption{Handle(testURN, handlerReturning(nil)), WithMiddleware(nil)})
+	require.ErrorIs(t, err, ErrInvalidOption)
+	_, err = consumerSetup([]ConsumerOption{Handle(testURN, handlerReturning(nil)), WithDeliveryHook(nil)})
+	require.ErrorIs(t, err, ErrInvalidOption)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "nil"
+	}
+	return err.Error()
+}
+
+type ctxKey struct{}
+
+func TestDeliveryHookContextReachesTheHandlerAndItsSettlementIsReported(t *testing.T) {
+	t.Parallel()
+	var got []Settlement
+	var mu sync.Mutex
+	hook := func(ctx context.Context, _ apulsar.Message) (context.Context, func(Settlement)) {
+		return context.WithValue(ctx, ctxKey{}, "span"), func(s Settlement) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, s)
+		}
+	}
+	var seen any
+	var eventCtx []any
+	h := newHarness(t, Handle(testURN, func(ctx context.Context, _ *envelope.Envelope, _ apulsar.Message) error {
+		seen = ctx.Value(ctxKey{})
+		return errors.New("once")
+	}), WithDeliveryHook(hook), WithMaxAttempts(2), WithObserver(ObserverFunc(func(e Event) {
+		if e.Context != nil {
+			eventCtx = append(eventCtx, e.Context.Value(ctxKey{}))
+		}
+	})))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	h.senders[testParent].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	h.process(msg)
+	assert.Equal(t, "span", seen)
+	require.NotEmpty(t, eventCtx)
+	for _, v := range eventCtx {
+		assert.Equal(t, "span", v, "observer events carry the delivery's context")
+	}
+	require.Len(t, got, 1)
+	assert.Equal(t, OutcomeRetried, got[0].Outcome)
+	assert.Equal(t, 1, got[0].Attempt)
+	assert.Equal(t, testURN, got[0].URN)
+	assert.EqualError(t, got[0].Err, "once")
+}
+
+func TestHealthFollowsSettlementWritesAndAcks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(errors.New("x"))), WithMaxAttempts(1))
+	require.True(t, h.c.Health().Ready)
+
+	msg, _ := newMessage(t, testURN, 0, 0)
+	h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(nil, errors.New("dlq down"))
+	h.settler.EXPECT().Nack(msg)
+	h.process(msg)
+	hl := h.c.Health()
+	assert.True(t, hl.Live)
+	assert.False(t, hl.Ready, "a failing dead-letter write makes the consumer not ready")
+	assert.Contains(t, strings.Join(hl.Reasons, ";"), "dlq down")
+
+	h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	ackErr := errors.New("connection lost")
+	h.settler.EXPECT().Ack(msg).Return(ackErr)
+	h.process(msg)
+	hl = h.c.Health()
+	assert.False(t, hl.Ready, "a failed ack makes it not ready")
+	assert.Contains(t, strings.Join(hl.Reasons, ";"), "connection lost")
+	var se *SettleError
+	require.ErrorAs(t, h.errors()[len(h.errors())-1], &se, "the failed ack reaches the error hook")
+
+	h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	h.process(msg)
+	assert.True(t, h.c.Health().Ready, "ready again after a successful write and ack")
+
+	require.NoError(t, h.c.Close())
+	hl = h.c.Health()
+	assert.False(t, hl.Live)
+	assert.Equal(t, []string{"stopped"}, hl.Reasons)
+}
