@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,8 +11,8 @@ import (
 
 // runConformance implements `bq conformance`.
 func runConformance(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bq conformance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	const name = "bq conformance"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	suite := fs.String("suite", "", "suite `directory` holding manifest.json and fixtures/ (required)")
 	skipUnknown := fs.Bool("skip-unknown", false, "report blocks this runner does not understand as skipped instead of failing")
 	fs.Usage = func() {
@@ -32,29 +31,19 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bq conformance: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
 	}
 	if *suite == "" {
-		fmt.Fprintln(stderr, "bq conformance: --suite is required (for example --suite ../shared/babelqueue-conformance)")
-		return exitUsage
+		return usageLine(stderr, name, "--suite is required (for example --suite ../shared/babelqueue-conformance)")
 	}
 	s, err := conformance.Load(*suite, conformance.WithSkipUnknown(*skipUnknown))
 	if err != nil {
-		fmt.Fprintf(stderr, "bq conformance: %v\n", err)
-		return exitFail
+		return failLine(stderr, name, err)
 	}
 	sum, err := s.Report(stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "bq conformance: %v\n", err)
-		return exitFail
+		return failLine(stderr, name, err)
 	}
 	if !sum.OK() {
 		return exitFail

@@ -44,8 +44,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, dlqUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "bq dlq: unknown subcommand %q (list, peek or redrive)\n", args[0])
-		return exitUsage
+		return usageLine(stderr, "bq dlq", "unknown subcommand %q (list, peek or redrive); see `bq dlq --help`", args[0])
 	}
 }
 
@@ -56,16 +55,16 @@ func runDLQRead(ctx context.Context, sub string, args []string, stdout, stderr i
 	var conn connFlags
 	conn.register(fs)
 	topic := fs.String("topic", "", "the dead-letter `topic`, e.g. orders.dlq (required)")
-	limit := fs.Int("n", dlq.DefaultPeekLimit, "read at most this many messages")
-	idle := fs.Duration("wait", dlq.DefaultIdleTimeout, "stop when no message arrived for this long")
+	limit := newIntFlag(fs, "n", dlq.DefaultPeekLimit, 1, "read at most this many messages")
+	idle := newDurationFlag(fs, "wait", dlq.DefaultIdleTimeout, false, "stop when no message arrived for this long")
+	raw := fs.Bool("raw", false, "peek: print each payload's bytes as they are, control characters included (default: escaped)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
 	if *topic == "" {
-		fmt.Fprintf(stderr, "%s: --topic is required\n", name)
-		return exitUsage
+		return usageLine(stderr, name, "--topic is required")
 	}
-	client, err := conn.client(stderr)
+	client, err := conn.connect(ctx, stderr)
 	if err != nil {
 		return failLine(stderr, name, err)
 	}
@@ -80,7 +79,10 @@ func runDLQRead(ctx context.Context, sub string, args []string, stdout, stderr i
 			continue
 		}
 		fmt.Fprintf(stdout, "--- %s  %s  %s\n", m.ID, m.Kind, m.PublishTime.UTC().Format(time.RFC3339Nano))
-		printBody(stdout, m.Properties, m.Payload, summarize(m))
+		printBody(stdout, body{
+			key: m.Key, orderingKey: m.OrderingKey, props: m.Properties, payload: m.Payload,
+			note: summarize(m), raw: *raw,
+		})
 	}
 	fmt.Fprintf(stdout, "%d message(s)\n", len(msgs))
 	return exitOK
@@ -98,7 +100,8 @@ func summarize(m dlq.Message) string {
 		urn = "-"
 	}
 	s += fmt.Sprintf("  reason=%s urn=%s attempts=%d original_queue=%s failed_at=%s",
-		dl.Reason, urn, dl.Attempts, dl.OriginalQueue, time.UnixMilli(dl.FailedAt).UTC().Format(time.RFC3339))
+		escape(string(dl.Reason)), escape(urn), dl.Attempts, escape(dl.OriginalQueue),
+		time.UnixMilli(dl.FailedAt).UTC().Format(time.RFC3339))
 	if dl.Error != nil {
 		s += fmt.Sprintf(" error=%q", *dl.Error)
 	}
@@ -114,19 +117,19 @@ func runDLQRedrive(ctx context.Context, args []string, stdout, stderr io.Writer)
 	topic := fs.String("topic", "", "the dead-letter `topic` to move messages from (required)")
 	target := fs.String("target", "", "the `topic` to move them to (default: --topic without .dlq)")
 	urn := fs.String("urn", "", "move only messages with this `URN`")
-	reason := fs.String("reason", "", "move only messages dead-lettered for this `reason` (failed, unknown_urn)")
-	limit := fs.Int("n", 0, "move at most this many messages (0: all)")
+	reason := newEnumFlag(fs, "reason", "", []string{string(envelope.ReasonFailed), string(envelope.ReasonUnknownURN)},
+		"move only messages dead-lettered for this `reason`; poison copies are never moved")
+	limit := newIntFlag(fs, "n", 0, 0, "move at most this many messages (0: all)")
 	dryRun := fs.Bool("dry-run", false, "report what would move; publish and acknowledge nothing")
 	sub := fs.String("subscription", dlq.DefaultRedriveSubscription, "durable `subscription` used to read the dead-letter topic")
-	idle := fs.Duration("wait", dlq.DefaultIdleTimeout, "stop when no message arrived for this long")
+	idle := newDurationFlag(fs, "wait", dlq.DefaultIdleTimeout, false, "stop when no message arrived for this long")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
 	if *topic == "" {
-		fmt.Fprintf(stderr, "%s: --topic is required\n", name)
-		return exitUsage
+		return usageLine(stderr, name, "--topic is required")
 	}
-	client, err := conn.client(stderr)
+	client, err := conn.connect(ctx, stderr)
 	if err != nil {
 		return failLine(stderr, name, err)
 	}

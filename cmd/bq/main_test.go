@@ -32,7 +32,11 @@ func TestUsage(t *testing.T) {
 
 	code, _, stderr = runBQ(t, "frobnicate")
 	assert.Equal(t, exitUsage, code)
-	assert.Equal(t, "bq: unknown command \"frobnicate\" (run \"bq help\")\n", stderr)
+	assert.Equal(t, "bq: unknown command \"frobnicate\"; see `bq --help`\n", stderr)
+
+	code, _, stderr = runBQ(t, "--bogus")
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "bq: unknown flag --bogus; see `bq --help`\n", stderr)
 }
 
 func TestConformanceCommand(t *testing.T) {
@@ -59,8 +63,9 @@ func TestConformanceCommand(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, `unexpected argument "extra"`)
 
-	code, _, _ = runBQ(t, "conformance", "--nope")
+	code, _, stderr = runBQ(t, "conformance", "--nope")
 	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "bq conformance: flag provided but not defined: -nope; see `bq conformance --help`\n", stderr)
 }
 
 func TestConformanceCommandCanonicalSuite(t *testing.T) {

@@ -56,21 +56,24 @@ func (s consumerSource) close() { s.c.Close() }
 
 // runTail implements `bq tail`.
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bq tail", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	const name = "bq tail"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var conn connFlags
 	conn.register(fs)
 	topic := fs.String("topic", "", "`topic` to read (required)")
 	sub := fs.String("subscription", "", "read through this durable subscription and ack what is printed (default: a reader that acks nothing)")
-	from := fs.String("from", "earliest", "where a reader or a new subscription starts: earliest or latest")
-	limit := fs.Int("n", 0, "stop after this many messages (0: no limit)")
-	wait := fs.Duration("wait", 2*time.Second, "stop when no message arrived for this long (0: follow until interrupted)")
+	from := newEnumFlag(fs, "from", "earliest", []string{"earliest", "latest"}, "where a reader or a new subscription starts:")
+	limit := newIntFlag(fs, "n", 0, 0, "stop after this many messages (0: no limit)")
+	wait := newDurationFlag(fs, "wait", 2*time.Second, false,
+		"stop when no message arrived for this long (0: follow until interrupted)")
+	raw := fs.Bool("raw", false, "print each payload's bytes as they are, control characters included (default: escaped)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: bq tail --topic TOPIC [--subscription NAME] [flags]
 
-Prints the messages of a topic: their properties, the consumer's verdict (accepted with
-URN and attempts, poison with the broken rule, or rejected by the schema-version gate)
-and the pretty-printed payload. Without --subscription nothing is acknowledged.
+Prints the messages of a topic: their key, ordering key and properties, the consumer's
+verdict (accepted with URN and attempts, poison with the broken rule, or rejected by the
+schema-version gate) and the pretty-printed payload. Without --subscription nothing is
+acknowledged. Terminal control characters in message values are shown escaped.
 
 Example:
 
@@ -83,23 +86,18 @@ Flags:
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
-	fail := func(err error) int { return failLine(stderr, "bq tail", err) }
+	fail := func(err error) int { return failLine(stderr, name, err) }
 	if *topic == "" {
-		fmt.Fprintln(stderr, "bq tail: --topic is required")
-		return exitUsage
+		return usageLine(stderr, name, "--topic is required")
 	}
-	if *from != "earliest" && *from != "latest" {
-		fmt.Fprintf(stderr, "bq tail: --from must be earliest or latest, got %q\n", *from)
-		return exitUsage
-	}
-	client, err := conn.client(stderr)
+	client, err := conn.connect(ctx, stderr)
 	if err != nil {
 		return fail(err)
 	}
 	defer client.Close()
-	src, err := openSource(client, *topic, *sub, *from)
+	src, err := await(ctx, func() (source, error) { return openSource(client, *topic, *sub, *from) })
 	if err != nil {
-		return fail(err)
+		return fail(conn.wrap(err))
 	}
 	defer src.close()
 
@@ -115,15 +113,18 @@ Flags:
 			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
-			return fail(err)
+			return fail(conn.wrap(err))
 		}
-		printMessage(stdout, msg)
+		printMessage(stdout, msg, *raw)
 		if err := src.done(msg); err != nil {
-			return fail(err)
+			return fail(conn.wrap(err))
 		}
 		n++
 	}
 	fmt.Fprintf(stdout, "%d message(s)\n", n)
+	if ctx.Err() != nil {
+		return exitInterrupted
+	}
 	return exitOK
 }
 
@@ -153,32 +154,58 @@ func openSource(client apulsar.Client, topic, sub, from string) (source, error) 
 	return consumerSource{c}, nil
 }
 
-// printMessage writes one message: a header line, its properties, the verdict of the
-// consumer pipeline (gate, then classification) and the payload, indented when it is JSON.
-func printMessage(w io.Writer, msg apulsar.Message) {
-	fmt.Fprintf(w, "--- %s  %s  published %s  redelivery %d\n", msg.ID(), msg.Topic(),
+// printMessage writes one message: a header line, its keys and properties, the verdict of
+// the consumer pipeline (gate, then classification) and the payload, indented when it is
+// JSON.
+func printMessage(w io.Writer, msg apulsar.Message, raw bool) {
+	fmt.Fprintf(w, "--- %s  %s  published %s  redelivery %d\n", msg.ID(), escape(msg.Topic()),
 		msg.PublishTime().UTC().Format(time.RFC3339Nano), msg.RedeliveryCount())
-	printBody(w, msg.Properties(), msg.Payload(), "verdict: "+verdict(msg))
+	printBody(w, body{
+		key: msg.Key(), orderingKey: msg.OrderingKey(), props: msg.Properties(),
+		payload: msg.Payload(), note: "verdict: " + verdict(msg), raw: raw,
+	})
 }
 
-// printBody writes sorted properties, a note line and the payload, pretty-printed when it
-// is JSON and quoted otherwise.
-func printBody(w io.Writer, props map[string]string, payload []byte, note string) {
-	keys := make([]string, 0, len(props))
-	for k := range props {
+// body is what printBody shows of a message.
+type body struct {
+	key, orderingKey string
+	props            map[string]string
+	payload          []byte
+	note             string
+	raw              bool // payload bytes as they are
+}
+
+// printBody writes the key and ordering key (when set), the sorted properties, a note line
+// and the payload: pretty-printed when it is JSON and quoted otherwise, escaped either way
+// unless raw. Every value is escaped (see escape).
+func printBody(w io.Writer, m body) {
+	if m.key != "" {
+		fmt.Fprintf(w, "  key: %s\n", escape(m.key))
+	}
+	if m.orderingKey != "" {
+		fmt.Fprintf(w, "  ordering key: %s\n", escape(m.orderingKey))
+	}
+	keys := make([]string, 0, len(m.props))
+	for k := range m.props {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(w, "  %s: %s\n", k, props[k])
+		fmt.Fprintf(w, "  %s: %s\n", escape(k), escape(m.props[k]))
 	}
-	fmt.Fprintf(w, "  %s\n", note)
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, payload, "  ", "  "); err == nil {
-		fmt.Fprintf(w, "  %s\n", pretty.Bytes())
+	fmt.Fprintf(w, "  %s\n", escape(m.note))
+	if m.raw {
+		_, _ = io.WriteString(w, "  ")
+		_, _ = w.Write(m.payload)
+		_, _ = io.WriteString(w, "\n")
 		return
 	}
-	fmt.Fprintf(w, "  %q\n", payload)
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, m.payload, "  ", "  "); err == nil {
+		fmt.Fprintf(w, "  %s\n", escapeBytes(pretty.Bytes()))
+		return
+	}
+	fmt.Fprintf(w, "  %q\n", m.payload)
 }
 
 // verdict applies the consumer's pre-dispatch rules to a message.
