@@ -94,13 +94,17 @@ func WithPublishHook(h PublishHook) PublisherOption {
 	})
 }
 
+// CommonOption is both a [PublisherOption] and a [ConsumerOption]: [WithLogger] and
+// [WithCloseTimeout] configure publishers and consumers alike.
+type CommonOption interface {
+	PublisherOption
+	ConsumerOption
+}
+
 // WithCloseTimeout bounds how long Close waits: the publisher's flush of pending sends, or
 // the consumer's drain of in-flight messages. Default: [DefaultCloseTimeout]. d ≤ 0 is
 // refused.
-func WithCloseTimeout(d time.Duration) interface {
-	PublisherOption
-	ConsumerOption
-} {
+func WithCloseTimeout(d time.Duration) CommonOption {
 	return bothOption{
 		pub: func(c *publisherConfig) error {
 			if d <= 0 {
@@ -121,10 +125,7 @@ func WithCloseTimeout(d time.Duration) interface {
 
 // WithLogger sets the logger of a publisher or consumer. Default: zap.NewNop(). A nil
 // logger is refused. Give the client the same logger through [NewClientLogger].
-func WithLogger(l *zap.Logger) interface {
-	PublisherOption
-	ConsumerOption
-} {
+func WithLogger(l *zap.Logger) CommonOption {
 	return bothOption{
 		pub: func(c *publisherConfig) error {
 			if l == nil {
@@ -197,15 +198,19 @@ func WithMessageID(id string) PublishOption {
 	})
 }
 
+// QueueOption is both a [PublisherOption] and a [PublishOption]: [WithQueue] sets a
+// publisher's default queue or one publish's queue.
+type QueueOption interface {
+	PublisherOption
+	PublishOption
+}
+
 // WithQueue sets the logical queue name written to meta.queue. As a [PublisherOption] it
 // sets the publisher's default; as a [PublishOption] it overrides it for one message
 // (ignored by [Publisher.PublishEnvelope]). Default: the queue name of the publisher's topic
 // (its last segment without -partition-<n>, see [dlq.QueueName]). An invalid name (empty,
 // containing '/') is refused.
-func WithQueue(name string) interface {
-	PublisherOption
-	PublishOption
-} {
+func WithQueue(name string) QueueOption {
 	return queueOption(name)
 }
 
