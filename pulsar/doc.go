@@ -89,33 +89,23 @@
 // receives pipeline events (received, handled with latency, failed, retried,
 // dead-lettered, dropped, poison, gate-rejected, unknown URN).
 //
-// # Reactive endpoints
+// # Reactive source
 //
 // [NewSource] exposes a subscription as a unicast reactive.Publisher of
-// messaging.Message[[]byte] (RUNTIME.md §12.4), built on reactive.Outlet: its pump
-// goroutine calls Receive only while the subscriber's demand exceeds the messages
-// received but not yet delivered and fewer than MaxInflight messages are unsettled, so
-// Request(reactive.Unbounded) means "as fast as MaxInflight allows". Cancel stops the
-// pump at once (its Receive is cancelled); delivered messages stay settle-able until
-// [Source.Close], which waits for them until its ctx. Each message carries
-// [IncomingMetadata] (with the reconciled attempts and the routing URN). Before a message
-// is delivered the source applies the bq-schema-version gate (a rejection is
-// dead-lettered raw on the pump, never delivered) and reconciles attempts. A nack is
-// settled by the [Consumer]'s own code (retry by republish or nack while deliveries are
-// left, then the dead-letter copy; a failed write nacks, never acks), so the reactive
-// path and Consumer.Run share one implementation; the nack returns when that settlement
-// is done, holding its in-flight slot meanwhile.
-//
-// [NewSink] exposes a producer as a reactive.Subscriber (RUNTIME.md §12.6), built on
-// reactive.Inlet: it requests its send window, sends with SendAsync (never blocking:
-// DisableBlockIfQueueFull), acks each message on the broker's receipt or nacks it with the
-// send error, and replenishes demand as sends complete, so at most Window sends are
-// pending. A fatal producer error (closed, fenced, topic terminated, not authorised)
-// cancels the upstream and makes the sink not live.
-//
-// Both pass the Reactive Streams TCK on the embedded broker (PublisherVerification for
-// the source with Create(n) publishing n messages and completing at their end, the
-// blackbox and whitebox SubscriberVerification for the sink).
+// messaging.Message[[]byte], built on reactive.Outlet: its pump goroutine calls Receive
+// only while the subscriber's demand exceeds the messages received but not yet delivered
+// and fewer than MaxInflight messages are unsettled, so Request(reactive.Unbounded)
+// means "as fast as MaxInflight allows". Cancel stops the pump at once (its Receive is
+// cancelled); delivered messages stay settle-able until [Source.Close], which waits for
+// them until its ctx. Each message carries [IncomingMetadata] (with the reconciled
+// attempts and the routing URN). Before a message is delivered the source applies the
+// bq-schema-version gate (a rejection is dead-lettered raw on the pump, never delivered)
+// and reconciles attempts. A nack is settled by the [Consumer]'s own code (retry by
+// republish or nack while deliveries are left, then the dead-letter copy; a failed write
+// nacks, never acks), so the reactive path and Consumer.Run share one implementation;
+// the nack returns when that settlement is done, holding its in-flight slot meanwhile.
+// The source passes the Reactive Streams TCK's publisher verification on the embedded
+// broker (Create(n) publishing n messages and completing at their end).
 //
 // Heap of a source whose stage settles nothing (Request(Unbounded), MaxInflight 256, the
 // default receiver queue of 512, 1 KiB payloads; HeapInuse after GC minus before
@@ -123,57 +113,9 @@
 // 1.51–1.54 MB with a backlog of 10,000 messages, 1.45–1.53 MB with 200,000 — bounded
 // by the windows (768 payloads of 1 KiB plus their messages), not by the backlog.
 //
-// # The babelqueue-pulsar connector
-//
-// [NewConnector] is the connector of package messaging (RUNTIME.md §12): register it with
-// messaging.WithConnector and configure channels with mp.messaging.* keys. It declares
-// the attributes of RUNTIME.md §12.2 (serviceUrl, topic, queue, authPlugin/authParams,
-// tls*, operationTimeoutMs, connectionTimeoutMs, subscriptionName, subscriptionType,
-// subscriptionInitialPosition, receiverQueueSize, zero-queue, max-inflight,
-// complete-at-end, ackTimeoutMillis, failure-strategy (babelqueue, nack, fail, ignore,
-// continue, reconsume-later), max-attempts, retry-strategy, retry-delay,
-// dead-letter-enabled, dead-letter-topic, negativeAck.redeliveryDelay,
-// negativeAck.redeliveryBackoff, reconsumeLater.delay, deadLetterPolicy.*,
-// batchIndexAckEnabled; max-inflight-messages,
-// waitForWriteCompletion, producerName, sendTimeoutMs, maxPendingMessages, batching*,
-// compressionType), rejects invalid values and combinations at Start with
-// messaging.ErrInvalidAttribute (retry-strategy=nack on Exclusive/Failover,
-// ack-strategy=cumulative on Shared/Key_Shared, continue without ackTimeoutMillis,
-// zero-queue with reconsume-later, deadLetterPolicy.* with babelqueue), contributes the
-// "babelqueue" codec ([EnvelopeCodec]: *envelope.Envelope payloads, poison bodies fail
-// decoding and are dead-lettered at once) and reports health per channel: started once
-// the consumer or producer exists, ready while the last broker interaction succeeded,
-// live until a fatal failure (failure-strategy=fail, a consumer or producer closed for
-// good). One client per distinct client configuration, closed by [Connector.Close]
-// unless given with [WithClient].
-//
-// # Deviations of the reactive endpoints and the connector
-//
-//   - ack-strategy=cumulative is also refused with failure-strategy=reconsume-later: the
-//     client acknowledges the original itself once the retry copy is written, and a
-//     cumulative acknowledgement could cover it before. A nacked message under
-//     ack-strategy=cumulative makes the broker of the Exclusive or Failover subscription
-//     redeliver every unacknowledged message after it, so messages settled after it but
-//     not yet covered by a cumulative acknowledgement are delivered again (at least once).
-//   - failure-strategy=continue frees the in-flight slot at the nack; the ack timeout
-//     then negatively acknowledges the message so that the broker redelivers it.
-//   - sendTimeoutMs also applies to incoming channels: it bounds the sends of their
-//     retry and dead-letter producers.
-//   - WithLogger is the publisher and consumer option; the connector's is
-//     [WithConnectorLogger].
-//   - tracing-enabled (default true) makes the sink write a W3C traceparent property:
-//     one in the outgoing metadata's properties is kept; otherwise it is derived from
-//     the trace id (the envelope's trace_id on codec=babelqueue channels, else a
-//     bq-trace-id property) when that is a UUID: "00-<the UUID's 32 hex digits>-<16
-//     random hex digits>-01" (no OpenTelemetry dependency, so no span is started and
-//     the parent-id names no recorded span). Other trace ids get no traceparent. With
-//     tracing-enabled=false no traceparent is written; bq-trace-id stays, as one of the
-//     contract's bq-* properties of envelopes. The source does not read traceparent.
-//   - A payload that is not an envelope is retried and dead-lettered byte for byte with
-//     its properties (bq-attempts set); a body that fails the babelqueue codec gets the
-//     ADR-0035 poison copy.
-//   - Subscribe and CreateProducer have no context in pulsar-client-go: NewSource and
-//     NewSink are bounded by the client's operation timeout, not by Start's ctx.
+// The babelqueue-pulsar connector of the messaging runtime, with the reactive sink and
+// the "babelqueue" codec, is package
+// github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector.
 //
 // # Deviations from the architecture sketch
 //
@@ -181,7 +123,8 @@
 //     new kinds can be added without breaking implementations.
 //   - [Publisher.PublishAsync] takes a callback instead of returning a promise.
 //   - [WithQueue], [WithLogger] and [WithCloseTimeout] are accepted by more than one
-//     constructor or call; each returns a value implementing the option interfaces it applies to.
+//     constructor or call; each returns a named type implementing the option interfaces it
+//     applies to ([QueueOption], [CommonOption]).
 //   - The handler receives the envelope shared with the settlement that follows; it must not
 //     modify it.
 //   - A poison copy has no envelope to project properties from: it keeps the original

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
-	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
@@ -37,8 +37,9 @@ func TestSource_CumulativeAckOutOfOrderSettlement(t *testing.T) {
 	topic, sub := uniqueTopic(t, "cum"), "cum"
 	publishUnbatched(t, client, topic, 5)
 
-	conn := bqpulsar.NewConnector(bqpulsar.WithClient(client))
-	cfg := messaging.NewChannelConfig("in", bqpulsar.ConnectorName, messaging.Incoming, map[string]string{
+	conn, err := connector.New(connector.WithClient(client))
+	require.NoError(t, err)
+	cfg := messaging.NewChannelConfig("in", connector.Name, messaging.Incoming, map[string]string{
 		"topic": topic, "subscriptionName": sub, "subscriptionType": "Exclusive",
 		"subscriptionInitialPosition": "Earliest", "ack-strategy": "cumulative",
 		"failure-strategy": "nack", "negativeAck.redeliveryDelay": "30ms",

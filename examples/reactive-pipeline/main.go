@@ -26,6 +26,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/examples/internal/exampleenv"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 )
 
 //go:embed application.properties
@@ -75,7 +76,11 @@ func run(ctx context.Context, w io.Writer) (err error) {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	rt := messaging.New(cfg, messaging.WithConnector(bqpulsar.NewConnector()))
+	conn, err := connector.New()
+	if err != nil {
+		return fmt.Errorf("connector: %w", err)
+	}
+	rt := messaging.New(cfg, messaging.WithConnector(conn))
 	// Default ack (Post): an order is acked once its invoice is confirmed by the broker.
 	messaging.Process(rt, "orders-in", "invoices-out", func(_ context.Context, o Order) (Invoice, error) {
 		if o.Total < 0 {

@@ -1,4 +1,4 @@
-package pulsar
+package connector
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
 
@@ -32,7 +33,7 @@ const PropTraceparent = "traceparent"
 var ErrSinkFailed = errors.New("pulsar: sink failed")
 
 // OutgoingMetadata is read by a [Sink] from a message's metadata
-// (messaging.WithMetadataItems(m, bqpulsar.OutgoingMetadata{…})) to build the Pulsar
+// (messaging.WithMetadataItems(m, connector.OutgoingMetadata{…})) to build the Pulsar
 // message. A delay also sets the bq-delay property; Pulsar honours delays on Shared and
 // Key_Shared subscriptions only.
 type OutgoingMetadata struct {
@@ -62,7 +63,7 @@ type SinkOptions struct {
 	// broker's receipt).
 	NoWaitForWriteCompletion bool
 	// ProjectEnvelope adds the bq-* properties of BabelQueue envelope payloads
-	// ([ProjectProperties]; they win over metadata properties). The connector sets it for
+	// ([bqpulsar.ProjectProperties]; they win over metadata properties). The connector sets it for
 	// channels with codec=babelqueue. Default: false.
 	ProjectEnvelope bool
 	// Tracing writes a W3C traceparent property (tracing-enabled): a traceparent already
@@ -78,7 +79,7 @@ type SinkOptions struct {
 }
 
 // Sink is a Pulsar producer as a reactive.Subscriber of messages, the outgoing side of
-// the babelqueue-pulsar connector (RUNTIME.md §12.6): it requests its send window, sends
+// the babelqueue-pulsar connector: it requests its send window, sends
 // each message asynchronously, acks it on the broker's receipt or nacks it with the send
 // error, and replenishes demand as sends complete, so at most Window sends are pending.
 // Close it with [Sink.Close].
@@ -122,20 +123,20 @@ type sendResult struct {
 var _ reactive.Subscriber[messaging.Message[[]byte]] = (*Sink)(nil)
 
 // NewSink creates the producer and returns a Sink over it, which it owns. Errors wrap
-// [ErrInvalidOption], or are the client's error from CreateProducer.
+// [bqpulsar.ErrInvalidOption], or are the client's error from CreateProducer.
 func NewSink(client apulsar.Client, o SinkOptions) (*Sink, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil client", bqpulsar.ErrInvalidOption)
 	}
 	po := o.Producer
 	if po.Topic == "" {
-		return nil, fmt.Errorf("%w: sink without a topic", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: sink without a topic", bqpulsar.ErrInvalidOption)
 	}
 	if o.Window == 0 {
 		o.Window = DefaultSendWindow
 	}
 	if o.Window < 0 {
-		return nil, fmt.Errorf("%w: send window %d is negative", ErrInvalidOption, o.Window)
+		return nil, fmt.Errorf("%w: send window %d is negative", bqpulsar.ErrInvalidOption, o.Window)
 	}
 	if po.MaxPendingMessages > 0 && po.MaxPendingMessages < o.Window {
 		o.Window = po.MaxPendingMessages
@@ -242,21 +243,21 @@ func (s *Sink) message(m messaging.Message[[]byte]) *apulsar.ProducerMessage {
 		pm.Properties = maps.Clone(md.Properties)
 		switch {
 		case md.DeliverAfter > 0:
-			pm.Properties = withProp(pm.Properties, PropDelay, strconv.FormatInt(md.DeliverAfter.Milliseconds(), 10))
+			pm.Properties = withProp(pm.Properties, bqpulsar.PropDelay, strconv.FormatInt(md.DeliverAfter.Milliseconds(), 10))
 		case !md.DeliverAt.IsZero():
-			pm.Properties = withProp(pm.Properties, PropDelay, strconv.FormatInt(max(time.Until(md.DeliverAt).Milliseconds(), 0), 10))
+			pm.Properties = withProp(pm.Properties, bqpulsar.PropDelay, strconv.FormatInt(max(time.Until(md.DeliverAt).Milliseconds(), 0), 10))
 		}
 	}
 	if s.project {
 		if env, err := envelope.Classify(m.Payload()); err == nil {
-			for k, v := range ProjectProperties(env) {
+			for k, v := range bqpulsar.ProjectProperties(env) {
 				pm.Properties = withProp(pm.Properties, k, v)
 			}
 		}
 	}
 	if s.tracing {
 		if _, ok := pm.Properties[PropTraceparent]; !ok {
-			if tp := Traceparent(pm.Properties[PropTraceID]); tp != "" {
+			if tp := Traceparent(pm.Properties[bqpulsar.PropTraceID]); tp != "" {
 				pm.Properties = withProp(pm.Properties, PropTraceparent, tp)
 			}
 		}

@@ -1,4 +1,4 @@
-package pulsar
+package connector
 
 // SinkRequest requests n more messages from the sink's upstream (whitebox TCK puppet).
 func SinkRequest(s *Sink, n int64) { s.in.Request(n) }

@@ -1,11 +1,10 @@
-package pulsar
+package connector
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,18 +14,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
-	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
-// ConnectorName is the name of the connector in mp.messaging keys.
-const ConnectorName = "babelqueue-pulsar"
+// Name is the name of the connector in mp.messaging keys
+// (mp.messaging.incoming.<channel>.connector=babelqueue-pulsar).
+const Name = "babelqueue-pulsar"
 
 // CodecBabelQueue is the name of the BabelQueue envelope codec the connector contributes.
 const CodecBabelQueue = "babelqueue"
 
-// Attribute names of the babelqueue-pulsar connector (RUNTIME.md §12.2).
+// Attribute names of the babelqueue-pulsar connector, as declared by
+// [Connector.Attributes] with their types, defaults and directions.
 const (
 	AttrServiceURL             = "serviceUrl"
 	AttrTopic                  = "topic"
@@ -73,64 +74,115 @@ const (
 	AttrCompressionType        = "compressionType"
 )
 
-// ConnectorOption configures [NewConnector].
-type ConnectorOption func(*connectorConfig)
+// Option configures [New]. An option reports a value it refuses as an error wrapping
+// [bqpulsar.ErrInvalidOption]; New returns the first one.
+type Option interface {
+	apply(c *config) error
+}
 
-type connectorConfig struct {
+type optionFunc func(c *config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+type config struct {
 	client        apulsar.Client
 	clientOpts    apulsar.ClientOptions
 	consumerCust  map[string]func(*apulsar.ConsumerOptions)
 	producerCust  map[string]func(*apulsar.ProducerOptions)
 	logger        *zap.Logger
-	deadLetterFor func(context.Context, IncomingMetadata, error)
+	deadLetterFor func(context.Context, bqpulsar.IncomingMetadata, error)
+}
+
+func invalidOption(format string, args ...any) error {
+	return fmt.Errorf("connector: %w: "+format, append([]any{bqpulsar.ErrInvalidOption}, args...)...)
 }
 
 // WithClient makes every channel use c, which the connector never closes. Default: one
-// client per distinct client configuration, created and closed by the connector.
-func WithClient(c apulsar.Client) ConnectorOption {
-	return func(cc *connectorConfig) { cc.client = c }
+// client per distinct client configuration, created and closed by the connector. A nil
+// client is refused.
+func WithClient(c apulsar.Client) Option {
+	return optionFunc(func(cc *config) error {
+		if c == nil {
+			return invalidOption("nil client")
+		}
+		cc.client = c
+		return nil
+	})
 }
 
 // WithClientOptions sets what cannot be configured by attributes (an authentication
 // provider, a TLS configuration, a logger…); URL, timeouts, authentication and TLS
 // attributes of a channel override the matching fields. Default: zero options.
-func WithClientOptions(o apulsar.ClientOptions) ConnectorOption {
-	return func(cc *connectorConfig) { cc.clientOpts = o }
+func WithClientOptions(o apulsar.ClientOptions) Option {
+	return optionFunc(func(cc *config) error {
+		cc.clientOpts = o
+		return nil
+	})
 }
 
 // WithConsumerCustomizer adjusts the consumer options of channel after the attributes
-// were applied. Default: none.
-func WithConsumerCustomizer(channel string, f func(*apulsar.ConsumerOptions)) ConnectorOption {
-	return func(cc *connectorConfig) { cc.consumerCust[channel] = f }
+// were applied. Default: none. A blank channel name or a nil f is refused.
+func WithConsumerCustomizer(channel string, f func(*apulsar.ConsumerOptions)) Option {
+	return optionFunc(func(cc *config) error {
+		if err := checkCustomizer(channel, f == nil); err != nil {
+			return err
+		}
+		cc.consumerCust[channel] = f
+		return nil
+	})
 }
 
 // WithProducerCustomizer adjusts the producer options of channel after the attributes
-// were applied. Default: none.
-func WithProducerCustomizer(channel string, f func(*apulsar.ProducerOptions)) ConnectorOption {
-	return func(cc *connectorConfig) { cc.producerCust[channel] = f }
+// were applied. Default: none. A blank channel name or a nil f is refused.
+func WithProducerCustomizer(channel string, f func(*apulsar.ProducerOptions)) Option {
+	return optionFunc(func(cc *config) error {
+		if err := checkCustomizer(channel, f == nil); err != nil {
+			return err
+		}
+		cc.producerCust[channel] = f
+		return nil
+	})
 }
 
-// WithConnectorLogger sets the connector's logger (the specification's WithLogger; the
-// name is taken by the publisher and consumer option). Default: zap.NewNop().
-func WithConnectorLogger(l *zap.Logger) ConnectorOption {
-	return func(cc *connectorConfig) {
-		if l != nil {
-			cc.logger = l
-		}
+func checkCustomizer(channel string, nilFunc bool) error {
+	switch {
+	case strings.TrimSpace(channel) == "":
+		return invalidOption("customizer for a blank channel name")
+	case nilFunc:
+		return invalidOption("nil customizer for channel %q", channel)
 	}
+	return nil
+}
+
+// WithLogger sets the connector's logger; every source and sink logs through it with a
+// channel field. Default: zap.NewNop(). A nil logger is refused.
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(cc *config) error {
+		if l == nil {
+			return invalidOption("nil logger")
+		}
+		cc.logger = l
+		return nil
+	})
 }
 
 // WithDeadLetterHook is called after an incoming message was written to its dead-letter
-// topic. Default: none.
-func WithDeadLetterHook(f func(ctx context.Context, md IncomingMetadata, reason error)) ConnectorOption {
-	return func(cc *connectorConfig) { cc.deadLetterFor = f }
+// topic. Default: none. A nil hook is refused.
+func WithDeadLetterHook(f func(ctx context.Context, md bqpulsar.IncomingMetadata, reason error)) Option {
+	return optionFunc(func(cc *config) error {
+		if f == nil {
+			return invalidOption("nil dead-letter hook")
+		}
+		cc.deadLetterFor = f
+		return nil
+	})
 }
 
-// Connector is the babelqueue-pulsar connector of package messaging (RUNTIME.md §12):
-// Pulsar subscriptions as [Source]s, producers as [Sink]s, and the BabelQueue envelope
-// codec. Create it with [NewConnector] and register it with messaging.WithConnector.
+// Connector is the babelqueue-pulsar connector of package messaging: Pulsar
+// subscriptions as [bqpulsar.Source]s, producers as [Sink]s, and the BabelQueue envelope
+// codec. Create it with [New] and register it with messaging.WithConnector.
 type Connector struct {
-	cfg connectorConfig
+	cfg config
 
 	mu      sync.Mutex
 	clients map[string]apulsar.Client // created by the connector, by configuration
@@ -142,36 +194,40 @@ var (
 	_ messaging.OutgoingConnector = (*Connector)(nil)
 	_ messaging.CodecProvider     = (*Connector)(nil)
 	_ messaging.ConnectorCloser   = (*Connector)(nil)
-	_ messaging.Source            = (*Source)(nil)
+	_ messaging.Source            = (*bqpulsar.Source)(nil)
 	_ messaging.Sink              = (*Sink)(nil)
 )
 
-// NewConnector returns the babelqueue-pulsar connector.
-func NewConnector(opts ...ConnectorOption) *Connector {
-	cfg := connectorConfig{
+// New returns the babelqueue-pulsar connector. Nil options are skipped; an option that
+// refuses its value makes New fail with an error wrapping [bqpulsar.ErrInvalidOption].
+func New(opts ...Option) (*Connector, error) {
+	cfg := config{
 		consumerCust: map[string]func(*apulsar.ConsumerOptions){},
 		producerCust: map[string]func(*apulsar.ProducerOptions){},
 		logger:       zap.NewNop(),
 	}
 	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
+		if o == nil {
+			continue
+		}
+		if err := o.apply(&cfg); err != nil {
+			return nil, err
 		}
 	}
-	return &Connector{cfg: cfg, clients: map[string]apulsar.Client{}}
+	return &Connector{cfg: cfg, clients: map[string]apulsar.Client{}}, nil
 }
 
 // Name returns "babelqueue-pulsar".
-func (*Connector) Name() string { return ConnectorName }
+func (*Connector) Name() string { return Name }
 
 var (
 	dirIn  = []messaging.Direction{messaging.Incoming}
 	dirOut = []messaging.Direction{messaging.Outgoing}
 )
 
-// Attributes declares every attribute of RUNTIME.md §12.2 except health-enabled, which
-// the runtime reserves for every channel; the runtime passes its reserved attributes
-// ("codec" among them: with codec=babelqueue the sink adds the bq-* properties) to every
+// Attributes declares every attribute of the connector except health-enabled, which the
+// runtime reserves for every channel; the runtime passes its reserved attributes ("codec"
+// among them: with codec=babelqueue the sink adds the bq-* properties) to every
 // connector.
 func (*Connector) Attributes() []messaging.Attribute {
 	str, boolean, integer, dur, enum := messaging.AttrString, messaging.AttrBool, messaging.AttrInt, messaging.AttrDuration, messaging.AttrEnum
@@ -265,7 +321,9 @@ func (a *attrs) topics() []string {
 }
 
 // NewSource implements messaging.IncomingConnector. Configuration faults wrap
-// messaging.ErrInvalidAttribute, all of them in one joined error.
+// messaging.ErrInvalidAttribute and name the channel: the attribute faults all in one
+// joined error, then a combination [bqpulsar.NewSource] refuses (also wrapping
+// [bqpulsar.ErrInvalidOption]).
 func (c *Connector) NewSource(_ context.Context, cc messaging.ChannelConfig) (messaging.Source, error) {
 	a := &attrs{c: cc}
 	o, err := c.sourceOptions(a)
@@ -276,39 +334,46 @@ func (c *Connector) NewSource(_ context.Context, cc messaging.ChannelConfig) (me
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewSource(client, o)
+	s, err := bqpulsar.NewSource(client, o)
 	if err != nil {
-		if errors.Is(err, ErrInvalidOption) {
-			return nil, fmt.Errorf("%w: channel %q: %w", messaging.ErrInvalidAttribute, cc.Channel(), err)
-		}
-		return nil, err
+		return nil, constructorError(cc.Channel(), err)
 	}
 	return s, nil
+}
+
+// constructorError marks an option a constructor refused as an invalid attribute of the
+// channel; other errors (the client's) pass unchanged.
+func constructorError(channel string, err error) error {
+	if errors.Is(err, bqpulsar.ErrInvalidOption) {
+		return fmt.Errorf("%w: channel %q: %w", messaging.ErrInvalidAttribute, channel, err)
+	}
+	return err
 }
 
 var subTypes = map[string]apulsar.SubscriptionType{
 	"Exclusive": apulsar.Exclusive, "Shared": apulsar.Shared, "Failover": apulsar.Failover, "Key_Shared": apulsar.KeyShared,
 }
 
-// sourceOptions maps the attributes of an incoming channel, rejecting the invalid
-// combinations of RUNTIME.md §12.2.
-func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
+// sourceOptions maps the attributes of an incoming channel to the options of
+// [bqpulsar.NewSource]. It refuses what only the attributes show (a bad value, a bad
+// range, deadLetterPolicy.* with failure-strategy=babelqueue); the combinations of
+// options (retry by nack, cumulative acknowledgement, continue, reconsume-later) are
+// judged once, by NewSource.
+func (c *Connector) sourceOptions(a *attrs) (bqpulsar.SourceOptions, error) {
 	ch := a.c.Channel()
-	subType := subTypes[attr[string](a, AttrSubscriptionType)]
-	shared := subType == apulsar.Shared || subType == apulsar.KeyShared
-	o := SourceOptions{
+	o := bqpulsar.SourceOptions{
 		Channel: ch,
 		Consumer: apulsar.ConsumerOptions{
 			Topics:                         a.topics(),
 			SubscriptionName:               attr[string](a, AttrSubscriptionName),
-			Type:                           subType,
+			Type:                           subTypes[attr[string](a, AttrSubscriptionType)],
 			SubscriptionInitialPosition:    apulsar.SubscriptionPositionLatest,
 			EnableZeroQueueConsumer:        attr[bool](a, AttrZeroQueue),
 			EnableBatchIndexAcknowledgment: attr[bool](a, AttrBatchIndexAck),
 		},
 		MaxInflight:     attr[int](a, AttrMaxInflight),
 		CompleteAtEnd:   attr[bool](a, AttrCompleteAtEnd),
-		FailureStrategy: FailureStrategy(attr[string](a, AttrFailureStrategy)),
+		FailureStrategy: bqpulsar.FailureStrategy(attr[string](a, AttrFailureStrategy)),
 		MaxAttempts:     attr[int](a, AttrMaxAttempts),
 		RetryDelay:      attr[time.Duration](a, AttrRetryDelay),
 		DeadLetterHook:  c.cfg.deadLetterFor,
@@ -327,32 +392,16 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 	}
 	a.positive(AttrMaxInflight, o.MaxInflight)
 	a.positive(AttrMaxAttempts, o.MaxAttempts)
-	retryNack := attr[string](a, AttrRetryStrategy) == "nack"
-	if retryNack {
+	if attr[string](a, AttrRetryStrategy) == "nack" {
 		o.RetryStrategy = retry.Nack
 	}
-	if retryNack && !shared {
-		a.invalid("%s=nack needs a Shared or Key_Shared subscription (no broker redelivery count on %s)", AttrRetryStrategy, subTypeName(subType))
-	}
 	o.CumulativeAck = attr[string](a, AttrAckStrategy) == "cumulative"
-	switch {
-	case o.CumulativeAck && shared:
-		a.invalid("%s=cumulative is not allowed on %s subscriptions", AttrAckStrategy, subTypeName(subType))
-	case o.CumulativeAck && o.FailureStrategy == FailureReconsumeLater:
-		a.invalid("%s=cumulative is not allowed with %s=reconsume-later (the client acknowledges the original itself)", AttrAckStrategy, AttrFailureStrategy)
-	}
 	ackTimeout := attr[int](a, AttrAckTimeoutMillis)
 	if ackTimeout < 0 {
 		a.invalid("%s must be >= 0, got %d", AttrAckTimeoutMillis, ackTimeout)
 	}
 	o.AckTimeout = time.Duration(ackTimeout) * time.Millisecond
 	o.ReconsumeDelay = time.Duration(attr[int](a, AttrReconsumeLaterDelay)) * time.Second
-	switch strategy := attr[string](a, AttrFailureStrategy); {
-	case strategy == "continue" && ackTimeout <= 0:
-		a.invalid("%s=continue needs %s > 0", AttrFailureStrategy, AttrAckTimeoutMillis)
-	case strategy == "reconsume-later" && o.Consumer.EnableZeroQueueConsumer:
-		a.invalid("%s=reconsume-later is not allowed with %s", AttrFailureStrategy, AttrZeroQueue)
-	}
 	if a.has(AttrNackRedeliveryBackoff) {
 		b, err := parseNackBackoff(attr[string](a, AttrNackRedeliveryBackoff))
 		if err != nil {
@@ -400,6 +449,14 @@ func parseNackBackoff(v string) (retry.Backoff, error) {
 	return b, nil
 }
 
+// nackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy: the n-th redelivery
+// (0-based count) waits the backoff's delay of retry n+1.
+type nackBackoff struct{ b retry.Backoff }
+
+func (n nackBackoff) Next(redeliveryCount uint32) time.Duration {
+	return n.b.Delay(int(min(redeliveryCount, 1<<20)) + 1)
+}
+
 // senderTimeout sets the send timeout of the retry and dead-letter producers.
 func senderTimeout(d time.Duration) func(*apulsar.ProducerOptions) {
 	return func(o *apulsar.ProducerOptions) {
@@ -410,7 +467,7 @@ func senderTimeout(d time.Duration) func(*apulsar.ProducerOptions) {
 }
 
 // nativeDLQ maps deadLetterPolicy.*, allowed only without the babelqueue strategy.
-func (*Connector) nativeDLQ(a *attrs, o *SourceOptions) {
+func (*Connector) nativeDLQ(a *attrs, o *bqpulsar.SourceOptions) {
 	names := []string{AttrDLQMaxRedeliverCount, AttrDLQDeadLetterTopic, AttrDLQRetryLetterTopic, AttrDLQInitialSubscription}
 	var set []string
 	for _, n := range names {
@@ -421,7 +478,7 @@ func (*Connector) nativeDLQ(a *attrs, o *SourceOptions) {
 	if len(set) == 0 {
 		return
 	}
-	if o.FailureStrategy == FailureBabelQueue {
+	if o.FailureStrategy == bqpulsar.FailureBabelQueue {
 		a.invalid("%s not allowed with %s=babelqueue (it dead-letters itself)", strings.Join(set, ", "), AttrFailureStrategy)
 		return
 	}
@@ -454,7 +511,8 @@ func (*Connector) queueDeadLetter(a *attrs, topics []string) dlq.Config {
 	return dlq.Config{Topic: t[:strings.LastIndexByte(t, '/')+1] + queue + dlq.Suffix}
 }
 
-// NewSink implements messaging.OutgoingConnector.
+// NewSink implements messaging.OutgoingConnector. Configuration faults wrap
+// messaging.ErrInvalidAttribute and name the channel, as for [Connector.NewSource].
 func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (messaging.Sink, error) {
 	a := &attrs{c: cc}
 	ch := cc.Channel()
@@ -504,10 +562,7 @@ func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (mess
 	}
 	s, err := NewSink(client, o) //nolint:contextcheck // the sink outlives Start's ctx; Close bounds it
 	if err != nil {
-		if errors.Is(err, ErrInvalidOption) {
-			return nil, fmt.Errorf("%w: channel %q: %w", messaging.ErrInvalidAttribute, ch, err)
-		}
-		return nil, err
+		return nil, constructorError(ch, err)
 	}
 	return s, nil
 }
@@ -540,7 +595,7 @@ func (c *Connector) client(a *attrs) (apulsar.Client, error) {
 		co.Authentication = auth
 	}
 	if co.Logger == nil {
-		co.Logger = NewClientLogger(c.cfg.logger)
+		co.Logger = bqpulsar.NewClientLogger(c.cfg.logger)
 	}
 	if err := a.err(); err != nil {
 		return nil, err
@@ -552,7 +607,7 @@ func (c *Connector) client(a *attrs) (apulsar.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, fmt.Errorf("pulsar: connector: %w", ErrClosed)
+		return nil, fmt.Errorf("pulsar: connector: %w", bqpulsar.ErrClosed)
 	}
 	if cl, ok := c.clients[key]; ok {
 		return cl, nil
@@ -613,59 +668,4 @@ func (c *Connector) Close(context.Context) error {
 		cl.Close()
 	}
 	return nil
-}
-
-var (
-	envelopeType    = reflect.TypeFor[envelope.Envelope]()
-	envelopePtrType = reflect.TypeFor[*envelope.Envelope]()
-)
-
-// EnvelopeCodec is the "babelqueue" codec: BabelQueue envelopes as *envelope.Envelope
-// (or envelope.Envelope) payloads. A body that is not an acceptable envelope fails
-// decoding with envelope.ErrPoison, so the runtime dead-letters it at once. The routing
-// URN is in [IncomingMetadata].URN.
-type EnvelopeCodec struct{}
-
-var _ messaging.Codec = EnvelopeCodec{}
-
-// Name returns "babelqueue".
-func (EnvelopeCodec) Name() string { return CodecBabelQueue }
-
-// Supports reports whether t is envelope.Envelope or *envelope.Envelope.
-func (EnvelopeCodec) Supports(t reflect.Type) bool { return t == envelopeType || t == envelopePtrType }
-
-// Encode encodes an envelope.
-func (EnvelopeCodec) Encode(v any) ([]byte, error) {
-	switch e := v.(type) {
-	case *envelope.Envelope:
-		if e == nil {
-			return nil, fmt.Errorf("pulsar: babelqueue codec: %w", ErrInvalidOption)
-		}
-		b, err := e.Encode()
-		if err != nil {
-			return nil, fmt.Errorf("pulsar: babelqueue codec: %w", err)
-		}
-		return b, nil
-	case envelope.Envelope:
-		return EnvelopeCodec{}.Encode(&e)
-	default:
-		return nil, fmt.Errorf("pulsar: babelqueue codec cannot encode %T", v)
-	}
-}
-
-// Decode classifies b as an envelope (attempts as in the body; the reconciled count is
-// IncomingMetadata.Attempts).
-func (EnvelopeCodec) Decode(b []byte, t reflect.Type) (any, error) {
-	env, err := envelope.Classify(b)
-	if err != nil {
-		return nil, fmt.Errorf("pulsar: babelqueue codec: %w", err)
-	}
-	switch t {
-	case envelopePtrType:
-		return env, nil
-	case envelopeType:
-		return *env, nil
-	default:
-		return nil, fmt.Errorf("pulsar: babelqueue codec cannot decode into %v", t)
-	}
 }

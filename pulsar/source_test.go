@@ -1,0 +1,291 @@
+package pulsar_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
+)
+
+// manualSubscriber records what a Source delivers and lets the test request and settle.
+type manualSubscriber struct {
+	mu   sync.Mutex
+	sub  reactive.Subscription
+	msgs []bytesMsg
+	err  error
+	done bool
+}
+
+func (m *manualSubscriber) OnSubscribe(s reactive.Subscription) {
+	m.mu.Lock()
+	m.sub = s
+	m.mu.Unlock()
+}
+
+func (m *manualSubscriber) OnNext(v bytesMsg) {
+	m.mu.Lock()
+	m.msgs = append(m.msgs, v)
+	m.mu.Unlock()
+}
+
+func (m *manualSubscriber) OnError(err error) {
+	m.mu.Lock()
+	m.err, m.done = err, true
+	m.mu.Unlock()
+}
+
+func (m *manualSubscriber) OnComplete() {
+	m.mu.Lock()
+	m.done = true
+	m.mu.Unlock()
+}
+
+func (m *manualSubscriber) request(n int64) {
+	m.mu.Lock()
+	s := m.sub
+	m.mu.Unlock()
+	s.Request(n)
+}
+
+func (m *manualSubscriber) received() []bytesMsg {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]bytesMsg(nil), m.msgs...)
+}
+
+func (m *manualSubscriber) terminal() (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.done, m.err
+}
+
+// settleQuiet is how long a test waits to see that nothing more happens.
+const settleQuiet = 200 * time.Millisecond
+
+func TestSource_NoReceiveWithoutDemand(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 20, func(o *bqpulsar.SourceOptions) {
+		o.MaxInflight, o.CompleteAtEnd = 8, false
+	})
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	time.Sleep(settleQuiet)
+	require.Empty(t, ms.received(), "no demand, no delivery")
+	require.Zero(t, src.InFlight(), "no demand, no receive: every message stays in the client queue")
+
+	ms.request(3)
+	eventually(t, func() bool { return len(ms.received()) == 3 }, "3 messages after Request(3), got %d", len(ms.received()))
+	time.Sleep(settleQuiet)
+	require.Len(t, ms.received(), 3, "not one more than requested")
+	require.Equal(t, 3, src.InFlight())
+	for _, m := range ms.received() {
+		require.NoError(t, m.Ack(t.Context()))
+	}
+	require.Zero(t, src.InFlight())
+	time.Sleep(settleQuiet)
+	require.Len(t, ms.received(), 3, "settling is no demand")
+}
+
+func TestSource_UnboundedDemandNeverExceedsMaxInflight(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	const total, maxInflight = 60, 5
+	src := newTestSource(t, client, total, func(o *bqpulsar.SourceOptions) { o.MaxInflight = maxInflight })
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	// A stalled stage: nothing is settled.
+	eventually(t, func() bool { return len(ms.received()) == maxInflight }, "max-inflight messages delivered")
+	time.Sleep(settleQuiet)
+	require.Len(t, ms.received(), maxInflight, "Request(Unbounded) with a stalled stage stops at max-inflight")
+	require.Equal(t, maxInflight, src.InFlight())
+
+	// The stage resumes: settle one at a time; in-flight never exceeds the bound.
+	settled := 0
+	for settled < total {
+		msgs := ms.received()
+		require.LessOrEqual(t, len(msgs)-settled, maxInflight)
+		require.LessOrEqual(t, src.InFlight(), maxInflight)
+		if settled < len(msgs) {
+			require.NoError(t, msgs[settled].Ack(t.Context()))
+			settled++
+			continue
+		}
+		time.Sleep(time.Millisecond)
+	}
+	eventually(t, func() bool { done, _ := ms.terminal(); return done }, "completes at the end")
+	_, err := ms.terminal()
+	require.NoError(t, err)
+	require.Len(t, ms.received(), total)
+	eventually(t, func() bool { return b.Backlog(src.Health().Channel, "tck") == 0 }, "every message acked")
+}
+
+func TestSource_CancelStopsReceiving(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 10, func(o *bqpulsar.SourceOptions) { o.CompleteAtEnd = false })
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(2)
+	eventually(t, func() bool { return len(ms.received()) == 2 }, "2 delivered")
+	ms.sub.Cancel()
+	ms.request(5) // a no-op after Cancel (rule 3.6)
+	time.Sleep(settleQuiet)
+	require.Len(t, ms.received(), 2)
+	require.Equal(t, 2, src.InFlight(), "delivered messages stay settle-able after Cancel")
+	for _, m := range ms.received() {
+		require.NoError(t, m.Ack(t.Context()))
+	}
+	require.Zero(t, src.InFlight())
+}
+
+func TestSource_FailStrategyFailsTheStream(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 3, func(o *bqpulsar.SourceOptions) {
+		o.CompleteAtEnd, o.FailureStrategy = false, bqpulsar.FailureFail
+	})
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(1)
+	eventually(t, func() bool { return len(ms.received()) == 1 }, "1 delivered")
+	require.True(t, src.Health().Live)
+	errBoom := errors.New("boom")
+	require.NoError(t, ms.received()[0].Nack(t.Context(), errBoom))
+	eventually(t, func() bool { done, _ := ms.terminal(); return done }, "OnError after a nack under fail")
+	_, err := ms.terminal()
+	require.ErrorIs(t, err, bqpulsar.ErrSourceFailed)
+	require.ErrorIs(t, err, errBoom)
+	h := src.Health()
+	require.False(t, h.Live)
+	require.False(t, h.Ready)
+	require.Contains(t, h.Reason, "boom")
+}
+
+func TestSource_AckTimeoutNacksThroughTheStrategy(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	var dlqTopic string
+	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
+		o.CompleteAtEnd, o.MaxAttempts, o.AckTimeout = false, 2, 100*time.Millisecond
+		dlqTopic = o.Consumer.Topic + ".dlq"
+	})
+	dead := collect(t, client, dlqTopic)
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	// The stage never settles: the timeout nacks (retry), the copy times out too (dead letter).
+	got := dead.wait(t, 1, waitLong)
+	require.Equal(t, "2", got[0].Properties()[bqpulsar.PropAttempts])
+	require.Len(t, ms.received(), 2, "first delivery and the republished retry")
+	require.ErrorIs(t, ms.received()[0].Ack(t.Context()), messaging.ErrAlreadySettled, "a late settlement is ignored")
+	eventually(t, func() bool { return src.InFlight() == 0 }, "slots freed by the timeouts")
+}
+
+func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
+		o.CompleteAtEnd, o.FailureStrategy, o.AckTimeout = false, bqpulsar.FailureContinue, 150*time.Millisecond
+		o.Consumer.NackRedeliveryDelay = 20 * time.Millisecond
+	})
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
+	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later")))
+	require.Zero(t, src.InFlight(), "continue frees the slot")
+	eventually(t, func() bool { return len(ms.received()) == 2 }, "redelivered after the ack timeout")
+	md, ok := messaging.MetadataOf[bqpulsar.IncomingMetadata](ms.received()[1].Metadata())
+	require.True(t, ok)
+	require.Equal(t, uint32(1), md.RedeliveryCount)
+	require.NoError(t, ms.received()[1].Ack(t.Context()))
+	eventually(t, func() bool { return b.Backlog(md.Topic, "tck") == 0 }, "acked")
+}
+
+func TestSource_ReconsumeLater(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
+		o.CompleteAtEnd, o.FailureStrategy = false, bqpulsar.FailureReconsumeLater
+	})
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
+	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later"),
+		messaging.RedeliverAfter(50*time.Millisecond), messaging.WithNackProperties(map[string]string{"why": "later"})))
+	eventually(t, func() bool { return len(ms.received()) == 2 }, "reconsumed from the retry topic")
+	md, ok := messaging.MetadataOf[bqpulsar.IncomingMetadata](ms.received()[1].Metadata())
+	require.True(t, ok)
+	require.Equal(t, "1", md.Properties["RECONSUMETIMES"])
+	require.Equal(t, "later", md.Properties["why"])
+	require.Equal(t, "m-0", string(ms.received()[1].Payload()))
+	require.NoError(t, ms.received()[1].Ack(t.Context()))
+}
+
+func TestSource_ZeroQueue(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 5, func(o *bqpulsar.SourceOptions) {
+		o.MaxInflight = 2
+		o.Consumer.EnableZeroQueueConsumer = true
+	})
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(1)
+	eventually(t, func() bool { return len(ms.received()) == 1 }, "one permit, one message")
+	time.Sleep(settleQuiet)
+	require.Len(t, ms.received(), 1)
+	ms.request(reactive.Unbounded)
+	for settled := 0; settled < 5; {
+		msgs := ms.received()
+		require.LessOrEqual(t, len(msgs)-settled, 2)
+		if settled < len(msgs) {
+			require.NoError(t, msgs[settled].Ack(t.Context()))
+			settled++
+			continue
+		}
+		time.Sleep(time.Millisecond)
+	}
+	eventually(t, func() bool { done, _ := ms.terminal(); return done }, "completes at the end")
+}
+
+func TestSource_SurvivesADroppedConnection(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	const total = 20
+	src := newTestSource(t, client, total, func(o *bqpulsar.SourceOptions) { o.MaxInflight = 4 })
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	ms.request(reactive.Unbounded)
+	seen := map[string]bool{}
+	for settled := 0; len(seen) < total; {
+		msgs := ms.received()
+		if settled < len(msgs) {
+			seen[string(msgs[settled].Payload())] = true
+			require.NoError(t, msgs[settled].Ack(t.Context()))
+			settled++
+			if settled == 5 {
+				b.DropConnections()
+			}
+			continue
+		}
+		if done, err := ms.terminal(); done {
+			require.NoError(t, err)
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.Len(t, seen, total, "every message delivered across the reconnect")
+	h := src.Health()
+	require.True(t, h.Live && h.Started, "%+v", h)
+}
