@@ -1,0 +1,124 @@
+package pulsartest
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
+)
+
+// registerPeek adds the read-only "peek messages" endpoint of a subscription:
+// GET …/{topic}/subscription/{sub}/position/{n} answers the n-th entry (1-based) after the
+// subscription's mark-delete position that it has not acknowledged, like a real broker
+// (individually acknowledged entries are skipped). It moves no cursor, creates nothing and
+// counts no redelivery. The entry's metadata is in X-Pulsar-* headers (properties as one
+// JSON header, X-Pulsar-PROPERTY) and its payload (a batch's length-prefixed messages) in
+// the body. A partitioned topic is refused with 405 (peek its partitions); a missing topic,
+// subscription or position is 404; a compressed entry is 501.
+func (a *adminServer) registerPeek(mux *http.ServeMux, base string) {
+	mux.HandleFunc("GET "+base+"/{topic}/subscription/{sub}/position/{n}", a.peekMessage)
+}
+
+// peekTimeLayout is how a real broker formats the X-Pulsar-*-time headers.
+const peekTimeLayout = "2006-01-02T15:04:05.000-0700"
+
+func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
+	fq, err := normalizeTopic(topicOf(r))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 1 {
+		writeReason(w, http.StatusPreconditionFailed, fmt.Sprintf("pulsartest: position %q must be a number >= 1", r.PathValue("n")))
+		return
+	}
+	if a.b.partitions(fq) > 0 {
+		writeReason(w, http.StatusMethodNotAllowed, "Peek messages on a partitioned topic is not allowed")
+		return
+	}
+	t, err := a.b.getTopic(fq, false)
+	if errors.Is(err, ErrTopicNotFound) {
+		writeReason(w, http.StatusNotFound, "Topic not found")
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	raw, id, found, subFound := t.peekNth(r.PathValue("sub"), n)
+	switch {
+	case !subFound:
+		writeReason(w, http.StatusNotFound, "Subscription not found")
+		return
+	case !found:
+		writeReason(w, http.StatusNotFound, "Message not found")
+		return
+	}
+	md, err := wire.ParsePayload(raw)
+	if err != nil {
+		writeReason(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if md.GetCompression() != wire.CompressionType_NONE {
+		writeReason(w, http.StatusNotImplemented, "pulsartest: peeking at a compressed entry is not supported")
+		return
+	}
+	metaSize := int(binary.BigEndian.Uint32(raw[6:]))
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d", t.ledgerID, id))
+	if props := md.GetProperties(); len(props) > 0 {
+		m := make(map[string]string, len(props))
+		for _, kv := range props {
+			m[kv.GetKey()] = kv.GetValue()
+		}
+		js, err := json.Marshal(m)
+		if err != nil {
+			writeReason(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		h.Set("X-Pulsar-PROPERTY", string(js))
+	}
+	if md.PublishTime != nil {
+		h.Set("X-Pulsar-publish-time", time.UnixMilli(int64(md.GetPublishTime())).UTC().Format(peekTimeLayout)) //nolint:gosec // ms timestamps
+	}
+	if md.EventTime != nil {
+		h.Set("X-Pulsar-event-time", time.UnixMilli(int64(md.GetEventTime())).UTC().Format(peekTimeLayout)) //nolint:gosec // ms timestamps
+	}
+	if md.NumMessagesInBatch != nil {
+		h.Set("X-Pulsar-num-batch-message", strconv.Itoa(int(md.GetNumMessagesInBatch())))
+	}
+	if md.PartitionKey != nil {
+		h.Set("X-Pulsar-partition-key", md.GetPartitionKey())
+	}
+	h.Set("X-Pulsar-producer-name", md.GetProducerName())
+	h.Set("X-Pulsar-sequence-id", strconv.FormatUint(md.GetSequenceId(), 10))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(raw[10+metaSize:]) // the client went away: nothing else to tell it
+}
+
+// peekNth returns the stored bytes and id of the n-th entry (1-based) after the mark-delete
+// position of subscription sub that sub has not acknowledged.
+func (t *topic) peekNth(sub string, n int) (raw []byte, id int64, found, subFound bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.subs[sub]
+	if s == nil {
+		return nil, 0, false, false
+	}
+	for id := max(s.markDelete+1, t.first); id < t.next; id++ {
+		if _, ok := s.acked[id]; ok {
+			continue
+		}
+		if n--; n == 0 {
+			return t.entry(id).raw, id, true, true
+		}
+	}
+	return nil, 0, false, true
+}
