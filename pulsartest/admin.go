@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -18,6 +15,7 @@ type adminServer struct {
 	ln  net.Listener
 	srv *http.Server
 	url string
+	ns  namespaceSet // admin_more.go
 }
 
 // AdminURL returns the base URL of the admin REST subset ("http://host:port"), or "" without WithAdminHTTP.
@@ -40,6 +38,7 @@ func (b *Broker) startAdmin(ln net.Listener) {
 	mux.HandleFunc("GET "+base+"/{topic}/partitions", a.getPartitioned)
 	mux.HandleFunc("DELETE "+base+"/{topic}/partitions", a.deletePartitioned)
 	mux.HandleFunc("GET "+base+"/{topic}/subscriptions", a.listSubscriptions)
+	a.registerMore(mux, base) // admin_more.go
 	for _, p := range []string{
 		"POST " + base + "/{topic}/terminate", "POST " + base + "/{topic}/partitions/terminate",
 		"PUT " + base + "/{topic}/compaction", "POST " + base + "/{topic}/deduplicationEnabled",
@@ -124,14 +123,9 @@ func (a *adminServer) deleteTopic(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *adminServer) createPartitioned(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64))
+	n, err := partitionsBody(r) // a bare number or pulsaradmin's {"partitions":N,"properties":…}
 	if err != nil {
 		writeReason(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(body)))
-	if err != nil {
-		writeReason(w, http.StatusBadRequest, fmt.Sprintf("pulsartest: partition count %q: %v", body, err))
 		return
 	}
 	writeErr(w, a.b.CreatePartitionedTopic(topicOf(r), n))

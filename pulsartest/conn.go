@@ -33,7 +33,9 @@ type conn struct {
 	producers map[uint64]*producer
 	consumers map[uint64]*consumer
 
-	protoVersion int32 // set by the reader before any other goroutine reads it
+	protoVersion  int32     // set by the reader before any other goroutine reads it
+	clientVersion string    // CONNECT.client_version, for the admin stats; set like protoVersion
+	since         time.Time // when CONNECT arrived; set like protoVersion
 }
 
 type producer struct {
@@ -45,7 +47,8 @@ type producer struct {
 
 	reqID         uint64 // PRODUCER request, answered again when a waiting producer becomes ready
 	schemaVersion []byte
-	topicEpoch    *uint64 // CommandProducer.topic_epoch: set when the client reconnects a producer
+	topicEpoch    *uint64           // CommandProducer.topic_epoch: set when the client reconnects a producer
+	metadata      map[string]string // CommandProducer.metadata, for the admin stats
 }
 
 // outbound is a frame for a connection, collected under a topic lock and enqueued after unlocking.
@@ -247,6 +250,7 @@ func (c *conn) handleConnect(cc *wire.CommandConnect) bool {
 	}
 	pv := min(cc.GetProtocolVersion(), maxProtocolVersion)
 	c.protoVersion = pv
+	c.clientVersion, c.since = cc.GetClientVersion(), time.Now()
 	c.log.Info("pulsartest: client connected", "client", cc.GetClientVersion(), "protocol", pv)
 	c.sendCmd(&wire.BaseCommand{Type: cmdType(wire.BaseCommand_CONNECTED), Connected: &wire.CommandConnected{
 		ServerVersion:   ptr(serverVersion),
@@ -420,7 +424,7 @@ func (c *conn) handleProducer(m *wire.CommandProducer) {
 	}
 	p := &producer{
 		id: m.GetProducerId(), name: name, t: t, c: c, reqID: reqID, schemaVersion: version,
-		topicEpoch: m.TopicEpoch,
+		topicEpoch: m.TopicEpoch, metadata: kvMap(m.GetMetadata()),
 	}
 	res := t.addProducer(p, m.GetProducerAccessMode(), m.GetInitialSubscriptionName())
 	send(res.outs)
@@ -536,6 +540,9 @@ func (c *conn) handleSubscribe(m *wire.CommandSubscribe) {
 		c.sendError(reqID, code, "%s", msg)
 		return
 	}
+	t.mu.Lock()
+	k.metadata = kvMap(m.GetMetadata())
+	t.mu.Unlock()
 	c.mu.Lock()
 	c.consumers[k.id] = k
 	c.mu.Unlock()

@@ -26,6 +26,7 @@ type consumer struct {
 	active   int8 // last ACTIVE_CONSUMER_CHANGE sent: 0 none, 1 active, 2 inactive
 	pending  map[int64]pendingEntry
 	ranges   []hashRange
+	metadata map[string]string // CommandSubscribe.metadata, for the admin stats (under the topic lock)
 }
 
 type pendingEntry struct {

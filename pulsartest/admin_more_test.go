@@ -1,0 +1,121 @@
+package pulsartest_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+)
+
+// pulsaradmin creates partitioned topics with a JSON metadata body and grows them with POST.
+func TestAdminPartitionsJSONBodyAndUpdate(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
+	base := b.AdminURL() + "/admin/v2/persistent/public/default"
+	code, _ := adminDo(t, http.MethodPut, base+"/p/partitions", `{"properties":null,"partitions":2}`)
+	require.Equal(t, http.StatusNoContent, code)
+	code, _ = adminDo(t, http.MethodPost, base+"/p/partitions", "4")
+	require.Equal(t, http.StatusNoContent, code)
+	_, body := adminDo(t, http.MethodGet, base+"/p/partitions", "")
+	assert.JSONEq(t, `{"partitions":4}`, body)
+	assert.Len(t, b.Topics(), 4)
+	code, _ = adminDo(t, http.MethodPost, base+"/p/partitions", "1")
+	assert.Equal(t, http.StatusUnprocessableEntity, code, "partitions never shrink")
+	code, _ = adminDo(t, http.MethodPost, base+"/missing/partitions", "3")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _ = adminDo(t, http.MethodPut, base+"/q/partitions", `{"partitions":"x"}`)
+	assert.Equal(t, http.StatusBadRequest, code)
+}
+
+func TestAdminNamespaces(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
+	ns := b.AdminURL() + "/admin/v2/namespaces/public/"
+	code, _ := adminDo(t, http.MethodGet, ns+"fresh/topics", "")
+	assert.Equal(t, http.StatusNotFound, code, "an unknown namespace")
+	code, _ = adminDo(t, http.MethodPut, ns+"fresh", "{}")
+	assert.Equal(t, http.StatusNoContent, code)
+	code, _ = adminDo(t, http.MethodPut, ns+"fresh", "{}")
+	assert.Equal(t, http.StatusConflict, code)
+	code, body := adminDo(t, http.MethodGet, ns+"fresh/topics", "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `[]`, body)
+	require.NoError(t, b.CreateTopic("persistent://public/fresh/a"))
+	code, _ = adminDo(t, http.MethodDelete, ns+"fresh", "")
+	assert.Equal(t, http.StatusConflict, code, "not empty")
+	code, _ = adminDo(t, http.MethodDelete, ns+"fresh?force=true", "")
+	assert.Equal(t, http.StatusNoContent, code)
+	assert.Empty(t, b.Topics())
+	code, _ = adminDo(t, http.MethodDelete, ns+"fresh", "")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _ = adminDo(t, http.MethodPut, ns+"default", "{}")
+	assert.Equal(t, http.StatusConflict, code, "public/default exists from the start")
+}
+
+// Stats report real backlog, subscriptions, consumers and producers; the message-by-id endpoint answers the
+// payload with its metadata in headers; lookup answers this broker.
+func TestAdminStatsMessageAndLookup(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true, Properties: map[string]string{"app": "x"}})
+	k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Properties: map[string]string{"who": "me"}})
+	ids := sendAll(t, p, "one", "two")
+	m := receive(t, k)
+	require.NoError(t, k.Ack(m))
+
+	base := b.AdminURL() + "/admin/v2/persistent/public/default/" + topic
+	var st struct {
+		MsgInCounter int64    `json:"msgInCounter"`
+		MsgRateIn    *float64 `json:"msgRateIn"`
+		Publishers   []struct {
+			ProducerName string            `json:"producerName"`
+			Metadata     map[string]string `json:"metadata"`
+			AccessMode   string            `json:"accessMode"`
+		} `json:"publishers"`
+		Subscriptions map[string]struct {
+			MsgBacklog int64  `json:"msgBacklog"`
+			Type       string `json:"type"`
+			Consumers  []struct {
+				Metadata map[string]string `json:"metadata"`
+			} `json:"consumers"`
+		} `json:"subscriptions"`
+	}
+	eventually(t, "the ack to reach the broker", func() bool {
+		code, body := adminDo(t, http.MethodGet, base+"/stats", "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.NoError(t, json.Unmarshal([]byte(body), &st))
+		return st.Subscriptions["s"].MsgBacklog == 1
+	})
+	assert.EqualValues(t, 2, st.MsgInCounter)
+	require.NotNil(t, st.MsgRateIn, "rate fields are present")
+	require.Len(t, st.Publishers, 1)
+	assert.Equal(t, map[string]string{"app": "x"}, st.Publishers[0].Metadata)
+	assert.Equal(t, "Shared", st.Publishers[0].AccessMode)
+	assert.Equal(t, "Exclusive", st.Subscriptions["s"].Type)
+	require.Len(t, st.Subscriptions["s"].Consumers, 1)
+	assert.Equal(t, map[string]string{"who": "me"}, st.Subscriptions["s"].Consumers[0].Metadata)
+
+	code, body := adminDo(t, http.MethodGet, base+"/ledger/"+itoa(ids[1].LedgerID())+"/entry/"+itoa(ids[1].EntryID()), "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "two", body)
+	code, _ = adminDo(t, http.MethodGet, base+"/ledger/1/entry/99", "")
+	assert.Equal(t, http.StatusNotFound, code)
+
+	code, body = adminDo(t, http.MethodGet, b.AdminURL()+"/lookup/v2/topic/persistent/public/default/"+topic, "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `"brokerUrl":"`+b.URL()+`"`)
+	code, _ = adminDo(t, http.MethodGet, base+"/partitioned-stats", "")
+	assert.Equal(t, http.StatusNotFound, code, "not a partitioned topic")
+	code, _ = adminDo(t, http.MethodPut, base+"/unload", "")
+	assert.Equal(t, http.StatusNoContent, code)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
