@@ -1,0 +1,468 @@
+package messaging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"sync"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
+)
+
+// The building blocks of connectors: a Source from a pull function, a
+// channel or an iterator, and a Sink from a send function. They implement
+// the Reactive Streams side (demand, cancellation, terminal signals, the
+// rules the TCK checks), the in-flight bound, Close and Health by the
+// runtime's rules; the connector writes only the broker calls.
+
+// SourceOption configures NewPullSource, NewChanSource and NewSeqSource.
+type SourceOption func(*sourceOptions)
+
+type sourceOptions struct {
+	maxInflight int
+}
+
+// WithMaxInflight bounds the delivered but unsettled messages: the source
+// pulls no more until one of them is acked or nacked. n <= 0 (the default)
+// means no bound.
+func WithMaxInflight(n int) SourceOption {
+	return func(o *sourceOptions) { o.maxInflight = n }
+}
+
+// PullSource is a unicast Source built from a pull function. One goroutine
+// per subscription calls pull once per unit of downstream demand (never
+// concurrently), and only while fewer than the WithMaxInflight bound of its
+// messages are unsettled. pull blocks until a message is available or its
+// ctx ends; ctx is cancelled when the subscriber cancels or Close begins.
+//
+// A message from pull is delivered as a message with the same payload and
+// metadata whose Ack and Nack call the original's, then release its
+// in-flight slot. pull returning io.EOF (also wrapped) completes the stream,
+// which makes the endpoint not live (a connector channel that ended); any
+// other error fails it (a fatal failure: not live); a nil message is
+// ErrNilMessage. A panic in pull fails the stream with an error wrapping
+// reactive.ErrPanic. After Close begins the stream completes instead.
+//
+// With T = []byte a *PullSource is a [Source].
+type PullSource[T any] struct {
+	channel string
+	pull    func(ctx context.Context) (Message[T], error)
+	max     int
+	health  *EndpointHealth
+
+	closing context.Context
+	close   context.CancelFunc
+
+	mu         sync.Mutex
+	subscribed bool
+	closed     bool
+	inflight   int
+	changed    chan struct{} // closed and replaced when inflight changes
+}
+
+var _ Source = (*PullSource[[]byte])(nil)
+
+// NewPullSource returns the incoming end of channel fed by pull. A nil pull
+// panics with an error wrapping ErrNilArgument.
+func NewPullSource[T any](channel string, pull func(ctx context.Context) (Message[T], error), opts ...SourceOption) *PullSource[T] {
+	if pull == nil {
+		panic(fmt.Errorf("%w: pull function", ErrNilArgument))
+	}
+	var o sourceOptions
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	closing, cancel := context.WithCancel(context.Background())
+	return &PullSource[T]{
+		channel: channel, pull: pull, max: o.maxInflight, health: NewEndpointHealth(channel, Incoming),
+		closing: closing, close: cancel, changed: make(chan struct{}),
+	}
+}
+
+// NewChanSource returns the incoming end of channel reading ch: a message is
+// received only when there is demand (and room under WithMaxInflight);
+// closing ch completes the stream. On Cancel or Close the source stops
+// reading and leaves the remaining messages in ch.
+func NewChanSource[T any](channel string, ch <-chan Message[T], opts ...SourceOption) *PullSource[T] {
+	if ch == nil {
+		panic(fmt.Errorf("%w: channel", ErrNilArgument))
+	}
+	return NewPullSource(channel, func(ctx context.Context) (Message[T], error) {
+		select {
+		case m, ok := <-ch:
+			if !ok {
+				return nil, io.EOF
+			}
+			return m, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}, opts...)
+}
+
+// NewSeqSource returns the incoming end of channel reading seq: each
+// subscription ranges over seq on a goroutine of its own, one message per
+// unit of demand; the end of seq completes the stream, a non-nil error fails
+// it. On Cancel or Close the range stops at the next yield, so a seq that
+// waits for data between yields must return promptly on its own.
+func NewSeqSource[T any](channel string, seq iter.Seq2[Message[T], error], opts ...SourceOption) *PullSource[T] {
+	if seq == nil {
+		panic(fmt.Errorf("%w: iterator", ErrNilArgument))
+	}
+	type item struct {
+		m   Message[T]
+		err error
+	}
+	var (
+		once  sync.Once
+		items = make(chan item)
+	)
+	return NewPullSource(channel, func(ctx context.Context) (Message[T], error) {
+		once.Do(func() {
+			go func() {
+				send := func(it item) bool {
+					select {
+					case items <- it:
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				}
+				for m, err := range seq {
+					if !send(item{m: m, err: err}) || err != nil {
+						return
+					}
+				}
+				send(item{err: io.EOF})
+			}()
+		})
+		select {
+		case it := <-items:
+			return it.m, it.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}, opts...)
+}
+
+// Subscribe implements reactive.Publisher; the source is unicast. A second
+// subscriber gets OnSubscribe then OnError wrapping
+// reactive.ErrAlreadySubscribed; a subscriber after Close, one wrapping
+// ErrClosed.
+func (s *PullSource[T]) Subscribe(sub reactive.Subscriber[Message[T]]) {
+	if sub == nil {
+		panic(fmt.Errorf("%w: subscriber", reactive.ErrNilArgument))
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		reactive.Failed[Message[T]](fmt.Errorf("%w: source of channel %q", ErrClosed, s.channel)).Subscribe(sub)
+		return
+	case s.subscribed:
+		s.mu.Unlock()
+		reactive.Failed[Message[T]](fmt.Errorf("%w: source of channel %q", reactive.ErrAlreadySubscribed, s.channel)).Subscribe(sub)
+		return
+	}
+	s.subscribed = true
+	s.mu.Unlock()
+	s.health.MarkStarted()
+	var pctx context.Context
+	reactive.FromFunc(func(ctx context.Context) (Message[T], error) {
+		if pctx == nil { // first call: ctx also ends when Close begins
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithCancel(ctx)
+			context.AfterFunc(s.closing, cancel)
+		}
+		return s.next(pctx)
+	}).Subscribe(sub)
+}
+
+func (s *PullSource[T]) next(ctx context.Context) (Message[T], error) {
+	if err := s.waitRoom(ctx); err != nil {
+		return nil, s.ended(ctx, err)
+	}
+	var m Message[T]
+	err := callSafely("pull function of channel "+s.channel, func() (err error) { m, err = s.pull(ctx); return err })
+	if err == nil && isNilValue(m) {
+		err = fmt.Errorf("%w from the pull function of channel %q", ErrNilMessage, s.channel)
+	}
+	if err != nil {
+		return nil, s.ended(ctx, err)
+	}
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+	return NewMessage(m.Payload(), WithMetadata(m.Metadata()),
+		WithAckFunc(func(ctx context.Context) error {
+			defer s.release()
+			return m.Ack(ctx)
+		}),
+		WithNackFunc(func(ctx context.Context, reason error, o NackOptions) error {
+			defer s.release()
+			return m.Nack(ctx, reason, func(x *NackOptions) { *x = o })
+		})), nil
+}
+
+// ended classifies the error that ends the stream: io.EOF and Close
+// complete it, a Cancel ends it silently, anything else is fatal.
+func (s *PullSource[T]) ended(ctx context.Context, err error) error {
+	switch {
+	case s.closing.Err() != nil:
+		return io.EOF
+	case errors.Is(err, io.EOF):
+		s.health.MarkCompleted()
+		return io.EOF
+	case ctx.Err() != nil:
+		return err // cancelled: FromFunc signals nothing more
+	default:
+		s.health.MarkFailed(err)
+		return err
+	}
+}
+
+func (s *PullSource[T]) waitRoom(ctx context.Context) error {
+	if s.max <= 0 {
+		return nil
+	}
+	for {
+		s.mu.Lock()
+		room, ch := s.inflight < s.max, s.changed
+		s.mu.Unlock()
+		if room {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *PullSource[T]) release() {
+	s.mu.Lock()
+	s.inflight--
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// InFlight returns the number of delivered, unsettled messages.
+func (s *PullSource[T]) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// Health implements Source: started once subscribed; not ready after Close;
+// not live after a fatal pull error or the end of the stream.
+func (s *PullSource[T]) Health() ChannelHealth { return s.health.Health() }
+
+// EndpointHealth returns the source's health record, for a connector that
+// also observes connection failures (MarkConnectionFailed, MarkConnected).
+func (s *PullSource[T]) EndpointHealth() *EndpointHealth { return s.health }
+
+// Close stops pulling (the pull ctx is cancelled and the stream completes)
+// and waits until every delivered message is settled or ctx ends.
+func (s *PullSource[T]) Close(ctx context.Context) error {
+	s.health.MarkClosed()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.close()
+	for {
+		s.mu.Lock()
+		n, ch := s.inflight, s.changed
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("messaging: source of channel %q closed with %d unsettled: %w", s.channel, n, ctx.Err())
+		}
+	}
+}
+
+// SinkOption configures NewFuncSink.
+type SinkOption func(*sinkOptions)
+
+type sinkOptions struct {
+	conc        int
+	window      int64
+	sendSettles bool
+}
+
+// WithSendConcurrency lets up to n sends run at once (default 1: messages
+// are sent one after the other, in order).
+func WithSendConcurrency(n int) SinkOption { return func(o *sinkOptions) { o.conc = n } }
+
+// WithSinkWindow sets what the sink requests upstream ahead of sending
+// (default: the concurrency), topped up at 75% consumed.
+func WithSinkWindow(n int) SinkOption { return func(o *sinkOptions) { o.window = int64(n) } }
+
+// WithSendSettles leaves settlement to the send function: the sink neither
+// acks nor nacks what send returned for.
+func WithSendSettles() SinkOption { return func(o *sinkOptions) { o.sendSettles = true } }
+
+// FuncSink is a Sink built from a send function. It requests its window
+// upstream and calls send for every message on goroutines, at most the
+// WithSendConcurrency bound at once (a goroutine exits when nothing is
+// queued); every finished send makes room for one more message. Unless
+// WithSendSettles, a message is acked when send returned nil and nacked with
+// its error otherwise (a panic is an error wrapping reactive.ErrPanic;
+// return NackWith for nack options).
+//
+// Health: started at OnSubscribe; an OnError is a fatal failure and an
+// OnComplete ends the channel (both: not live); not ready after Close.
+//
+// With T = []byte a *FuncSink is a [Sink].
+type FuncSink[T any] struct {
+	channel string
+	send    func(ctx context.Context, m Message[T]) error
+	o       sinkOptions
+	in      *reactive.Inlet
+	health  *EndpointHealth
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	queue   []Message[T]
+	running int
+	closed  bool
+}
+
+var _ Sink = (*FuncSink[[]byte])(nil)
+
+// NewFuncSink returns the outgoing end of channel calling send. A nil send
+// panics with an error wrapping ErrNilArgument.
+func NewFuncSink[T any](channel string, send func(ctx context.Context, m Message[T]) error, opts ...SinkOption) *FuncSink[T] {
+	if send == nil {
+		panic(fmt.Errorf("%w: send function", ErrNilArgument))
+	}
+	o := sinkOptions{conc: 1}
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	o.conc = max(o.conc, 1)
+	if o.window <= 0 {
+		o.window = int64(o.conc)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &FuncSink[T]{
+		channel: channel, send: send, o: o, in: reactive.NewInlet(o.window),
+		health: NewEndpointHealth(channel, Outgoing), ctx: ctx, cancel: cancel,
+	}
+}
+
+// OnSubscribe implements reactive.Subscriber: it requests the window.
+func (s *FuncSink[T]) OnSubscribe(sub reactive.Subscription) {
+	if s.in.OnSubscribe(sub) {
+		s.health.MarkStarted()
+	}
+}
+
+// OnNext implements reactive.Subscriber.
+func (s *FuncSink[T]) OnNext(m Message[T]) {
+	reactive.MustNotBeNil(m)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = m.Nack(s.ctx, fmt.Errorf("%w: sink of channel %q", ErrClosed, s.channel))
+		return
+	}
+	s.queue = append(s.queue, m)
+	if s.running < s.o.conc {
+		s.running++
+		s.wg.Add(1)
+		go s.run()
+	}
+	s.mu.Unlock()
+}
+
+func (s *FuncSink[T]) run() {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 || s.closed {
+			s.running--
+			s.mu.Unlock()
+			return
+		}
+		m := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		err := callSafely("send function of channel "+s.channel, func() error { return s.send(s.ctx, m) })
+		if !s.o.sendSettles {
+			if err == nil {
+				_ = m.Ack(s.ctx)
+			} else {
+				if s.ctx.Err() != nil {
+					err = fmt.Errorf("%w: sink of channel %q: %w", ErrClosed, s.channel, err)
+				}
+				_ = nackFor(context.WithoutCancel(s.ctx), m, err)
+			}
+		}
+		s.in.Consumed(1)
+	}
+}
+
+// OnError implements reactive.Subscriber: a fatal failure of the channel.
+func (s *FuncSink[T]) OnError(err error) {
+	if err == nil {
+		panic(fmt.Errorf("%w: error", reactive.ErrNilArgument))
+	}
+	s.in.Terminated()
+	s.health.MarkFailed(err)
+}
+
+// OnComplete implements reactive.Subscriber: the channel's stream ended.
+func (s *FuncSink[T]) OnComplete() {
+	s.in.Terminated()
+	s.health.MarkCompleted()
+}
+
+// Health implements Sink.
+func (s *FuncSink[T]) Health() ChannelHealth { return s.health.Health() }
+
+// EndpointHealth returns the sink's health record, for a connector that
+// also observes connection failures (MarkConnectionFailed, MarkConnected).
+func (s *FuncSink[T]) EndpointHealth() *EndpointHealth { return s.health }
+
+// Close cancels the upstream, nacks the queued messages with ErrClosed and
+// waits until the running sends returned, or ctx ends: then their ctx is
+// cancelled (a send that fails then is nacked with ErrClosed) and Close
+// returns an error wrapping ctx.Err() once they returned.
+func (s *FuncSink[T]) Close(ctx context.Context) error {
+	s.health.MarkClosed()
+	s.in.Cancel()
+	s.mu.Lock()
+	s.closed = true
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, m := range q {
+		_ = m.Nack(ctx, fmt.Errorf("%w: sink of channel %q", ErrClosed, s.channel))
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+		s.cancel()
+		<-done
+		return fmt.Errorf("messaging: sink of channel %q: sends still running at the deadline: %w", s.channel, ctx.Err())
+	}
+}
