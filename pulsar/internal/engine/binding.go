@@ -56,7 +56,7 @@ func ProjectProperties(env *envelope.Envelope) map[string]string {
 // ParseAttempts parses a bq-attempts property value. It is valid only when it is made of
 // ASCII digits alone (at least one; leading zeros allowed) and its value is at most
 // [MaxAttemptsValue]. "+3", "-1", " 3", "3 ", "" and non-ASCII digits are invalid, which is
-// why strconv.Atoi alone is not used (CONTRACT.md §2.5).
+// why strconv.Atoi alone is not used.
 func ParseAttempts(value string) (int, bool) {
 	if value == "" {
 		return 0, false
@@ -75,7 +75,7 @@ func ParseAttempts(value string) (int, bool) {
 	return n, true
 }
 
-// GateVerdict applies the schema-version gate (CONTRACT.md §2.4, ADR-0037) to the
+// GateVerdict applies the schema-version gate (ADR-0037) to the
 // bq-schema-version property: absent or blank ([envelope.IsBlank]) goes on, and so does
 // exactly "1"; every other value, compared without trimming or parsing, is rejected with a
 // *[SchemaVersionError] before the payload is looked at.
@@ -86,7 +86,7 @@ func GateVerdict(value string, present bool) error {
 	return &SchemaVersionError{Value: value}
 }
 
-// Reconcile computes the attempts of a delivery (CONTRACT.md §2.5). The base is the
+// Reconcile computes the attempts of a delivery. The base is the
 // bq-attempts property when present and valid ([ParseAttempts]), otherwise bodyAttempts
 // (pass 0 for a poison body); negative values count as 0. reconciled is the larger of the
 // base and Pulsar's 0-based redelivery count (no −1), and counted = reconciled + 1 is this
