@@ -1,0 +1,41 @@
+// Package schema validates the data block of BabelQueue envelopes against a JSON Schema
+// registered for their URN. It is opt-in per URN: a message whose URN has no registered
+// schema is never checked.
+//
+// Validation is done by github.com/santhosh-tekuri/jsonschema/v6, a complete
+// implementation of JSON Schema drafts 4, 6, 7, 2019-09 and 2020-12 that is tested against
+// the official JSON-Schema-Test-Suite; the draft is the one the schema's "$schema" names
+// (draft-07 is "http://json-schema.org/draft-07/schema#"), and 2020-12 when it names none.
+// Every keyword of the draft applies; "format" is an annotation, not an assertion, as the
+// drafts specify by default. A schema may "$ref" another schema of the same provider by its
+// URN, by its "$id", or (in a registry.json) by its path relative to the referring file;
+// nothing is ever loaded from the network or from files the provider was not given.
+//
+// # Providers
+//
+// A [Provider] maps URNs to compiled schemas. Three are built in, and each compiles every
+// schema when it is built, so a broken schema fails at start-up, not on the first message:
+//
+//   - [NewMapProvider]: URN → schema text, in memory.
+//   - [NewDirProvider]: a directory whose files "<urn>.json" (for example
+//     "urn:babel:orders:created.json") are the schemas of those URNs.
+//   - [NewRegistryProvider]: a registry.json manifest, the format of the BabelQueue schema
+//     registry: {"schemas": [{"urn": "urn:babel:orders:created", "schema":
+//     "schemas/orders-created.json", "owner": "orders", "status": "active"}]}. "urn" and
+//     "schema" are required; "schema" is a file path, relative to the manifest's
+//     directory unless absolute; a URN may appear once. "owner", "status" and any other
+//     member are accepted and not used.
+//
+// # Publishing
+//
+// [Publisher] wraps a pulsar.Publisher: Publish and its variants refuse data that fails
+// its URN's schema with a [*ValidationError] listing every violation (the JSON pointer into
+// data, the failing keyword and a message), and send nothing.
+//
+// # Consuming
+//
+// [Middleware] is pulsar consumer middleware (pulsar.WithMiddleware): a delivery whose data
+// fails its URN's schema is dead-lettered at once (pulsar.DeadLetter: reason failed, no
+// retries) with the [*ValidationError] as the error; valid data goes on to the handler. Put
+// it inside the idempotency middleware, if any, so an invalid message is never remembered.
+package schema

@@ -1,0 +1,226 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Provider maps a URN to its schema. found is false when the URN has no schema: its data is
+// not checked. An error means the provider could not answer. Implementations must be safe
+// for concurrent use.
+type Provider interface {
+	Schema(urn string) (s *Schema, found bool, err error)
+}
+
+// MapProvider is a [Provider] of compiled schemas held in memory; it is read-only after
+// it is built.
+type MapProvider struct {
+	schemas map[string]*Schema
+}
+
+var _ Provider = (*MapProvider)(nil)
+
+// Schema implements [Provider].
+func (p *MapProvider) Schema(urn string) (*Schema, bool, error) {
+	s, ok := p.schemas[urn]
+	return s, ok, nil
+}
+
+// URNs returns the URNs that have a schema, sorted.
+func (p *MapProvider) URNs() []string {
+	out := make([]string, 0, len(p.schemas))
+	for u := range p.schemas {
+		out = append(out, u)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NewMapProvider compiles schemas (URN → schema text). The schemas may refer to each other
+// with "$ref" by URN or by "$id". An empty URN or a schema that does not compile is an error wrapping
+// [ErrSchema].
+func NewMapProvider(schemas map[string][]byte) (*MapProvider, error) {
+	c := newCompiler()
+	locs := make(map[string]string, len(schemas))
+	for urn, raw := range schemas {
+		if urn == "" {
+			return nil, fmt.Errorf("%w: empty URN", ErrSchema)
+		}
+		loc := urn // a schema's URN is its URL: another may $ref it by URN
+		if err := addResource(c, loc, raw); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrSchema, urn, err)
+		}
+		locs[urn] = loc
+	}
+	return compileAll(c, locs)
+}
+
+func compileAll(c *jsonschema.Compiler, locs map[string]string) (*MapProvider, error) {
+	p := &MapProvider{schemas: make(map[string]*Schema, len(locs))}
+	urns := make([]string, 0, len(locs))
+	for u := range locs {
+		urns = append(urns, u)
+	}
+	sort.Strings(urns) // the first error reported is the same on every run
+	for _, urn := range urns {
+		s, err := compile(c, urn, locs[urn])
+		if err != nil {
+			return nil, err
+		}
+		p.schemas[urn] = s
+	}
+	return p, nil
+}
+
+// NewDirProvider compiles every "<urn>.json" file of dir (not its subdirectories): the file
+// "urn:babel:orders:created.json" is the schema of urn:babel:orders:created. Other files are
+// ignored. A .json file whose name does not start with "urn:", or a schema that does not
+// compile, is an error wrapping [ErrSchema]. The schemas may refer to each other with "$ref"
+// by URN ("urn:babel:common:money") or by "$id".
+func NewDirProvider(dir string) (*MapProvider, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read schema directory: %w", ErrSchema, err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		urn := strings.TrimSuffix(name, ".json")
+		if !strings.HasPrefix(urn, "urn:") {
+			return nil, fmt.Errorf("%w: %s: a schema file is named <urn>.json, as urn:babel:orders:created.json", ErrSchema, name)
+		}
+		files[urn] = filepath.Join(dir, name)
+	}
+	return compileFiles(files)
+}
+
+// compileFiles compiles URN → schema file path.
+func compileFiles(files map[string]string) (*MapProvider, error) {
+	c := newCompiler()
+	locs := make(map[string]string, len(files))
+	added := map[string]bool{}
+	for urn, path := range files {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrSchema, urn, err)
+		}
+		loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+		locs[urn] = loc
+		if added[loc] {
+			continue // two URNs may share one schema file
+		}
+		raw, err := os.ReadFile(abs) //nolint:gosec // reading the schema files the caller names is the point
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: read schema: %w", ErrSchema, urn, err)
+		}
+		if err := addResource(c, loc, raw); err != nil {
+			return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, path, err)
+		}
+		added[loc] = true
+		if !hasID(raw) {
+			// Also under its URN, so another schema may $ref it by URN.
+			if err := addResource(c, urn, raw); err != nil {
+				return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, path, err)
+			}
+		}
+	}
+	return compileAll(c, locs)
+}
+
+// hasID reports whether the schema text declares an "$id" (or draft-4 "id") at its root.
+func hasID(raw []byte) bool {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(raw, &root) != nil {
+		return false
+	}
+	_, id := root["$id"]
+	_, old := root["id"]
+	return id || old
+}
+
+// RegistryEntry is one entry of a registry.json manifest.
+type RegistryEntry struct {
+	// URN is the message URN.
+	URN string `json:"urn"`
+	// Schema is the path of the URN's data schema, relative to the manifest's directory
+	// unless absolute.
+	Schema string `json:"schema"`
+	// Owner is the owning team; not used for validation.
+	Owner string `json:"owner,omitempty"`
+	// Status is the entry's lifecycle state (such as "active"); not used for validation.
+	Status string `json:"status,omitempty"`
+}
+
+// ParseRegistry reads a registry.json manifest: an object whose "schemas" member is an
+// array of entries, each with a non-empty "urn" and "schema"; a URN may appear once. Other
+// members are accepted and ignored. Errors wrap [ErrSchema] and name the entry.
+func ParseRegistry(data []byte) ([]RegistryEntry, error) {
+	var m struct {
+		Schemas *[]json.RawMessage `json:"schemas"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: registry.json: %w", ErrSchema, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: registry.json: text after the manifest", ErrSchema)
+	}
+	if m.Schemas == nil {
+		return nil, fmt.Errorf("%w: registry.json: no \"schemas\" array", ErrSchema)
+	}
+	out := make([]RegistryEntry, 0, len(*m.Schemas))
+	seen := map[string]bool{}
+	for i, raw := range *m.Schemas {
+		var e RegistryEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("%w: registry.json: schemas[%d]: %w", ErrSchema, i, err)
+		}
+		switch {
+		case e.URN == "":
+			return nil, fmt.Errorf("%w: registry.json: schemas[%d] has no \"urn\"", ErrSchema, i)
+		case e.Schema == "":
+			return nil, fmt.Errorf("%w: registry.json: schemas[%d] (%s) has no \"schema\" path", ErrSchema, i, e.URN)
+		case seen[e.URN]:
+			return nil, fmt.Errorf("%w: registry.json: schemas[%d]: %s is declared more than once", ErrSchema, i, e.URN)
+		}
+		seen[e.URN] = true
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// NewRegistryProvider reads the registry.json manifest at path (see [ParseRegistry]) and
+// compiles the schema of every entry. Errors wrap [ErrSchema].
+func NewRegistryProvider(path string) (*MapProvider, error) {
+	data, err := os.ReadFile(path) //nolint:gosec // reading the manifest the caller names is the point
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSchema, err)
+	}
+	entries, err := ParseRegistry(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	files := make(map[string]string, len(entries))
+	for _, e := range entries {
+		p := filepath.FromSlash(e.Schema)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		files[e.URN] = p
+	}
+	return compileFiles(files)
+}

@@ -1,0 +1,128 @@
+package schema_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/schema"
+)
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o750))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	}
+}
+
+func TestMapProvider(t *testing.T) {
+	p, err := schema.NewMapProvider(map[string][]byte{
+		orderURN:                  []byte(orderSchema),
+		"urn:babel:common:money":  []byte(`{"type":"number","minimum":0}`),
+		"urn:babel:orders:refund": []byte(`{"type":"object","properties":{"amount":{"$ref":"urn:babel:common:money"}}}`),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"urn:babel:common:money", orderURN, "urn:babel:orders:refund"}, p.URNs())
+	s, found, err := p.Schema("urn:babel:orders:refund")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Error(t, s.Validate([]byte(`{"amount":-1}`)), "the $ref by $id applies")
+	require.NoError(t, s.Validate([]byte(`{"amount":1}`)))
+	_, found, err = p.Schema("urn:babel:users:registered")
+	require.NoError(t, err)
+	assert.False(t, found)
+
+	_, err = schema.NewMapProvider(map[string][]byte{"": []byte(`{}`)})
+	require.ErrorIs(t, err, schema.ErrSchema)
+	_, err = schema.NewMapProvider(map[string][]byte{orderURN: []byte(`{"type":7}`)})
+	require.ErrorIs(t, err, schema.ErrSchema)
+	assert.Contains(t, err.Error(), orderURN)
+}
+
+func TestDirProvider(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		orderURN + ".json":             orderSchema,
+		"urn:babel:common:money.json":  `{"type":"number","minimum":0}`,
+		"urn:babel:orders:refund.json": `{"properties":{"amount":{"$ref":"urn:babel:common:money"}}}`,
+		"README.md":                    "not a schema",
+		"nested/urn:babel:x:y.json":    `{"type":7}`,
+	})
+	p, err := schema.NewDirProvider(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"urn:babel:common:money", orderURN, "urn:babel:orders:refund"}, p.URNs())
+	s, found, err := p.Schema("urn:babel:orders:refund")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Error(t, s.Validate([]byte(`{"amount":-1}`)), "the $ref by URN applies")
+	require.NoError(t, s.Validate([]byte(`{"amount":1}`)))
+
+	writeFiles(t, dir, map[string]string{"orders.json": `{}`})
+	_, err = schema.NewDirProvider(dir)
+	require.ErrorIs(t, err, schema.ErrSchema)
+	assert.Contains(t, err.Error(), "orders.json")
+
+	_, err = schema.NewDirProvider(filepath.Join(dir, "missing"))
+	require.ErrorIs(t, err, schema.ErrSchema)
+
+	bad := t.TempDir()
+	writeFiles(t, bad, map[string]string{orderURN + ".json": `{"$ref":"../outside.json"}`})
+	_, err = schema.NewDirProvider(bad)
+	require.ErrorIs(t, err, schema.ErrSchema, "a $ref to a file the provider was not given is refused")
+}
+
+func TestRegistryProvider(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"registry.json": `{
+  "schemas": [
+    {"urn": "urn:babel:orders:created", "schema": "schemas/orders-created.json", "owner": "orders", "status": "active"},
+    {"urn": "urn:babel:users:registered", "schema": "schemas/users-registered.json", "owner": "identity", "status": "deprecated", "notes": "kept"}
+  ],
+  "version": 3
+}`,
+		"schemas/orders-created.json":   orderSchema,
+		"schemas/users-registered.json": `{"type":"object","required":["user_id"]}`,
+	})
+	p, err := schema.NewRegistryProvider(filepath.Join(dir, "registry.json"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{orderURN, "urn:babel:users:registered"}, p.URNs())
+	s, found, err := p.Schema(orderURN)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.NoError(t, s.Validate([]byte(`{"order_id":1}`)))
+	require.Error(t, s.Validate([]byte(`{"order_id":0}`)))
+
+	_, err = schema.NewRegistryProvider(filepath.Join(dir, "missing.json"))
+	require.ErrorIs(t, err, schema.ErrSchema)
+	writeFiles(t, dir, map[string]string{"broken.json": `{"schemas":[{"urn":"urn:babel:a:b","schema":"nope.json"}]}`})
+	_, err = schema.NewRegistryProvider(filepath.Join(dir, "broken.json"))
+	require.ErrorIs(t, err, schema.ErrSchema)
+	assert.Contains(t, err.Error(), "urn:babel:a:b")
+}
+
+func TestParseRegistryErrors(t *testing.T) {
+	for name, raw := range map[string]string{
+		"not json":      `{`,
+		"no schemas":    `{}`,
+		"schemas null":  `{"schemas": null}`,
+		"not an array":  `{"schemas": {}}`,
+		"entry no urn":  `{"schemas": [{"schema": "a.json"}]}`,
+		"entry no path": `{"schemas": [{"urn": "urn:babel:a:b"}]}`,
+		"duplicate":     `{"schemas": [{"urn": "urn:babel:a:b", "schema": "a.json"}, {"urn": "urn:babel:a:b", "schema": "b.json"}]}`,
+		"bad entry":     `{"schemas": [7]}`,
+		"trailing":      `{"schemas": []} []`,
+		"urn number":    `{"schemas": [{"urn": 1, "schema": "a.json"}]}`,
+	} {
+		_, err := schema.ParseRegistry([]byte(raw))
+		require.ErrorIs(t, err, schema.ErrSchema, name)
+	}
+	entries, err := schema.ParseRegistry([]byte(`{"schemas": []}`))
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}

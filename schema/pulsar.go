@@ -1,0 +1,145 @@
+package schema
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// Check validates data for urn with p's schema: nil when urn has no schema or data is
+// valid, a [*ValidationError] when it is not, the provider's error when it cannot answer.
+// data is the JSON text of the data block.
+func Check(p Provider, urn string, data []byte) error {
+	s, found, err := p.Schema(urn)
+	if err != nil {
+		return fmt.Errorf("schema: look up the schema of %s: %w", urn, err)
+	}
+	if !found {
+		return nil
+	}
+	return s.Validate(data)
+}
+
+// Middleware returns pulsar consumer middleware that checks every delivery's data against
+// its URN's schema from p: invalid data is dead-lettered at once (pulsar.DeadLetter, reason
+// failed, no retries) with the [*ValidationError] as the error, and the handler is not run;
+// a URN without a schema, or valid data, goes on to the handler. A provider that cannot
+// answer fails the delivery (an ordinary failure, retried by the consumer's policy).
+func Middleware(p Provider) bqpulsar.Middleware {
+	return func(next bqpulsar.HandlerFunc) bqpulsar.HandlerFunc {
+		return func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error {
+			s, found, err := p.Schema(env.URN())
+			if err != nil {
+				return fmt.Errorf("schema: look up the schema of %s: %w", env.URN(), err)
+			}
+			if found {
+				if err := s.Validate(env.Data); err != nil {
+					return bqpulsar.DeadLetter(err)
+				}
+			}
+			return next(ctx, env, msg)
+		}
+	}
+}
+
+// Publisher is a pulsar.Publisher that refuses to send data failing its URN's schema: the
+// Publish variants return a [*ValidationError] listing every violation and send nothing. A
+// URN without a schema is sent unchecked. Its methods are those of pulsar.Publisher, with
+// the same signatures; it is safe for concurrent use.
+type Publisher struct {
+	pub      *bqpulsar.Publisher
+	provider Provider
+}
+
+// NewPublisher wraps pub with the schemas of provider. Closing the wrapper closes pub.
+// Errors wrap [ErrInvalidOption].
+func NewPublisher(pub *bqpulsar.Publisher, provider Provider) (*Publisher, error) {
+	if pub == nil {
+		return nil, fmt.Errorf("%w: nil publisher", ErrInvalidOption)
+	}
+	if provider == nil {
+		return nil, fmt.Errorf("%w: nil provider", ErrInvalidOption)
+	}
+	return &Publisher{pub: pub, provider: provider}, nil
+}
+
+// Unwrap returns the wrapped publisher, which sends without checking.
+func (p *Publisher) Unwrap() *bqpulsar.Publisher { return p.pub }
+
+// Topic returns the topic of the wrapped publisher.
+func (p *Publisher) Topic() string { return p.pub.Topic() }
+
+// Close closes the wrapped publisher.
+func (p *Publisher) Close() error { return p.pub.Close() }
+
+// check validates data for urn and returns the JSON text to send (data is marshalled
+// once, here, and the text is what the wrapped publisher sends).
+func (p *Publisher) check(urn string, data any) (any, error) {
+	s, found, err := p.provider.Schema(urn)
+	if err != nil {
+		return nil, fmt.Errorf("schema: look up the schema of %s: %w", urn, err)
+	}
+	if !found {
+		return data, nil
+	}
+	var raw []byte
+	switch d := data.(type) {
+	case nil:
+		raw = []byte("{}")
+	case json.RawMessage:
+		raw = d
+	case []byte:
+		raw = d
+	default:
+		if raw, err = json.Marshal(d); err != nil {
+			return nil, fmt.Errorf("schema: publish %s: marshal data: %w", urn, err)
+		}
+	}
+	if err := s.Validate(raw); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(raw), nil
+}
+
+// Publish checks data, then sends it like pulsar.Publisher.Publish.
+func (p *Publisher) Publish(ctx context.Context, urn string, data any, opts ...bqpulsar.PublishOption) (string, error) {
+	d, err := p.check(urn, data)
+	if err != nil {
+		return "", err
+	}
+	return p.pub.Publish(ctx, urn, d, opts...)
+}
+
+// PublishEnvelope checks env's data, then sends env like pulsar.Publisher.PublishEnvelope.
+func (p *Publisher) PublishEnvelope(ctx context.Context, env *envelope.Envelope, opts ...bqpulsar.PublishOption) (string, error) {
+	if env != nil {
+		if err := Check(p.provider, env.URN(), env.Data); err != nil {
+			return "", err
+		}
+	}
+	return p.pub.PublishEnvelope(ctx, env, opts...)
+}
+
+// PublishAsync checks data, then enqueues it like pulsar.Publisher.PublishAsync; invalid
+// data returns the [*ValidationError] at once and done is never called.
+func (p *Publisher) PublishAsync(ctx context.Context, urn string, data any, done func(messageID string, err error), opts ...bqpulsar.PublishOption) error {
+	d, err := p.check(urn, data)
+	if err != nil {
+		return err
+	}
+	return p.pub.PublishAsync(ctx, urn, d, done, opts...)
+}
+
+// TryPublishAsync checks data, then enqueues it like pulsar.Publisher.TryPublishAsync.
+func (p *Publisher) TryPublishAsync(ctx context.Context, urn string, data any, done func(messageID string, err error), opts ...bqpulsar.PublishOption) error {
+	d, err := p.check(urn, data)
+	if err != nil {
+		return err
+	}
+	return p.pub.TryPublishAsync(ctx, urn, d, done, opts...)
+}

@@ -1,0 +1,210 @@
+package schema_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/schema"
+)
+
+func orderProvider(t *testing.T) *schema.MapProvider {
+	t.Helper()
+	p, err := schema.NewMapProvider(map[string][]byte{orderURN: []byte(orderSchema)})
+	require.NoError(t, err)
+	return p
+}
+
+func newClient(t *testing.T) apulsar.Client {
+	t.Helper()
+	b := pulsartest.NewBroker(t)
+	c, err := apulsar.NewClient(apulsar.ClientOptions{
+		URL:               b.URL(),
+		OperationTimeout:  10 * time.Second,
+		ConnectionTimeout: 10 * time.Second,
+		Logger:            bqpulsar.NewClientLogger(zap.NewNop()),
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func topicFor(t *testing.T) string {
+	t.Helper()
+	return "persistent://public/default/schema-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+}
+
+// received reads every message of topic from its start.
+func received(t *testing.T, c apulsar.Client, topic string, want int) []*envelope.Envelope {
+	t.Helper()
+	r, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.EarliestMessageID()})
+	require.NoError(t, err)
+	defer r.Close()
+	var out []*envelope.Envelope
+	for len(out) < want {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		m, err := r.Next(ctx)
+		cancel()
+		require.NoError(t, err)
+		env, err := envelope.Decode(m.Payload())
+		require.NoError(t, err)
+		out = append(out, env)
+	}
+	return out
+}
+
+func TestPublisherRefusesInvalidData(t *testing.T) {
+	c := newClient(t)
+	topic := topicFor(t)
+	inner, err := bqpulsar.NewPublisher(c, topic)
+	require.NoError(t, err)
+	pub, err := schema.NewPublisher(inner, orderProvider(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pub.Close() })
+	assert.Same(t, inner, pub.Unwrap())
+	assert.Equal(t, topic, pub.Topic())
+	ctx := context.Background()
+
+	type order struct {
+		ID       int    `json:"order_id"`
+		Currency string `json:"currency,omitempty"`
+	}
+	_, err = pub.Publish(ctx, orderURN, order{ID: 0, Currency: "GBP"})
+	var ve *schema.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Len(t, ve.Violations, 2)
+	assert.Equal(t, "/currency", ve.Violations[0].Pointer)
+	assert.Equal(t, "/order_id", ve.Violations[1].Pointer)
+
+	_, err = pub.Publish(ctx, orderURN, json.RawMessage(`{"amount":1}`))
+	require.ErrorIs(t, err, schema.ErrInvalid)
+	_, err = pub.Publish(ctx, orderURN, nil)
+	require.ErrorIs(t, err, schema.ErrInvalid, "nil data is {} and misses order_id")
+	bad, err := envelope.Make(orderURN, map[string]any{"order_id": "x"})
+	require.NoError(t, err)
+	_, err = pub.PublishEnvelope(ctx, bad)
+	require.ErrorIs(t, err, schema.ErrInvalid)
+	err = pub.PublishAsync(ctx, orderURN, map[string]int{"order_id": -1}, func(string, error) { t.Error("done called for refused data") })
+	require.ErrorIs(t, err, schema.ErrInvalid)
+	err = pub.TryPublishAsync(ctx, orderURN, []byte(`{"order_id":1,"x":1}`), func(string, error) { t.Error("done called for refused data") })
+	require.ErrorIs(t, err, schema.ErrInvalid)
+
+	// Valid data and URNs without a schema are sent.
+	id1, err := pub.Publish(ctx, orderURN, order{ID: 1, Currency: "EUR"})
+	require.NoError(t, err)
+	good, err := envelope.Make(orderURN, map[string]any{"order_id": 2})
+	require.NoError(t, err)
+	_, err = pub.PublishEnvelope(ctx, good)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	require.NoError(t, pub.PublishAsync(ctx, orderURN, map[string]int{"order_id": 3}, func(_ string, err error) { assert.NoError(t, err); wg.Done() }))
+	require.NoError(t, pub.TryPublishAsync(ctx, "urn:babel:users:registered", map[string]any{"anything": true}, func(_ string, err error) { assert.NoError(t, err); wg.Done() }))
+	wg.Wait()
+
+	got := received(t, c, topic, 4)
+	assert.Equal(t, id1, got[0].Meta.ID)
+	assert.JSONEq(t, `{"order_id":1,"currency":"EUR"}`, string(got[0].Data))
+	assert.JSONEq(t, `{"order_id":2}`, string(got[1].Data))
+	assert.JSONEq(t, `{"order_id":3}`, string(got[2].Data))
+	assert.Equal(t, "urn:babel:users:registered", got[3].URN())
+
+	_, err = schema.NewPublisher(nil, orderProvider(t))
+	require.ErrorIs(t, err, schema.ErrInvalidOption)
+	_, err = schema.NewPublisher(inner, nil)
+	require.ErrorIs(t, err, schema.ErrInvalidOption)
+}
+
+// TestMiddlewareDeadLettersInvalidData: an invalid payload is dead-lettered on its first
+// delivery (reason failed, attempts 1, the violations in the error), the handler never sees
+// it; valid data and URNs without a schema reach the handler.
+func TestMiddlewareDeadLettersInvalidData(t *testing.T) {
+	c := newClient(t)
+	topic := topicFor(t)
+	pub, err := bqpulsar.NewPublisher(c, topic)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pub.Close() })
+
+	var mu sync.Mutex
+	var handled []string
+	h := func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+		mu.Lock()
+		handled = append(handled, string(env.Data))
+		mu.Unlock()
+		return nil
+	}
+	consumer, err := bqpulsar.NewConsumer(c,
+		bqpulsar.WithTopic(topic),
+		bqpulsar.WithSubscription("orders", apulsar.Shared),
+		bqpulsar.WithConsumerOptions(func(o *apulsar.ConsumerOptions) {
+			o.SubscriptionInitialPosition = apulsar.SubscriptionPositionEarliest
+		}),
+		bqpulsar.WithMaxAttempts(5),
+		bqpulsar.WithMiddleware(schema.Middleware(orderProvider(t))),
+		bqpulsar.Handle(orderURN, h),
+		bqpulsar.Handle("urn:babel:users:registered", h),
+	)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- consumer.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("consumer: %v", err)
+		}
+		_ = consumer.Close()
+	})
+
+	bctx := context.Background()
+	_, err = pub.Publish(bctx, orderURN, map[string]any{"order_id": 0, "extra": 1})
+	require.NoError(t, err)
+	_, err = pub.Publish(bctx, orderURN, map[string]any{"order_id": 9})
+	require.NoError(t, err)
+	_, err = pub.Publish(bctx, "urn:babel:users:registered", map[string]any{"free": "form"})
+	require.NoError(t, err)
+
+	dead := received(t, c, topic+".dlq", 1)[0]
+	require.NotNil(t, dead.DeadLetter)
+	assert.Equal(t, envelope.ReasonFailed, dead.DeadLetter.Reason)
+	assert.Equal(t, 1, dead.DeadLetter.Attempts, "dead-lettered on the first delivery, no retries")
+	require.NotNil(t, dead.DeadLetter.Error)
+	assert.Contains(t, *dead.DeadLetter.Error, "/order_id: ")
+	assert.Contains(t, *dead.DeadLetter.Error, "2 violations")
+	assert.JSONEq(t, `{"order_id":0,"extra":1}`, string(dead.Data))
+
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled) == 2
+	}, 30*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.ElementsMatch(t, []string{`{"order_id":9}`, `{"free":"form"}`}, handled)
+}
+
+func TestCheck(t *testing.T) {
+	p := orderProvider(t)
+	require.NoError(t, schema.Check(p, orderURN, []byte(`{"order_id":1}`)))
+	require.ErrorIs(t, schema.Check(p, orderURN, []byte(`{}`)), schema.ErrInvalid)
+	require.NoError(t, schema.Check(p, "urn:babel:other:thing", []byte(`{}`)), "no schema, no check")
+	require.Error(t, schema.Check(failingProvider{}, orderURN, []byte(`{}`)))
+}
+
+type failingProvider struct{}
+
+func (failingProvider) Schema(string) (*schema.Schema, bool, error) {
+	return nil, false, errors.New("provider down")
+}

@@ -1,0 +1,123 @@
+package schema_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
+	"github.com/babelqueue/babelqueue-go-pulsar/schema"
+)
+
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
+
+const orderURN = "urn:babel:orders:created"
+
+// orderSchema is a draft-07 schema for order data.
+const orderSchema = `{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "type": "object",
+  "required": ["order_id"],
+  "properties": {
+    "order_id": {"type": "integer", "minimum": 1},
+    "amount": {"type": "number", "minimum": 0},
+    "currency": {"enum": ["USD", "EUR", "TRY"]},
+    "lines": {"type": "array", "items": {"type": "object", "required": ["sku"]}}
+  },
+  "additionalProperties": false
+}`
+
+func compileOrder(t *testing.T) *schema.Schema {
+	t.Helper()
+	s, err := schema.Compile(orderURN, []byte(orderSchema))
+	require.NoError(t, err)
+	return s
+}
+
+func violations(t *testing.T, err error) []schema.Violation {
+	t.Helper()
+	require.ErrorIs(t, err, schema.ErrInvalid)
+	var ve *schema.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.NotEmpty(t, ve.URN)
+	return ve.Violations
+}
+
+func TestValidateValidAndInvalid(t *testing.T) {
+	s := compileOrder(t)
+	assert.Equal(t, orderURN, s.URN())
+	for _, ok := range []string{`{"order_id":1042}`, `{"order_id":1042,"amount":99.9,"currency":"USD"}`, `{"order_id": 1.0}`} {
+		require.NoError(t, s.Validate([]byte(ok)), ok)
+	}
+	for _, bad := range []string{
+		`{"amount":10}`, `{"order_id":"x"}`, `{"order_id":1,"extra":true}`,
+		`{"order_id":1,"currency":"GBP"}`, `{"order_id":0}`, `[]`, `{"order_id":1.5}`,
+	} {
+		require.Error(t, s.Validate([]byte(bad)), bad)
+	}
+}
+
+func TestEveryViolationIsListed(t *testing.T) {
+	s := compileOrder(t)
+	err := s.Validate([]byte(`{"order_id":0,"currency":"GBP","extra":1,"lines":[{"sku":"a"},{"qty":2}]}`))
+	vs := violations(t, err)
+	ptrs := map[string]string{}
+	for _, v := range vs {
+		ptrs[v.Pointer] = v.Keyword
+		assert.NotEmpty(t, v.Message)
+	}
+	assert.Equal(t, "/properties/order_id/minimum", ptrs["/order_id"])
+	assert.Equal(t, "/properties/currency/enum", ptrs["/currency"])
+	assert.Equal(t, "/additionalProperties", ptrs[""])
+	assert.Equal(t, "/properties/lines/items/required", ptrs["/lines/1"])
+	assert.Len(t, vs, 4, "%v", vs)
+	assert.Contains(t, err.Error(), "4 violations")
+	assert.Contains(t, err.Error(), "/order_id: ")
+	assert.Contains(t, err.Error(), "(root): ")
+}
+
+func TestPointerTokensAreEscaped(t *testing.T) {
+	s, err := schema.Compile("urn:babel:test:keys", []byte(`{"properties":{"a/b~c":{"type":"string"}}}`))
+	require.NoError(t, err)
+	vs := violations(t, s.Validate([]byte(`{"a/b~c":1}`)))
+	require.Len(t, vs, 1)
+	assert.Equal(t, "/a~1b~0c", vs[0].Pointer)
+}
+
+func TestDataThatIsNotJSON(t *testing.T) {
+	s := compileOrder(t)
+	for _, bad := range []string{``, `{`, `{"order_id":1} x`} {
+		vs := violations(t, s.Validate([]byte(bad)))
+		require.Len(t, vs, 1)
+		assert.Empty(t, vs[0].Pointer)
+		assert.Contains(t, vs[0].Message, "not JSON")
+	}
+}
+
+func TestDraftSelection(t *testing.T) {
+	// Without $schema the draft is 2020-12, where prefixItems applies.
+	s, err := schema.Compile("urn:babel:test:tuple", []byte(`{"prefixItems":[{"type":"integer"}]}`))
+	require.NoError(t, err)
+	require.Error(t, s.Validate([]byte(`["x"]`)))
+	// Draft-07 knows no prefixItems: the keyword is ignored there.
+	s, err = schema.Compile("urn:babel:test:tuple", []byte(`{"$schema":"http://json-schema.org/draft-07/schema#","prefixItems":[{"type":"integer"}]}`))
+	require.NoError(t, err)
+	require.NoError(t, s.Validate([]byte(`["x"]`)))
+}
+
+func TestBadSchemas(t *testing.T) {
+	for name, raw := range map[string]string{
+		"not json":        `{`,
+		"bad keyword":     `{"type": 12}`,
+		"remote ref":      `{"$ref": "https://example.com/s.json"}`,
+		"unknown draft":   `{"$schema": "https://example.com/my-draft"}`,
+		"trailing text":   `{} {}`,
+		"bad minimum":     `{"minimum": "one"}`,
+		"bad required":    `{"required": "order_id"}`,
+		"file ref escape": `{"$ref": "file:///etc/passwd"}`,
+	} {
+		_, err := schema.Compile(orderURN, []byte(raw))
+		require.ErrorIs(t, err, schema.ErrSchema, name)
+	}
+}
