@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -24,6 +25,7 @@ type Consumer struct {
 	settler     Settler
 	ownConsumer apulsar.Consumer // the consumer NewConsumer subscribed; nil when wrapped
 	seed        maphash.Seed
+	inflight    atomic.Int64 // messages being handled or settled
 
 	mu      sync.Mutex
 	closed  bool
@@ -408,3 +410,6 @@ func (p *workerPool) close() {
 // failed for good; ready while live and its last receive, acknowledgement and settlement
 // write (retry republish, dead-letter write) succeeded. Reasons name what failed.
 func (c *Consumer) Health() Health { return c.eng.Health() }
+
+// InFlight returns the number of messages the consumer is handling or settling now.
+func (c *Consumer) InFlight() int { return int(c.inflight.Load()) }

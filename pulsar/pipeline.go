@@ -16,6 +16,8 @@ import (
 // settlement of the outcome. It never panics and never returns an error: every outcome is a
 // settlement, a log line and, for failures, a call of the error hook.
 func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
+	c.inflight.Add(1)
+	defer c.inflight.Add(-1)
 	d := c.eng.Admit(ctx, msg)
 	if d == nil {
 		return // settled at admission (gate rejection, poison)
