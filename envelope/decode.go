@@ -18,8 +18,8 @@ import (
 // otherwise hold about 800,000 members.
 const MaxMembers = 250_000
 
-// linearMembers is the length up to which a member list is searched linearly for a
-// duplicate key; longer lists get a map index, so decoding n unknown keys costs O(n).
+// linearMembers is the length up to which a member table is searched linearly for a
+// duplicate key; longer tables get a hash index, so decoding n unknown keys costs O(n).
 const linearMembers = 8
 
 // Decode parses payload strictly and losslessly (rules 1–4 and 7 of CONTRACT §1.3). It
@@ -30,6 +30,10 @@ const linearMembers = 8
 // Decode copies payload once (see "Ownership of bytes" in the package doc); the caller may
 // reuse its buffer as soon as it returns.
 func Decode(payload []byte) (*Envelope, error) {
+	if len(payload) > maxPayload {
+		return nil, poison(RuleSingleObject, "", "payload of "+strconv.Itoa(len(payload))+
+			" bytes is larger than the decoder's limit of 4 GiB")
+	}
 	if !utf8.Valid(payload) {
 		return nil, poison(RuleUTF8, "", "payload is not valid UTF-8 (first invalid byte at "+
 			strconv.Itoa(firstInvalidUTF8(payload))+")")
@@ -83,9 +87,10 @@ const (
 )
 
 // decoder is a single-pass parser over the envelope's own copy of the payload. Decoded
-// strings without escapes and unknown members are substrings of that copy, Data is a
-// sub-slice of it, and whitespace inside data and unknown members is removed in place, so a
-// typical envelope costs one allocation (see newEnvelope).
+// strings without escapes are substrings of that copy, Data is a sub-slice of it, and
+// whitespace inside data and unknown members is removed in place; the unknown members of
+// an object are written out as one string when it closes. A typical envelope therefore
+// costs one allocation (see newEnvelope), plus one per object with unknown members.
 //
 // Regions of s under a string returned by sub are never written afterwards; the only writes
 // are the in-place compaction of a value that has just been scanned and that no string
@@ -94,9 +99,37 @@ type decoder struct {
 	s     []byte
 	e     *Envelope
 	depth int // nesting depth of the object whose member is being decoded (frame = 1)
-	// index finds a decoded key in the member list of a level; built once the list is longer
-	// than linearMembers, empty below that.
-	index [3]memberIndex
+	// key is the raw text of the key being decoded (quotes included) and keyEscaped whether
+	// it contains escapes.
+	key        span
+	keyEscaped bool
+	// tables collect the unknown members of each level until the object closes.
+	tables [3]memberTable
+}
+
+// span is the offsets [start, end) of a text in the decoder's buffer (a payload is shorter
+// than maxPayload).
+type span struct{ start, end uint32 }
+
+// maxPayload bounds the payload so that offsets fit a span.
+const maxPayload = 1<<32 - 1
+
+func mkSpan(start, end int) span { return span{uint32(start), uint32(end)} } //nolint:gosec // G115: offsets < maxPayload
+
+// memberTable holds the unknown members of one object while it is decoded, as offsets into
+// the buffer (no pointers, so the garbage collector does not scan a long list), in the order
+// of first occurrence. When the object closes they are written out as one string.
+type memberTable struct {
+	members []tableMember
+	index   memberIndex
+	// escaped holds the decoded names of members whose first key was spelled with escapes,
+	// by position; the other names are the key text without quotes.
+	escaped map[int]string
+}
+
+type tableMember struct {
+	name     span // the first occurrence's key text without quotes (unused when escaped)
+	key, raw span // the last occurrence's key text (quotes included) and compact value
 }
 
 // sub returns s[i:j] as a string sharing the decoder's buffer.
@@ -147,6 +180,7 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 	s := d.s
 	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == '}' {
+		d.closeObject(lvl)
 		return i + 1, nil
 	}
 	for count := 1; ; count++ {
@@ -161,8 +195,9 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 		if serr != nil {
 			return i, syntaxPoison(prefix, serr)
 		}
-		key := d.sub(i, kEnd)
-		name := key[1 : len(key)-1]
+		d.key = mkSpan(i, kEnd)
+		d.keyEscaped = kEsc
+		name := d.sub(i+1, kEnd-1)
 		if kEsc {
 			name = unescape(name)
 		}
@@ -178,12 +213,12 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 		d.depth = 2
 		switch lvl {
 		case levelMeta:
-			i, err = d.metaMember(i, key, name)
+			i, err = d.metaMember(i, name)
 		case levelDeadLetter:
-			i, err = d.deadLetterMember(i, key, name)
+			i, err = d.deadLetterMember(i, name)
 		default:
 			d.depth = 1
-			i, err = d.topMember(i, key, name)
+			i, err = d.topMember(i, name)
 		}
 		if err != nil {
 			return i, err
@@ -196,6 +231,7 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 		case ',':
 			i = skipWS(s, i+1)
 		case '}':
+			d.closeObject(lvl)
 			return i + 1, nil
 		default:
 			return i, syntaxPoison(prefix, errExpect(s, i, "',' or '}' after an object member"))
@@ -203,7 +239,7 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 	}
 }
 
-func (d *decoder) topMember(i int, key, name string) (int, *PoisonError) {
+func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
 	e := d.e
 	var err *PoisonError
 	switch name {
@@ -215,7 +251,7 @@ func (d *decoder) topMember(i int, key, name string) (int, *PoisonError) {
 		start := i
 		e.urn, i, err = d.str(i, "/urn")
 		if err == nil {
-			d.addMember(levelTop, &e.unknown, member{key: key, name: name, raw: d.sub(start, i)})
+			d.addMember(levelTop, name, mkSpan(start, i))
 		}
 	case "data":
 		if d.s[i] != '{' {
@@ -235,7 +271,7 @@ func (d *decoder) topMember(i int, key, name string) (int, *PoisonError) {
 			return d.typeErr(i, "/meta", "an object")
 		}
 		e.Meta = Meta{} // a duplicate meta replaces the earlier one entirely
-		d.index[levelMeta] = memberIndex{}
+		d.tables[levelMeta] = memberTable{}
 		return d.object(i, levelMeta, "/meta")
 	case "attempts":
 		var n int64
@@ -246,17 +282,17 @@ func (d *decoder) topMember(i int, key, name string) (int, *PoisonError) {
 			return d.typeErr(i, "/dead_letter", "an object")
 		}
 		e.DeadLetter = &DeadLetter{}
-		d.index[levelDeadLetter] = memberIndex{}
+		d.tables[levelDeadLetter] = memberTable{}
 		return d.object(i, levelDeadLetter, "/dead_letter")
 	case "timestamp":
 		return d.forbidden(i, "/timestamp")
 	default:
-		return d.unknown(i, key, name, levelTop, &e.unknown)
+		return d.unknown(i, name, levelTop)
 	}
 	return i, err
 }
 
-func (d *decoder) metaMember(i int, key, name string) (int, *PoisonError) {
+func (d *decoder) metaMember(i int, name string) (int, *PoisonError) {
 	m := &d.e.Meta
 	var err *PoisonError
 	var n int64
@@ -275,12 +311,12 @@ func (d *decoder) metaMember(i int, key, name string) (int, *PoisonError) {
 	case "max_retries", "attempts", "source", "ts":
 		return d.forbidden(i, "/meta/"+name)
 	default:
-		return d.unknown(i, key, name, levelMeta, &m.unknown)
+		return d.unknown(i, name, levelMeta)
 	}
 	return i, err
 }
 
-func (d *decoder) deadLetterMember(i int, key, name string) (int, *PoisonError) {
+func (d *decoder) deadLetterMember(i int, name string) (int, *PoisonError) {
 	dl := d.e.DeadLetter
 	var err *PoisonError
 	var n int64
@@ -303,7 +339,7 @@ func (d *decoder) deadLetterMember(i int, key, name string) (int, *PoisonError) 
 	case "lang":
 		dl.Lang, i, err = d.str(i, "/dead_letter/lang")
 	default:
-		return d.unknown(i, key, name, levelDeadLetter, &dl.unknown)
+		return d.unknown(i, name, levelDeadLetter)
 	}
 	return i, err
 }
@@ -395,96 +431,146 @@ func (d *decoder) forbidden(i int, ptr string) (int, *PoisonError) {
 }
 
 // unknown validates the value of an unknown member and keeps it verbatim (compacted in
-// place) in the member list of lvl.
-func (d *decoder) unknown(i int, key, name string, lvl level, list *[]member) (int, *PoisonError) {
+// place) in the member table of lvl.
+func (d *decoder) unknown(i int, name string, lvl level) (int, *PoisonError) {
 	end, ws, serr := scanValue(d.s, i, d.depth)
 	if serr != nil {
 		return end, syntaxPoison(levelPointer[lvl]+"/"+escapePointer(name), serr)
 	}
-	raw := d.sub(i, d.compact(i, end, ws))
-	d.addMember(lvl, list, member{key: key, name: name, raw: raw})
+	d.addMember(lvl, name, mkSpan(i, d.compact(i, end, ws)))
 	return end, nil
 }
 
 // levelPointer is the JSON pointer of the object of each level.
 var levelPointer = [...]string{levelTop: "", levelMeta: "/meta", levelDeadLetter: "/dead_letter"}
 
-// addMember appends m to the member list of lvl, or, for a duplicate key, replaces the
-// earlier value in place: the last value wins and the key keeps its first position. Short
-// lists are searched linearly; a longer one gets an index, so each call is O(1) expected.
-func (d *decoder) addMember(lvl level, list *[]member, m member) {
-	l := *list
-	x := &d.index[lvl]
-	if x.slots == nil {
-		for k := range l {
-			if l[k].name == m.name {
-				l[k] = m
+// memberName returns the decoded name of member k of t.
+func (d *decoder) memberName(t *memberTable, k int) string {
+	if name, ok := t.escaped[k]; ok {
+		return name
+	}
+	m := &t.members[k]
+	return d.sub(int(m.name.start), int(m.name.end))
+}
+
+// addMember adds the member with the current key (d.key), decoded name and value raw to
+// the table of lvl, or, for a duplicate name, replaces the earlier key text and value in
+// place: the last value wins and the key keeps its first position. Short tables are searched
+// linearly; a longer one gets an index, so each call is O(1) expected.
+func (d *decoder) addMember(lvl level, name string, raw span) {
+	t := &d.tables[lvl]
+	m := tableMember{name: span{d.key.start + 1, d.key.end - 1}, key: d.key, raw: raw}
+	if t.index.slots == nil {
+		for k := range t.members {
+			if d.memberName(t, k) == name {
+				t.members[k].key, t.members[k].raw = m.key, m.raw
 				return
 			}
 		}
-		l = append(l, m)
-		if len(l) > linearMembers {
-			x.rebuild(l)
+		d.appendMember(t, m, name)
+		if len(t.members) > linearMembers {
+			d.rebuild(t)
 		}
-		*list = l
 		return
 	}
-	h := maphash.String(indexSeed, m.name)
-	tag := h &^ posMask
-	mask := uint64(len(x.slots)) - 1
+	h := maphash.String(indexSeed, name)
+	tag := uint32(h>>32) &^ posMask
+	slots := t.index.slots
+	mask := uint64(len(slots)) - 1
 	for i := h & mask; ; i = (i + 1) & mask {
-		slot := x.slots[i]
+		slot := slots[i]
 		if slot == 0 {
-			x.slots[i] = tag | uint64(len(l)+1)
-			if len(l) == cap(l) {
-				// Double: append grows a large slice by only 1.25×, which copies a long
-				// list of strings about five times over.
-				l = slices.Grow(l, len(l))
+			slots[i] = tag | uint32(len(t.members)+1) //nolint:gosec // G115: a position < MaxMembers
+			d.appendMember(t, m, name)
+			if 2*len(t.members) > len(slots) {
+				d.rebuild(t)
 			}
-			l = append(l, m)
-			if 2*len(l) > len(x.slots) {
-				x.rebuild(l)
-			}
-			*list = l
 			return
 		}
-		if slot&^posMask == tag && l[slot&posMask-1].name == m.name {
-			l[slot&posMask-1] = m
+		if k := int(slot&posMask) - 1; slot&^posMask == tag && d.memberName(t, k) == name {
+			t.members[k].key, t.members[k].raw = m.key, m.raw
 			return
 		}
 	}
+}
+
+// appendMember appends a new member to t, doubling a full list (append grows a large slice
+// by only 1.25×, which copies a long list about five times over).
+func (d *decoder) appendMember(t *memberTable, m tableMember, name string) {
+	if len(t.members) == cap(t.members) {
+		t.members = slices.Grow(t.members, max(len(t.members), 4))
+	}
+	if d.keyEscaped {
+		if t.escaped == nil {
+			t.escaped = map[int]string{}
+		}
+		t.escaped[len(t.members)] = name
+	}
+	t.members = append(t.members, m)
+}
+
+// closeObject writes the unknown members of the object of lvl that just closed into the
+// envelope, as their canonical text: `,<key>:<value>` for each, in order.
+func (d *decoder) closeObject(lvl level) {
+	t := &d.tables[lvl]
+	if len(t.members) == 0 {
+		return
+	}
+	n := 0
+	for _, m := range t.members {
+		n += 2 + int(m.key.end-m.key.start) + int(m.raw.end-m.raw.start)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, m := range t.members {
+		b.WriteByte(',')
+		b.Write(d.s[m.key.start:m.key.end])
+		b.WriteByte(':')
+		b.Write(d.s[m.raw.start:m.raw.end])
+	}
+	switch lvl {
+	case levelMeta:
+		d.e.Meta.unknown = b.String()
+	case levelDeadLetter:
+		d.e.DeadLetter.unknown = b.String()
+	default:
+		d.e.unknown = b.String()
+	}
+	*t = memberTable{}
 }
 
 var indexSeed = maphash.MakeSeed()
 
 // memberIndex is an open-addressing hash table (linear probing, at most half full) of the
-// positions of a member list, keyed by the members' decoded names. Each slot holds the high
-// 32 bits of the name's hash beside the position, so a probe reads the list only on a likely
-// match; it holds no pointers, so the garbage collector never scans it; and one probe
-// sequence both finds a duplicate and claims the slot of a new key.
+// positions of a member table, keyed by the members' decoded names. Each slot holds 14 high
+// bits of the name's hash beside the position, so a probe reads the table only on a
+// likely match; it holds no pointers; and one probe sequence both finds a duplicate and
+// claims the slot of a new key.
 type memberIndex struct {
-	slots []uint64 // hash tag | position+1 in the list, 0 for an empty slot; len is a power of two
+	slots []uint32 // hash tag | position+1 in the table, 0 for an empty slot; len is a power of two
 }
 
-// posMask selects the position part of a slot; MaxMembers fits it.
-const posMask = 1<<32 - 1
+// posMask selects the position part of a slot (18 bits, MaxMembers fits); the other 14 bits
+// hold the tag, bits of the hash not used to pick the slot.
+const posMask = 1<<18 - 1
 
-// rebuild indexes the distinct names of list in a table at most a quarter full.
-func (x *memberIndex) rebuild(list []member) {
+// rebuild indexes the distinct names of t in a table at most a quarter full.
+func (d *decoder) rebuild(t *memberTable) {
 	n := 64
-	for n < 4*len(list) {
+	for n < 4*len(t.members) {
 		n *= 2
 	}
-	x.slots = make([]uint64, n)
+	slots := make([]uint32, n)
 	mask := uint64(n) - 1
-	for k := range list {
-		h := maphash.String(indexSeed, list[k].name)
+	for k := range t.members {
+		h := maphash.String(indexSeed, d.memberName(t, k))
 		i := h & mask
-		for x.slots[i] != 0 {
+		for slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		x.slots[i] = h&^posMask | uint64(k+1)
+		slots[i] = uint32(h>>32)&^posMask | uint32(k+1)
 	}
+	t.index.slots = slots
 }
 
 func syntaxPoison(ptr string, err *syntaxError) *PoisonError {

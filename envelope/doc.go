@@ -120,10 +120,11 @@
 // [Decode] and [Classify] copy the payload once into a buffer owned by the envelope and never
 // keep the caller's slice: the caller may reuse its buffer as soon as they return. For a
 // payload of up to about 8 KiB the buffer and the Envelope are one allocation. Decoded
-// strings without escapes and the unknown members are read-only views of that buffer, and
-// Data is a sub-slice of it whose capacity ends with the data text, so appending to Data
-// reallocates and writing Data's bytes changes nothing else. Whitespace inside data and
-// unknown members is removed in place. The buffer lives as long as any of these does. [Make]
+// strings without escapes are read-only views of that buffer, and Data is a sub-slice of
+// it whose capacity ends with the data text, so appending to Data reallocates and writing
+// Data's bytes changes nothing else; the buffer lives as long as any of these does. The
+// unknown members of each object are kept as one string of their compact text (one more
+// allocation per object that has any). [Make]
 // copies raw data. [Envelope.Clone] and the With… methods return deep copies of Data, so
 // mutating their Data does not affect the original. An Envelope is not safe for concurrent
 // mutation; concurrent reads (Encode, URN, Bind) are safe.

@@ -57,14 +57,14 @@ func (e *Envelope) AppendEncode(dst []byte) ([]byte, error) {
 	dst = strconv.AppendInt(dst, int64(m.SchemaVersion), 10)
 	dst = append(dst, `,"created_at":`...)
 	dst = strconv.AppendInt(dst, m.CreatedAt, 10)
-	dst = appendMembers(dst, m.unknown)
+	dst = append(dst, m.unknown...)
 	dst = append(dst, `},"attempts":`...)
 	dst = strconv.AppendInt(dst, int64(max(e.Attempts, 0)), 10)
 	if e.DeadLetter != nil {
 		dst = append(dst, `,"dead_letter":`...)
 		dst = appendDeadLetter(dst, e.DeadLetter)
 	}
-	dst = appendMembers(dst, e.unknown)
+	dst = append(dst, e.unknown...)
 	return append(dst, '}'), nil
 }
 
@@ -83,18 +83,8 @@ func appendDeadLetter(dst []byte, dl *DeadLetter) []byte {
 	dst = strconv.AppendInt(dst, int64(dl.Attempts), 10)
 	dst = append(dst, `,"lang":`...)
 	dst = appendString(dst, dl.Lang)
-	dst = appendMembers(dst, dl.unknown)
+	dst = append(dst, dl.unknown...)
 	return append(dst, '}')
-}
-
-func appendMembers(dst []byte, list []member) []byte {
-	for _, m := range list {
-		dst = append(dst, ',')
-		dst = append(dst, m.key...)
-		dst = append(dst, ':')
-		dst = append(dst, m.raw...)
-	}
-	return dst
 }
 
 func appendNullableString(dst []byte, p *string) []byte {
@@ -197,23 +187,15 @@ func appendString(dst []byte, s string) []byte {
 func (e *Envelope) sizeHint() int {
 	n := 160 + len(e.Job) + len(e.TraceID) + len(e.Data) +
 		len(e.Meta.ID) + len(e.Meta.Queue) + len(e.Meta.Lang) +
-		membersLen(e.unknown) + membersLen(e.Meta.unknown)
+		len(e.unknown) + len(e.Meta.unknown)
 	if dl := e.DeadLetter; dl != nil {
-		n += 128 + len(dl.Reason) + len(dl.OriginalQueue) + len(dl.Lang) + membersLen(dl.unknown)
+		n += 128 + len(dl.Reason) + len(dl.OriginalQueue) + len(dl.Lang) + len(dl.unknown)
 		if dl.Error != nil {
 			n += len(*dl.Error)
 		}
 		if dl.Exception != nil {
 			n += len(*dl.Exception)
 		}
-	}
-	return n
-}
-
-func membersLen(list []member) int {
-	n := 0
-	for _, m := range list {
-		n += len(m.key) + len(m.raw) + 2
 	}
 	return n
 }

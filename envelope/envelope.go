@@ -32,7 +32,7 @@ type Meta struct {
 	SchemaVersion int    // meta.schema_version
 	CreatedAt     int64  // meta.created_at, Unix milliseconds UTC
 
-	unknown []member // unknown meta members, verbatim, in received order
+	unknown string // unknown meta members as `,<key>:<value>`…, verbatim, in received order
 }
 
 // DeadLetter is the dead_letter block of a dead-lettered message (CONTRACT §1.4).
@@ -45,7 +45,7 @@ type DeadLetter struct {
 	Attempts      int
 	Lang          string
 
-	unknown []member // unknown dead_letter members, verbatim, in received order
+	unknown string // unknown dead_letter members as `,<key>:<value>`…, verbatim, in received order
 }
 
 // Envelope is one BabelQueue message (schema_version 1). Values come from [Make] or
@@ -61,16 +61,8 @@ type Envelope struct {
 	DeadLetter *DeadLetter // nil when absent
 
 	urn      string    // the inbound urn alias, decoded (also kept verbatim among unknown)
-	unknown  []member  // unknown top-level members (and urn), verbatim, in received order
+	unknown  string    // unknown top-level members (and urn) as `,<key>:<value>`…, in received order
 	warnings []Warning // forbidden keys seen by Decode
-}
-
-// member is an unknown object member kept verbatim: its key as the received JSON string
-// text (quotes and escapes included) and its value as compact JSON text.
-type member struct {
-	key  string // raw key text, e.g. `"x-tenant"`
-	name string // decoded key, for duplicate detection
-	raw  string // compact value text
 }
 
 // Warning reports a forbidden key that [Decode] accepted and that [Envelope.Encode] drops.
@@ -124,8 +116,6 @@ func (e *Envelope) Clone() *Envelope {
 	if e.Data != nil {
 		c.Data = append(json.RawMessage(nil), e.Data...)
 	}
-	c.Meta.unknown = cloneMembers(e.Meta.unknown)
-	c.unknown = cloneMembers(e.unknown)
 	if e.warnings != nil {
 		c.warnings = append([]Warning(nil), e.warnings...)
 	}
@@ -133,7 +123,6 @@ func (e *Envelope) Clone() *Envelope {
 		dl := *e.DeadLetter
 		dl.Error = cloneStringPtr(dl.Error)
 		dl.Exception = cloneStringPtr(dl.Exception)
-		dl.unknown = cloneMembers(dl.unknown)
 		c.DeadLetter = &dl
 	}
 	return &c
@@ -178,13 +167,6 @@ func trimBlank(s string) string {
 		j--
 	}
 	return s[i:j]
-}
-
-func cloneMembers(m []member) []member {
-	if m == nil {
-		return nil
-	}
-	return append([]member(nil), m...)
 }
 
 func cloneStringPtr(p *string) *string {

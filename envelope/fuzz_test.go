@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -170,6 +172,70 @@ func FuzzClassify(f *testing.F) {
 		}
 		if r.Attempts != max(e.Attempts+1, 0) || r.URN() != e.URN() || !bytes.Equal(r.Data, e.Data) {
 			t.Fatalf("retry copy changed: %+v vs %+v", r, e)
+		}
+	})
+}
+
+// FuzzDecodeManyKeys builds a body with one unknown member per input byte, in the frame,
+// meta or dead_letter, and checks the decoder against a model of CONTRACT §1.3: the last
+// value of a key wins, in the position of the key's first occurrence, with the last
+// spelling of the key; whitespace inside values is removed. Each byte picks one of 64 names
+// (so lists outgrow the linear search and keys repeat), whether the key is spelled with an
+// escape, and whether the value is an object with whitespace or a number.
+func FuzzDecodeManyKeys(f *testing.F) {
+	f.Add([]byte("abcdefghijklmnopqrstuvwxyz0123456789abc"), uint8(0))
+	f.Add([]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x00\x80\xc1\x41"), uint8(1))
+	f.Add([]byte("\xff\xfe\xfd\x3f\x7f\xbf\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x3f"), uint8(2))
+	f.Fuzz(func(t *testing.T, keys []byte, where uint8) {
+		if len(keys) > 10_000 {
+			return
+		}
+		type kept struct{ key, value string }
+		var order []string
+		last := map[string]kept{}
+		var members, want strings.Builder
+		for i, b := range keys {
+			name := "k" + strconv.Itoa(int(b&0x3f))
+			key := `"` + name + `"`
+			if b&0x80 != 0 {
+				key = `"\u006b` + name[1:] + `"`
+			}
+			value, compact := strconv.Itoa(i), strconv.Itoa(i)
+			if b&0x40 != 0 {
+				value, compact = "{ \"i\" :\t["+value+" ] }", `{"i":[`+compact+`]}`
+			}
+			members.WriteString("," + key + ":" + value)
+			if _, seen := last[name]; !seen {
+				order = append(order, name)
+			}
+			last[name] = kept{key, compact}
+		}
+		for _, name := range order {
+			want.WriteString("," + last[name].key + ":" + last[name].value)
+		}
+		const head = `{"job":"urn:a:b","trace_id":"t","data":{}`
+		var payload, wantIn string
+		switch where % 3 {
+		case 0:
+			payload = head + `,"meta":{"schema_version":1}` + members.String() + `}`
+			wantIn = `"attempts":0` + want.String() + `}`
+		case 1:
+			payload = head + `,"meta":{"schema_version":1` + members.String() + `}}`
+			wantIn = `"created_at":0` + want.String() + `},"attempts":0}`
+		default:
+			payload = head + `,"meta":{"schema_version":1},"dead_letter":{"reason":"failed"` + members.String() + `}}`
+			wantIn = `"lang":""` + want.String() + `}}`
+		}
+		e, err := envelope.Classify([]byte(payload))
+		if err != nil {
+			t.Fatalf("refused: %v\n%s", err, payload)
+		}
+		out, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(string(out), wantIn) {
+			t.Fatalf("unknown members differ from the model:\n got %s\nwant …%s", out, wantIn)
 		}
 	})
 }
