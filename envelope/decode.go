@@ -30,7 +30,7 @@ const linearMembers = 8
 // Decode copies payload once (see "Ownership of bytes" in the package doc); the caller may
 // reuse its buffer as soon as it returns.
 func Decode(payload []byte) (*Envelope, error) {
-	if len(payload) > maxPayload {
+	if uint64(len(payload)) > maxPayload {
 		return nil, poison(RuleSingleObject, "", "payload of "+strconv.Itoa(len(payload))+
 			" bytes is larger than the decoder's limit of 4 GiB")
 	}
