@@ -174,7 +174,11 @@ func (*ConnectError) Is(target error) bool { return target == ErrConnect }
 // the caller closes it.
 func Connect(ctx context.Context, opts apulsar.ClientOptions) (apulsar.Client, error) {
 	serviceURL := opts.URL
+	var watch *connectWatch
 	fail := func(kind ConnectKind, cause error) error {
+		if watch != nil {
+			watch.silence()
+		}
 		return &ConnectError{URL: serviceURL, Kind: kind, Cause: cause}
 	}
 	svc, err := parseServiceURL(serviceURL)
@@ -195,7 +199,7 @@ func Connect(ctx context.Context, opts apulsar.ClientOptions) (apulsar.Client, e
 	if next == nil {
 		next = plog.DefaultNopLogger()
 	}
-	watch := newConnectWatch()
+	watch = newConnectWatch()
 	opts.Logger = watchLogger{next: next, w: watch}
 	client, err := apulsar.NewClient(opts)
 	if err != nil {
@@ -594,7 +598,9 @@ type failure struct {
 	err  error
 }
 
-// connectWatch collects the first connection failure the client logs while Connect probes.
+// connectWatch collects the first connection failure the client logs while Connect probes,
+// and silences the client's logger once Connect failed: the closed client's leftover
+// goroutine must not write to the caller's logger after Connect returned.
 type connectWatch struct {
 	ch chan failure // buffered 1: the first failure
 
@@ -602,6 +608,29 @@ type connectWatch struct {
 	off    bool
 	got    bool
 	cached failure
+
+	logMu    sync.RWMutex // held for reading while a line is passed on
+	silenced bool
+}
+
+// enter reports whether a line may be passed on; when it returns true the caller passes
+// it and then calls leave.
+func (w *connectWatch) enter() bool {
+	w.logMu.RLock()
+	if w.silenced {
+		w.logMu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (w *connectWatch) leave() { w.logMu.RUnlock() }
+
+// silence drops every later line, after the lines being passed on are written.
+func (w *connectWatch) silence() {
+	w.logMu.Lock()
+	w.silenced = true
+	w.logMu.Unlock()
 }
 
 func newConnectWatch() *connectWatch { return &connectWatch{ch: make(chan failure, 1)} }
@@ -713,22 +742,58 @@ func (l watchLogger) WithError(err error) plog.Entry {
 	return watchEntry{next: l.next.WithError(err), w: l.w, err: err}
 }
 
-func (l watchLogger) Debug(args ...any) { l.next.Debug(args...) }
-func (l watchLogger) Info(args ...any)  { l.next.Info(args...) }
-func (l watchLogger) Warn(args ...any)  { l.next.Warn(args...) }
-func (l watchLogger) Error(args ...any) { l.next.Error(args...) }
+func (l watchLogger) Debug(args ...any) {
+	if l.w.enter() {
+		defer l.w.leave()
+		l.next.Debug(args...)
+	}
+}
+func (l watchLogger) Info(args ...any) {
+	if l.w.enter() {
+		defer l.w.leave()
+		l.next.Info(args...)
+	}
+}
+func (l watchLogger) Warn(args ...any) {
+	if l.w.enter() {
+		defer l.w.leave()
+		l.next.Warn(args...)
+	}
+}
+func (l watchLogger) Error(args ...any) {
+	if l.w.enter() {
+		defer l.w.leave()
+		l.next.Error(args...)
+	}
+}
 
-func (l watchLogger) Debugf(format string, args ...any) { l.next.Debugf(format, args...) }
-func (l watchLogger) Infof(format string, args ...any)  { l.next.Infof(format, args...) }
+func (l watchLogger) Debugf(format string, args ...any) {
+	if l.w.enter() {
+		defer l.w.leave()
+		l.next.Debugf(format, args...)
+	}
+}
+func (l watchLogger) Infof(format string, args ...any) {
+	if l.w.enter() {
+		defer l.w.leave()
+		l.next.Infof(format, args...)
+	}
+}
 
 func (l watchLogger) Warnf(format string, args ...any) {
 	l.w.noteFormat(format, args)
-	l.next.Warnf(format, args...)
+	if l.w.enter() {
+		defer l.w.leave()
+		l.next.Warnf(format, args...)
+	}
 }
 
 func (l watchLogger) Errorf(format string, args ...any) {
 	l.w.noteFormat(format, args)
-	l.next.Errorf(format, args...)
+	if l.w.enter() {
+		defer l.w.leave()
+		l.next.Errorf(format, args...)
+	}
 }
 
 // watchEntry is a watchLogger's entry; err is the error it was created with, if any.
@@ -748,28 +813,60 @@ func (e watchEntry) WithField(name string, value any) plog.Entry {
 	return watchEntry{next: e.next.WithField(name, value), w: e.w, err: e.err}
 }
 
-func (e watchEntry) Debug(args ...any) { e.next.Debug(args...) }
-func (e watchEntry) Info(args ...any)  { e.next.Info(args...) }
+func (e watchEntry) Debug(args ...any) {
+	if e.w.enter() {
+		defer e.w.leave()
+		e.next.Debug(args...)
+	}
+}
+func (e watchEntry) Info(args ...any) {
+	if e.w.enter() {
+		defer e.w.leave()
+		e.next.Info(args...)
+	}
+}
 
 func (e watchEntry) Warn(args ...any) {
 	e.w.noteError(fmt.Sprint(args...), e.err)
-	e.next.Warn(args...)
+	if e.w.enter() {
+		defer e.w.leave()
+		e.next.Warn(args...)
+	}
 }
 
 func (e watchEntry) Error(args ...any) {
 	e.w.noteError(fmt.Sprint(args...), e.err)
-	e.next.Error(args...)
+	if e.w.enter() {
+		defer e.w.leave()
+		e.next.Error(args...)
+	}
 }
 
-func (e watchEntry) Debugf(format string, args ...any) { e.next.Debugf(format, args...) }
-func (e watchEntry) Infof(format string, args ...any)  { e.next.Infof(format, args...) }
+func (e watchEntry) Debugf(format string, args ...any) {
+	if e.w.enter() {
+		defer e.w.leave()
+		e.next.Debugf(format, args...)
+	}
+}
+func (e watchEntry) Infof(format string, args ...any) {
+	if e.w.enter() {
+		defer e.w.leave()
+		e.next.Infof(format, args...)
+	}
+}
 
 func (e watchEntry) Warnf(format string, args ...any) {
 	e.w.noteFormat(format, args)
-	e.next.Warnf(format, args...)
+	if e.w.enter() {
+		defer e.w.leave()
+		e.next.Warnf(format, args...)
+	}
 }
 
 func (e watchEntry) Errorf(format string, args ...any) {
 	e.w.noteFormat(format, args)
-	e.next.Errorf(format, args...)
+	if e.w.enter() {
+		defer e.w.leave()
+		e.next.Errorf(format, args...)
+	}
 }
