@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
@@ -88,18 +89,32 @@ func TestTailEscapesMessageContent(t *testing.T) {
 	assert.Contains(t, stdout, `  key: key\x1b[2J\x1b[H`+"\n")
 }
 
-func TestDLQEscapesMessageContent(t *testing.T) {
-	b := pulsartest.NewBroker(t)
-	sendHostile(t, b.URL(), "orders.dlq", true)
+func TestDLQOutputEscapesMessageContent(t *testing.T) {
+	env, err := envelope.Make("urn:babel:orders:"+osc, map[string]any{"note": "hi" + c1},
+		envelope.WithQueue("orders"+csi))
+	require.NoError(t, err)
+	env = env.ToDeadLetter(envelope.DeadLetterInfo{
+		Reason: envelope.ReasonFailed, Cause: errors.New("boom" + osc), Attempts: 3, FailedAt: time.UnixMilli(1),
+	})
+	payload, err := env.Encode()
+	require.NoError(t, err)
+	m := dlq.Message{
+		ID: apulsar.EarliestMessageID(), Kind: dlq.KindAnnotated, Envelope: env,
+		URN: env.URN(), RoutingURN: "urn:babel:routed:" + rlo, Key: "key" + csi,
+		Properties: map[string]string{"x-evil" + csi: "value" + osc}, Payload: payload,
+	}
 
-	code, stdout, stderr := runBQ(t, "dlq", "list", "--url", b.URL(), "--topic", "orders.dlq", "--wait", "500ms")
-	require.Equal(t, exitOK, code, stderr)
-	assertNoControl(t, stdout)
-	assert.Contains(t, stdout, `urn=urn:babel:orders:\x1b]0;pwned\x07 attempts=3 original_queue=orders\x1b[2J\x1b[H`)
+	line := summarize(m) // bq dlq list
+	assert.True(t, safeForTerminal(line), line)
+	assert.Contains(t, line, `reason=failed urn=urn:babel:routed:\u202e body_urn=urn:babel:orders:\x1b]0;pwned\x07`)
+	assert.Contains(t, line, `original_queue=orders\x1b[2J\x1b[H`)
+	assert.Contains(t, line, `error="boom\x1b]0;pwned\a"`)
 
-	code, stdout, stderr = runBQ(t, "dlq", "peek", "--url", b.URL(), "--topic", "orders.dlq", "--wait", "500ms")
-	require.Equal(t, exitOK, code, stderr)
-	assertNoControl(t, stdout)
-	assert.Contains(t, stdout, `  x-evil\x1b[2J\x1b[H: value\x1b]0;pwned\x07\u202e`+"\n")
-	assert.Contains(t, stdout, `  key: key\x1b[2J\x1b[H`+"\n")
+	var out strings.Builder // bq dlq peek
+	printBody(&out, body{key: m.Key, props: m.Properties, payload: m.Payload, note: line})
+	assertNoControl(t, out.String())
+	assert.Contains(t, out.String(), `  x-evil\x1b[2J\x1b[H: value\x1b]0;pwned\x07`+"\n")
+	assert.Contains(t, out.String(), `  key: key\x1b[2J\x1b[H`+"\n")
+	assert.Contains(t, out.String(), `"original_queue": "orders\u001b[2J\u001b[H"`, "JSON keeps its own escapes")
+	assert.Contains(t, out.String(), `"note": "hi\u009b31m"`)
 }
