@@ -58,6 +58,8 @@ type PullSource[T any] struct {
 	mu         sync.Mutex
 	subscribed bool
 	closed     bool
+	failure    error
+	pump       *pullPump[T]
 	inflight   int
 	changed    chan struct{} // closed and replaced when inflight changes
 }
@@ -169,17 +171,137 @@ func (s *PullSource[T]) Subscribe(sub reactive.Subscriber[Message[T]]) {
 		return
 	}
 	s.subscribed = true
+	ctx, cancel := context.WithCancel(s.closing)
+	p := &pullPump[T]{s: s, ctx: ctx, cancel: cancel, want: make(chan struct{}, 1)}
+	p.out = reactive.NewOutlet(sub, p.poll, p.cancelled)
+	s.pump = p
 	s.mu.Unlock()
 	s.health.MarkStarted()
-	var pctx context.Context
-	reactive.FromFunc(func(ctx context.Context) (Message[T], error) {
-		if pctx == nil { // first call: ctx also ends when Close begins
-			var cancel context.CancelFunc
-			pctx, cancel = context.WithCancel(ctx)
-			context.AfterFunc(s.closing, cancel)
+	go p.run()
+	p.out.Start()
+}
+
+// Fail ends the stream with OnError(err) at once, without waiting for
+// demand (a message pulled but not yet delivered is nacked with err), and
+// records a fatal failure: the endpoint is no longer live. A nil err panics.
+func (s *PullSource[T]) Fail(err error) {
+	if err == nil {
+		panic(fmt.Errorf("%w: error", ErrNilArgument))
+	}
+	s.mu.Lock()
+	if s.failure == nil {
+		s.failure = err
+	}
+	p := s.pump
+	s.mu.Unlock()
+	s.health.MarkFailed(err)
+	if p != nil {
+		p.out.Signal()
+	}
+}
+
+func (s *PullSource[T]) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failure
+}
+
+// pullPump is one subscription: a goroutine pulls one message per wake-up,
+// poll hands it to the Outlet.
+type pullPump[T any] struct {
+	s      *PullSource[T]
+	out    *reactive.Outlet[Message[T]]
+	ctx    context.Context
+	cancel context.CancelFunc
+	want   chan struct{} // capacity 1: one pull at a time
+
+	mu       sync.Mutex
+	value    Message[T]
+	fetching bool
+	ended    bool
+	err      error
+}
+
+func (p *pullPump[T]) poll(canEmit bool) (Message[T], reactive.PollStatus, error) {
+	if err := p.s.failed(); err != nil {
+		p.mu.Lock()
+		v := p.value
+		p.value, p.ended = nil, true
+		p.mu.Unlock()
+		p.cancel()
+		if v != nil {
+			_ = v.Nack(context.Background(), err)
 		}
-		return s.next(pctx)
-	}).Subscribe(sub)
+		return nil, reactive.PollDone, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.value != nil && canEmit:
+		v := p.value
+		p.value = nil
+		return v, reactive.PollReady, nil
+	case p.value != nil:
+		return nil, reactive.PollEmpty, nil
+	case p.ended:
+		return nil, reactive.PollDone, p.err
+	case canEmit && !p.fetching:
+		p.fetching = true
+		p.want <- struct{}{} // never blocks: one pull at a time
+	}
+	return nil, reactive.PollEmpty, nil
+}
+
+// cancelled is the Outlet's onCancel: stop pulling; a message pulled but not
+// delivered is nacked, so its in-flight slot is freed.
+func (p *pullPump[T]) cancelled() {
+	p.cancel()
+	p.mu.Lock()
+	v := p.value
+	p.value = nil
+	p.mu.Unlock()
+	if v != nil {
+		_ = v.Nack(context.Background(), fmt.Errorf("%w: subscription of channel %q cancelled before delivery", ErrClosed, p.s.channel))
+	}
+}
+
+func (p *pullPump[T]) run() {
+	defer p.cancel()
+	for {
+		select {
+		case <-p.ctx.Done():
+			if p.s.closing.Err() != nil { // Close: complete the stream
+				p.mu.Lock()
+				p.ended = true
+				p.mu.Unlock()
+				p.out.Signal()
+			}
+			return
+		case <-p.want:
+		}
+		m, err := p.s.next(p.ctx)
+		p.mu.Lock()
+		p.fetching = false
+		undelivered := err == nil && p.ctx.Err() != nil && p.s.closing.Err() == nil
+		switch {
+		case undelivered:
+		case err == nil:
+			p.value = m
+		case errors.Is(err, io.EOF):
+			p.ended = true
+		default:
+			p.ended, p.err = true, err
+		}
+		ended := p.ended || (err != nil && p.ctx.Err() != nil)
+		p.mu.Unlock()
+		if undelivered {
+			_ = m.Nack(context.Background(), fmt.Errorf("%w: subscription of channel %q cancelled before delivery", ErrClosed, p.s.channel))
+		}
+		p.out.Signal()
+		if ended {
+			return
+		}
+	}
 }
 
 func (s *PullSource[T]) next(ctx context.Context) (Message[T], error) {
@@ -337,6 +459,8 @@ type FuncSink[T any] struct {
 	queue   []Message[T]
 	running int
 	closed  bool
+	ended   bool          // OnComplete, OnError or Close
+	drained chan struct{} // closed once ended and no send is queued or running
 }
 
 var _ Sink = (*FuncSink[[]byte])(nil)
@@ -360,8 +484,29 @@ func NewFuncSink[T any](channel string, send func(ctx context.Context, m Message
 	ctx, cancel := context.WithCancel(context.Background())
 	return &FuncSink[T]{
 		channel: channel, send: send, o: o, in: reactive.NewInlet(o.window),
-		health: NewEndpointHealth(channel, Outgoing), ctx: ctx, cancel: cancel,
+		health: NewEndpointHealth(channel, Outgoing), ctx: ctx, cancel: cancel, drained: make(chan struct{}),
 	}
+}
+
+// Drained is closed once the stream ended (OnComplete, OnError or Close)
+// and every message received was sent (or nacked by Close).
+func (s *FuncSink[T]) Drained() <-chan struct{} { return s.drained }
+
+func (s *FuncSink[T]) checkDrainedLocked() {
+	if s.ended && len(s.queue) == 0 && s.running == 0 {
+		select {
+		case <-s.drained:
+		default:
+			close(s.drained)
+		}
+	}
+}
+
+func (s *FuncSink[T]) end() {
+	s.mu.Lock()
+	s.ended = true
+	s.checkDrainedLocked()
+	s.mu.Unlock()
 }
 
 // OnSubscribe implements reactive.Subscriber: it requests the window.
@@ -395,6 +540,7 @@ func (s *FuncSink[T]) run() {
 		s.mu.Lock()
 		if len(s.queue) == 0 || s.closed {
 			s.running--
+			s.checkDrainedLocked()
 			s.mu.Unlock()
 			return
 		}
@@ -424,12 +570,14 @@ func (s *FuncSink[T]) OnError(err error) {
 	}
 	s.in.Terminated()
 	s.health.MarkFailed(err)
+	s.end()
 }
 
 // OnComplete implements reactive.Subscriber: the channel's stream ended.
 func (s *FuncSink[T]) OnComplete() {
 	s.in.Terminated()
 	s.health.MarkCompleted()
+	s.end()
 }
 
 // Health implements Sink.
@@ -447,9 +595,10 @@ func (s *FuncSink[T]) Close(ctx context.Context) error {
 	s.health.MarkClosed()
 	s.in.Cancel()
 	s.mu.Lock()
-	s.closed = true
+	s.closed, s.ended = true, true
 	q := s.queue
 	s.queue = nil
+	s.checkDrainedLocked()
 	s.mu.Unlock()
 	for _, m := range q {
 		_ = m.Nack(ctx, fmt.Errorf("%w: sink of channel %q", ErrClosed, s.channel))

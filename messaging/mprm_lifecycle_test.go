@@ -51,7 +51,15 @@ func TestShutdown_DrainsInFlightBeforeClosing(t *testing.T) {
 	require.NoError(t, <-done)
 	a, n := src.Counts()
 	assert.GreaterOrEqual(t, a, 5)
-	assert.Zero(t, n)
+	// "late" may have been pulled but not delivered when intake stopped: it
+	// is then nacked with ErrClosed (redelivered by a broker), never lost.
+	for _, st := range src.Settlements() {
+		if !st.Acked {
+			assert.Equal(t, "late", string(st.Payload))
+			assert.ErrorIs(t, st.Reason, messaging.ErrClosed)
+		}
+	}
+	assert.LessOrEqual(t, n, 1)
 }
 
 func TestShutdown_DeadlineNacksTheRest(t *testing.T) {

@@ -20,7 +20,26 @@
 //   - window (outgoing, int, default 16): what the sink requests upstream,
 //     topped up at 75% consumed.
 //
+// # Building blocks
+//
+// The connector is written on the messaging building blocks, as a proof
+// that a connector needs no hand-written Reactive Streams: a Source is a
+// messaging.NewPullSource whose pull function takes the queued messages
+// (demand, max-inflight, cancellation, Close and health come from the
+// block), a Sink a messaging.NewFuncSink whose send function records the
+// message. Both pass the Reactive Streams TCK (tck_test.go).
+//
+// # Health
+//
+// A channel end is started once subscribed, ready until Close, and live
+// until Source.Fail or an OnError, and until its stream completes
+// (Source.Complete once the queue was delivered, or an OnComplete reaching
+// the sink): a completed connector channel no longer moves messages.
+//
 // # Goroutines
 //
-// None: sources deliver on the goroutine that sends or requests.
+// A subscribed source runs one goroutine that pulls from the queue (it ends
+// with the subscription); a sink runs one goroutine while it has received
+// messages to record (it exits when idle). Delivery is therefore
+// asynchronous: wait with Sink.Wait and Source.WaitSettled.
 package inmemory

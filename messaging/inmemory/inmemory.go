@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -71,7 +72,7 @@ func (c *Connector) Source(ch string) *Source {
 	defer c.mu.Unlock()
 	s, ok := c.sources[ch]
 	if !ok {
-		s = &Source{channel: ch, maxInflight: 256, changed: make(chan struct{}), health: messaging.NewEndpointHealth(ch, messaging.Incoming)}
+		s = &Source{channel: ch, maxInflight: 256, changed: make(chan struct{})}
 		c.sources[ch] = s
 	}
 	return s
@@ -83,7 +84,7 @@ func (c *Connector) Sink(ch string) *Sink {
 	defer c.mu.Unlock()
 	s, ok := c.sinks[ch]
 	if !ok {
-		s = &Sink{channel: ch, autoAck: true, in: reactive.NewInlet(16), changed: make(chan struct{}), health: messaging.NewEndpointHealth(ch, messaging.Outgoing)}
+		s = &Sink{channel: ch, autoAck: true, window: 16, changed: make(chan struct{})}
 		c.sinks[ch] = s
 	}
 	return s
@@ -133,7 +134,7 @@ func (c *Connector) NewSink(_ context.Context, cfg messaging.ChannelConfig) (mes
 	if s.created {
 		return nil, fmt.Errorf("%w: sink %q", ErrInUse, cfg.Channel())
 	}
-	s.created, s.autoAck, s.in = true, auto, reactive.NewInlet(int64(window))
+	s.created, s.autoAck, s.window = true, auto, window
 	return s, nil
 }
 
@@ -145,23 +146,20 @@ type Settlement struct {
 	Options messaging.NackOptions
 }
 
-// Source is an incoming channel fed from code. It delivers while there is
-// demand and fewer than max-inflight messages are unsettled.
+// Source is an incoming channel fed from code. It is a
+// messaging.NewPullSource whose pull function takes the queued messages:
+// it delivers while there is demand and fewer than max-inflight messages
+// are unsettled, and records every settlement.
 type Source struct {
 	channel string
-	health  *messaging.EndpointHealth
 
 	mu          sync.Mutex
 	created     bool
 	maxInflight int
+	block       *messaging.PullSource[[]byte] // created on first use, with maxInflight
 	pending     []pendingMsg
-	inflight    int
 	completed   bool
-	failure     error
-	closed      bool
-	subscribed  bool
 	settled     []Settlement
-	out         *reactive.Outlet[messaging.Message[[]byte]]
 	changed     chan struct{}
 }
 
@@ -170,91 +168,68 @@ type pendingMsg struct {
 	md      messaging.Metadata
 }
 
+// source returns the building block, created on first use.
+func (s *Source) source() *messaging.PullSource[[]byte] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.block == nil {
+		s.block = messaging.NewPullSource(s.channel, s.pull, messaging.WithMaxInflight(s.maxInflight))
+	}
+	return s.block
+}
+
+// pull waits for the next queued message; io.EOF once Complete was called
+// and the queue is empty.
+func (s *Source) pull(ctx context.Context) (messaging.Message[[]byte], error) {
+	for {
+		s.mu.Lock()
+		if len(s.pending) > 0 {
+			p := s.pending[0]
+			s.pending = s.pending[1:]
+			s.mu.Unlock()
+			return s.wrap(p), nil
+		}
+		if s.completed {
+			s.mu.Unlock()
+			return nil, io.EOF
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // Send queues payload with metadata items for delivery.
 func (s *Source) Send(payload []byte, items ...any) {
 	s.mu.Lock()
 	s.pending = append(s.pending, pendingMsg{payload: payload, md: messaging.NewMetadata(items...)})
-	out := s.out
+	s.notifyLocked()
 	s.mu.Unlock()
-	if out != nil {
-		out.Signal()
-	}
 }
 
 // SendString queues a string payload.
 func (s *Source) SendString(v string) { s.Send([]byte(v)) }
 
-// Complete completes the stream once the queued messages were delivered.
+// Complete completes the stream once the queued messages were delivered
+// (a completed connector channel is no longer live).
 func (s *Source) Complete() {
 	s.mu.Lock()
 	s.completed = true
-	out := s.out
+	s.notifyLocked()
 	s.mu.Unlock()
-	if out != nil {
-		out.Signal()
-	}
 }
 
 // Fail records a fatal failure (the channel is no longer live) and signals
-// OnError(err) downstream.
-func (s *Source) Fail(err error) {
-	s.mu.Lock()
-	if s.failure == nil {
-		s.failure = err
-		s.health.MarkFailed(err)
-	}
-	out := s.out
-	s.notifyLocked()
-	s.mu.Unlock()
-	if out != nil {
-		out.Signal()
-	}
-}
+// OnError(err) downstream at once.
+func (s *Source) Fail(err error) { s.source().Fail(err) }
 
 // Subscribe implements reactive.Publisher; the source is unicast.
 func (s *Source) Subscribe(sub reactive.Subscriber[messaging.Message[[]byte]]) {
-	if sub == nil {
-		panic(fmt.Errorf("%w: subscriber", reactive.ErrNilArgument))
-	}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		reactive.Failed[messaging.Message[[]byte]](fmt.Errorf("%w: in-memory source %q", messaging.ErrClosed, s.channel)).Subscribe(sub)
-		return
-	case s.subscribed:
-		s.mu.Unlock()
-		reactive.Failed[messaging.Message[[]byte]](fmt.Errorf("%w: in-memory source %q", reactive.ErrAlreadySubscribed, s.channel)).Subscribe(sub)
-		return
-	}
-	s.subscribed = true
-	out := reactive.NewOutlet(sub, s.poll, nil)
-	s.out = out
-	s.mu.Unlock()
-	s.health.MarkStarted()
-	out.Start()
-}
-
-func (s *Source) poll(canEmit bool) (messaging.Message[[]byte], reactive.PollStatus, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failure != nil {
-		return nil, reactive.PollDone, s.failure
-	}
-	if len(s.pending) > 0 && !s.closed {
-		if !canEmit || s.inflight >= s.maxInflight {
-			return nil, reactive.PollEmpty, nil
-		}
-		p := s.pending[0]
-		s.pending = s.pending[1:]
-		s.inflight++
-		return s.wrap(p), reactive.PollReady, nil
-	}
-	if s.completed && len(s.pending) == 0 {
-		s.health.MarkCompleted()
-		return nil, reactive.PollDone, nil
-	}
-	return nil, reactive.PollEmpty, nil
+	s.source().Subscribe(sub)
 }
 
 func (s *Source) wrap(p pendingMsg) messaging.Message[[]byte] {
@@ -271,14 +246,9 @@ func (s *Source) wrap(p pendingMsg) messaging.Message[[]byte] {
 
 func (s *Source) settle(st Settlement) {
 	s.mu.Lock()
-	s.inflight--
 	s.settled = append(s.settled, st)
 	s.notifyLocked()
-	out := s.out
 	s.mu.Unlock()
-	if out != nil {
-		out.Signal()
-	}
 }
 
 func (s *Source) notifyLocked() {
@@ -306,11 +276,7 @@ func (s *Source) Counts() (acked, nacked int) {
 }
 
 // InFlight returns the number of delivered, unsettled messages.
-func (s *Source) InFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inflight
-}
+func (s *Source) InFlight() int { return s.source().InFlight() }
 
 // WaitSettled waits until at least n messages were settled or ctx ends.
 func (s *Source) WaitSettled(ctx context.Context, n int) error {
@@ -332,92 +298,78 @@ func (s *Source) WaitSettled(ctx context.Context, n int) error {
 // Health implements messaging.Source: started once subscribed, ready until
 // Close, live until Fail or the completion of the stream (Complete, once the
 // queued messages were delivered).
-func (s *Source) Health() messaging.ChannelHealth { return s.health.Health() }
+func (s *Source) Health() messaging.ChannelHealth { return s.source().Health() }
 
-// Close stops delivering and waits until the delivered messages are settled
-// or ctx ends.
+// Close stops delivering (the stream completes) and waits until the
+// delivered messages are settled or ctx ends.
 func (s *Source) Close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.health.MarkClosed()
-	for {
-		s.mu.Lock()
-		n, ch := s.inflight, s.changed
-		s.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("inmemory: source %q closed with %d unsettled: %w", s.channel, n, ctx.Err())
-		}
+	if err := s.source().Close(ctx); err != nil {
+		return fmt.Errorf("inmemory: %w", err)
 	}
+	return nil
 }
 
-// Sink is an outgoing channel recording what it receives.
+// Sink is an outgoing channel recording what it receives. It is a
+// messaging.NewFuncSink whose send function records the message (and, with
+// auto-ack, lets the sink ack it); it requests its window upstream.
 type Sink struct {
 	channel string
-	in      *reactive.Inlet
-	health  *messaging.EndpointHealth
 
-	mu         sync.Mutex
-	created    bool
-	autoAck    bool
-	received   []messaging.Message[[]byte]
-	completed  bool
-	failure    error
-	closed     bool
-	subscribed bool
-	changed    chan struct{}
+	mu        sync.Mutex
+	created   bool
+	autoAck   bool
+	window    int
+	block     *messaging.FuncSink[[]byte] // created on first use, with autoAck and window
+	received  []messaging.Message[[]byte]
+	completed bool
+	failure   error
+	changed   chan struct{}
+}
+
+// sink returns the building block, created on first use.
+func (s *Sink) sink() *messaging.FuncSink[[]byte] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.block == nil {
+		opts := []messaging.SinkOption{messaging.WithSinkWindow(s.window)}
+		if !s.autoAck {
+			opts = append(opts, messaging.WithSendSettles())
+		}
+		s.block = messaging.NewFuncSink(s.channel, s.record, opts...)
+	}
+	return s.block
+}
+
+func (s *Sink) record(_ context.Context, m messaging.Message[[]byte]) error {
+	s.mu.Lock()
+	s.received = append(s.received, m)
+	s.notifyLocked()
+	s.mu.Unlock()
+	return nil
 }
 
 // OnSubscribe implements reactive.Subscriber.
-func (s *Sink) OnSubscribe(sub reactive.Subscription) {
-	s.mu.Lock()
-	in := s.in
-	s.mu.Unlock()
-	if in.OnSubscribe(sub) {
-		s.mu.Lock()
-		s.subscribed = true
-		s.mu.Unlock()
-		s.health.MarkStarted()
-	}
-}
+func (s *Sink) OnSubscribe(sub reactive.Subscription) { s.sink().OnSubscribe(sub) }
 
 // OnNext implements reactive.Subscriber.
-func (s *Sink) OnNext(m messaging.Message[[]byte]) {
-	reactive.MustNotBeNil(m)
-	s.mu.Lock()
-	s.received = append(s.received, m)
-	auto, in := s.autoAck, s.in
-	s.notifyLocked()
-	s.mu.Unlock()
-	if auto {
-		_ = m.Ack(context.Background())
-	}
-	in.Consumed(1)
-}
+func (s *Sink) OnNext(m messaging.Message[[]byte]) { s.sink().OnNext(m) }
 
 // OnError implements reactive.Subscriber.
 func (s *Sink) OnError(err error) {
+	s.sink().OnError(err)
 	s.mu.Lock()
-	s.in.Terminated()
 	s.failure = err
 	s.notifyLocked()
 	s.mu.Unlock()
-	s.health.MarkFailed(err)
 }
 
 // OnComplete implements reactive.Subscriber.
 func (s *Sink) OnComplete() {
+	s.sink().OnComplete()
 	s.mu.Lock()
-	s.in.Terminated()
 	s.completed = true
 	s.notifyLocked()
 	s.mu.Unlock()
-	s.health.MarkCompleted()
 }
 
 func (s *Sink) notifyLocked() {
@@ -442,21 +394,36 @@ func (s *Sink) Payloads() []string {
 	return out
 }
 
-// Wait waits until at least n messages were received, or the stream ended,
-// or ctx ends.
+// Wait waits until at least n messages were received, or the stream ended
+// (and every message before the end was recorded), or ctx ends.
 func (s *Sink) Wait(ctx context.Context, n int) error {
+	drained := s.sink().Drained()
 	for {
 		s.mu.Lock()
-		got, done, ch := len(s.received), s.completed || s.failure != nil, s.changed
+		got, ended, ch := len(s.received), s.completed || s.failure != nil, s.changed
 		s.mu.Unlock()
 		if got >= n {
 			return nil
 		}
-		if done {
-			return fmt.Errorf("inmemory: sink %q ended after %d of %d messages", s.channel, got, n)
+		select {
+		case <-drained:
+			if ended {
+				s.mu.Lock()
+				got = len(s.received)
+				s.mu.Unlock()
+				if got >= n {
+					return nil
+				}
+				return fmt.Errorf("inmemory: sink %q ended after %d of %d messages", s.channel, got, n)
+			}
+		default:
 		}
 		select {
 		case <-ch:
+		case <-drained:
+			if !ended {
+				drained = nil // Close without a terminal signal: wait for ctx
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("inmemory: sink %q got %d of %d messages: %w", s.channel, got, n, ctx.Err())
 		}
@@ -472,23 +439,23 @@ func (s *Sink) Terminal() (completed bool, err error) {
 
 // Health implements messaging.Sink: started once subscribed, ready until
 // Close, live until OnError or OnComplete.
-func (s *Sink) Health() messaging.ChannelHealth { return s.health.Health() }
+func (s *Sink) Health() messaging.ChannelHealth { return s.sink().Health() }
 
 // Close cancels the subscription and, without auto-ack, nacks the
 // unsettled messages with messaging.ErrClosed.
 func (s *Sink) Close(ctx context.Context) error {
-	s.health.MarkClosed()
+	err := s.sink().Close(ctx)
 	s.mu.Lock()
-	s.closed = true
 	ms := slices.Clone(s.received)
 	auto := s.autoAck
 	s.mu.Unlock()
-	s.in.Cancel()
-	if auto {
-		return nil
+	if !auto {
+		for _, m := range ms {
+			_ = m.Nack(ctx, messaging.ErrClosed)
+		}
 	}
-	for _, m := range ms {
-		_ = m.Nack(ctx, messaging.ErrClosed)
+	if err != nil {
+		return fmt.Errorf("inmemory: %w", err)
 	}
 	return nil
 }

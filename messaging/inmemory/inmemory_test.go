@@ -22,6 +22,19 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
+// eventually waits until cond holds: delivery and settlement are
+// asynchronous (one goroutine per subscription and per sink).
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", msg)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func cfg(c *inmemory.Connector, ch string, d messaging.Direction, attrs map[string]string) messaging.ChannelConfig {
 	return messaging.NewChannelConfig(ch, inmemory.Name, d, attrs, c.Attributes())
 }
@@ -108,23 +121,25 @@ func TestSource_MaxInflight(t *testing.T) {
 		h.SendString(string(rune('a' + i)))
 	}
 	src.Subscribe(rec)
+	eventually(t, func() bool { return len(rec.received()) == 3 }, "3 delivered")
+	time.Sleep(10 * time.Millisecond) // a fourth would arrive now if the bound leaked
 	assert.Len(t, rec.received(), 3)
 	assert.Equal(t, 3, h.InFlight())
 	for i := range 7 {
 		require.NoError(t, rec.received()[i].Ack(t.Context()))
-		assert.Len(t, rec.received(), 4+i, "one more per settlement")
+		eventually(t, func() bool { return len(rec.received()) == 4+i }, "one more per settlement")
 		assert.LessOrEqual(t, h.InFlight(), 3)
 	}
 	require.NoError(t, rec.received()[7].Nack(t.Context(), errors.New("x"), messaging.RedeliverAfter(time.Second)))
-	assert.Len(t, rec.received(), 10)
+	eventually(t, func() bool { return len(rec.received()) == 10 }, "all delivered")
 	a, n := h.Counts()
 	assert.Equal(t, 7, a)
 	assert.Equal(t, 1, n)
 	st := h.Settlements()
 	assert.Equal(t, time.Second, st[len(st)-1].Options.Delay)
 	h.Complete()
-	done, _ := rec.terminal()
-	assert.True(t, done)
+	eventually(t, func() bool { done, _ := rec.terminal(); return done }, "completed")
+	assert.False(t, src.Health().Live, "a completed source is not live")
 }
 
 // Without demand nothing is delivered; demand is honoured exactly.
@@ -140,7 +155,7 @@ func TestSource_DemandAndTerminals(t *testing.T) {
 	assert.Empty(t, rec.received(), "no demand, no delivery")
 	assert.True(t, src.Health().Started)
 	rec.sub.Request(1)
-	require.Len(t, rec.received(), 1)
+	eventually(t, func() bool { return len(rec.received()) == 1 }, "1 delivered")
 	md, ok := messaging.MetadataOf[struct{ K string }](rec.received()[0].Metadata())
 	assert.True(t, ok)
 	assert.Equal(t, "k", md.K)
@@ -150,9 +165,9 @@ func TestSource_DemandAndTerminals(t *testing.T) {
 	_, err = second.terminal()
 	require.ErrorIs(t, err, reactive.ErrAlreadySubscribed, "unicast")
 
-	h.Fail(errors.New("broken"))
+	h.Fail(errors.New("broken")) // without outstanding demand
 	_, err = rec.terminal()
-	require.EqualError(t, err, "broken")
+	require.EqualError(t, err, "broken", "signalled at once")
 	hl := src.Health()
 	assert.False(t, hl.Live)
 	assert.False(t, hl.Ready)
@@ -169,11 +184,12 @@ func TestSource_Close(t *testing.T) {
 	rec := &recorder{n: 10}
 	src.Subscribe(rec)
 	h.SendString("a")
-	require.Len(t, rec.received(), 1)
+	eventually(t, func() bool { return len(rec.received()) == 1 }, "1 delivered")
 	short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, src.Close(short), context.DeadlineExceeded, "one unsettled")
 	h.SendString("b")
+	eventually(t, func() bool { done, _ := rec.terminal(); return done }, "Close completes the stream")
 	assert.Len(t, rec.received(), 1, "closed: nothing more delivered")
 	require.NoError(t, rec.received()[0].Ack(t.Context()))
 	require.NoError(t, src.Close(ctx(t)))
@@ -238,12 +254,12 @@ func TestSink_WindowAndAutoAck(t *testing.T) {
 	assert.Equal(t, []int64{4}, up.requests, "the first request is the window")
 	assert.True(t, sink.Health().Started)
 	for i := range 20 {
-		require.Positive(t, up.outstanding(i), "delivered %d without demand", i)
+		eventually(t, func() bool { return up.outstanding(i) > 0 }, "demand for the next message")
 		up.s.OnNext(up.msg("m"))
 		assert.LessOrEqual(t, up.outstanding(i+1), int64(4), "more than the window outstanding")
 	}
 	assert.Greater(t, len(up.requests), 1, "topped up")
-	assert.Equal(t, 20, up.acks, "auto-ack")
+	eventually(t, func() bool { up.mu.Lock(); defer up.mu.Unlock(); return up.acks == 20 }, "auto-ack")
 	assert.Len(t, c.Sink("out").Payloads(), 20)
 	up.s.OnComplete()
 	done, ferr := c.Sink("out").Terminal()
