@@ -39,7 +39,7 @@ func TestOwnSuite(t *testing.T) {
 	sum := conformance.Summarize(results)
 	assert.Zero(t, sum.Failed)
 	assert.GreaterOrEqual(t, sum.Passed, 75)
-	assert.Equal(t, 2, sum.NotApplicable, "sqs and idempotency are not applicable")
+	assert.Equal(t, 2, sum.NotApplicable, "sqs and asb are not applicable")
 	blocks := map[string]int{}
 	for _, r := range results {
 		blocks[r.Block]++
@@ -47,6 +47,7 @@ func TestOwnSuite(t *testing.T) {
 	for _, b := range []string{
 		"cases", "pulsar.property_projection", "pulsar.attempts_reconciliation",
 		"pulsar.schema_version_gate", "roundtrip", "data_shape", "forbidden_keys",
+		"idempotency.dedup_key", "idempotency.sequences", "payload_schema",
 	} {
 		assert.Positive(t, blocks[b], "block %s ran no case", b)
 	}

@@ -2,7 +2,7 @@
 // code paths: the strict envelope codec ([envelope.Classify], [envelope.Make],
 // Encode) and the Pulsar binding's pure functions ([bqpulsar.ProjectProperties],
 // [bqpulsar.Reconcile], [bqpulsar.GateVerdict]), the very functions the consumer and the
-// publisher call.
+// publisher call, and the idempotency and schema middleware.
 //
 // A suite is a directory with a manifest.json and the fixtures it names. [Load] reads it,
 // [Suite.Run] runs it as Go subtests (one per block and case), [Suite.Report] writes one
@@ -21,9 +21,17 @@
 //   - data_shape: encode cases build the envelope with [envelope.Make] from a Go map;
 //     decode cases check the verdict.
 //   - forbidden_keys: decode succeeds with a warning naming the key; a re-encode drops it.
+//   - idempotency: dedup_key checks that the fixture's meta.id is the key (the same bytes
+//     twice run the handler once, the same trace_id with another meta.id runs it again);
+//     every sequences case replays its deliveries through one handler behind
+//     [idempotency.Guard.Middleware] on a fresh [idempotency.MemoryStore], checking each
+//     run or skip, each outcome, forget_before, and the number of handler runs.
+//   - payload_schema (and payload_schema_unicode): the block's schema is compiled with the
+//     schema package; each case's data goes through [schema.Middleware] (an invalid one must
+//     be dead-lettered with a [schema.ValidationError], the handler not run) and through
+//     [schema.Check], the publisher's check, and both must agree with "valid".
 //
-// Blocks for other brokers (sqs, asb, kafka, artemis, redis, rabbitmq) and for helpers this
-// SDK does not ship (idempotency, payload_schema, payload_schema_unicode) are reported as
+// Blocks for other brokers (sqs, asb, kafka, artemis, redis, rabbitmq) are reported as
 // not applicable, never passed. A block, or a case field, the runner does not understand is
 // reported as UNKNOWN and fails the run, unless [WithSkipUnknown] is given: a newer
 // manifest is never half-checked silently. A manifest whose schema_version is not

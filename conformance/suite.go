@@ -20,7 +20,7 @@ const (
 	// StatusFail: the case does not hold; Result.Reason says why.
 	StatusFail
 	// StatusNotApplicable: the block concerns something this SDK does not ship (another
-	// broker's binding, the idempotency helper, the payload validator).
+	// broker's binding).
 	StatusNotApplicable
 	// StatusUnknown: the runner does not understand the block or case. It fails the run
 	// unless [WithSkipUnknown] is set, in which case it is reported as StatusSkipped.
@@ -137,15 +137,12 @@ func (s *Suite) Dir() string { return s.dir }
 // notApplicable lists the blocks that concern something this SDK does not ship, with the
 // reason reported for each.
 var notApplicable = map[string]string{
-	"sqs":                    "another broker's binding (Amazon SQS)",
-	"asb":                    "another broker's binding (Azure Service Bus)",
-	"kafka":                  "another broker's binding (Apache Kafka)",
-	"artemis":                "another broker's binding (ActiveMQ Artemis)",
-	"redis":                  "another broker's binding (Redis)",
-	"rabbitmq":               "another broker's binding (RabbitMQ)",
-	"idempotency":            "this SDK does not ship the idempotency helper yet",
-	"payload_schema":         "this SDK does not ship a payload validator yet",
-	"payload_schema_unicode": "this SDK does not ship a payload validator yet",
+	"sqs":      "another broker's binding (Amazon SQS)",
+	"asb":      "another broker's binding (Azure Service Bus)",
+	"kafka":    "another broker's binding (Apache Kafka)",
+	"artemis":  "another broker's binding (ActiveMQ Artemis)",
+	"redis":    "another broker's binding (Redis)",
+	"rabbitmq": "another broker's binding (RabbitMQ)",
 }
 
 // Results runs every block of the suite against this SDK's code and returns one result per
@@ -184,6 +181,10 @@ func (s *Suite) runBlock(name string, raw json.RawMessage) []Result {
 		return s.runDataShape(raw)
 	case "forbidden_keys":
 		return s.runForbiddenKeys(raw)
+	case "idempotency":
+		return s.runIdempotency(raw)
+	case "payload_schema", "payload_schema_unicode":
+		return s.runPayloadSchema(name, raw)
 	default:
 		return []Result{{Block: name, Status: StatusUnknown, Reason: "block not understood by this runner"}}
 	}
