@@ -2,8 +2,8 @@
 // ([Make]), the one strict decoder of the SDK ([Decode], [Classify]), the canonical encoder
 // ([Envelope.Encode]) and the dead-letter copies ([Envelope.ToDeadLetter], [PoisonCopy],
 // [TruncatedCopy]).
-// It implements section 1 of the wire contract (docs/CONTRACT.md) and imports only the
-// standard library and github.com/google/uuid.
+// It implements section 1 of the BabelQueue wire contract and imports only the standard
+// library.
 //
 //	env, err := envelope.Make("urn:babel:orders:created", map[string]any{"order_id": 1042},
 //		envelope.WithQueue("orders"))

@@ -3,12 +3,12 @@ package envelope
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 	"unicode/utf8"
-
-	"github.com/google/uuid"
+	"unsafe"
 )
 
 // MakeOption configures [Make].
@@ -83,7 +83,14 @@ func WithCreatedAt(t time.Time) MakeOption {
 //   - a [json.RawMessage] or []byte must hold one JSON object; its text is kept (compacted,
 //     copied) and empty means {};
 //   - anything else is marshalled with encoding/json without HTML escaping (map keys
-//     sorted) and must produce an object.
+//     sorted) and must produce an object. A map[string]any holding only nil, bool,
+//     string, the integer and float types, json.Number, map[string]any,
+//     map[string]string, []any and []string is written by this package directly, to the
+//     same bytes, without reflection.
+//
+// Both identifiers come from one read of crypto/rand, and the Envelope, their text and the
+// data text share one allocation (up to about 8 KiB of data); data is encoded in pooled
+// scratch memory.
 //
 // Errors wrap [ErrInvalidURN] (blank URN), [ErrInvalidData] (not an object, NaN or ±Inf,
 // unmarshalable) or [ErrInvalidOption].
@@ -92,39 +99,49 @@ func Make(urn string, data any, opts ...MakeOption) (*Envelope, error) {
 	if job == "" || !utf8.ValidString(job) {
 		return nil, fmt.Errorf("%w: %q is blank or not valid UTF-8", ErrInvalidURN, urn)
 	}
-	var cfg makeConfig
+	sc := getScratch()
+	defer sc.release()
+	// The options write into the pooled scratch: a local config would escape to the heap
+	// through the interface call.
+	cfg := &sc.cfg
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
 		}
-		if err := o.apply(&cfg); err != nil {
+		if err := o.apply(cfg); err != nil {
 			return nil, err
 		}
 	}
-	raw, err := marshalData(data)
+	text, err := sc.dataText(data)
 	if err != nil {
 		return nil, err
 	}
+	// One allocation holds the Envelope, the text of both identifiers and the data.
+	nIDs := 0
 	if cfg.traceID == "" || cfg.messageID == "" {
+		nIDs = 2 * uuidLen
+	}
+	e, buf := newEnvelope(nIDs + len(text))
+	if nIDs > 0 {
 		// One read of the system's random source for both identifiers.
-		var ids [2]string
-		if err := newUUIDs(ids[:]); err != nil {
+		if err := newUUIDs(buf[:nIDs]); err != nil {
 			return nil, err
 		}
 		if cfg.traceID == "" {
-			cfg.traceID = ids[0]
+			cfg.traceID = unsafe.String(&buf[0], uuidLen) //nolint:gosec // G103: never written again
 		}
 		if cfg.messageID == "" {
-			cfg.messageID = ids[1]
+			cfg.messageID = unsafe.String(&buf[uuidLen], uuidLen) //nolint:gosec // G103: never written again
 		}
 	}
+	copy(buf[nIDs:], text)
 	if cfg.createdAt.IsZero() {
 		cfg.createdAt = time.Now()
 	}
-	return &Envelope{
+	*e = Envelope{
 		Job:     job,
 		TraceID: cfg.traceID,
-		Data:    raw,
+		Data:    buf[nIDs:len(buf):len(buf)], // capped: appending reallocates
 		Meta: Meta{
 			ID:            cfg.messageID,
 			Queue:         cfg.queue,
@@ -132,61 +149,96 @@ func Make(urn string, data any, opts ...MakeOption) (*Envelope, error) {
 			SchemaVersion: SchemaVersion,
 			CreatedAt:     cfg.createdAt.UnixMilli(),
 		},
-	}, nil
+	}
+	return e, nil
 }
 
-// newUUIDs fills ids with random (version 4, RFC 9562 variant) UUIDs from a single read of
-// crypto/rand, as uuid.NewRandom would make them one read each.
-func newUUIDs(ids []string) error {
-	buf := make([]byte, 16*len(ids))
-	if _, err := rand.Read(buf); err != nil {
+// uuidLen is the length of a UUID in its canonical text form.
+const uuidLen = 36
+
+// newUUIDs writes len(dst)/36 random (version 4, RFC 9562 variant) UUIDs into dst in their
+// canonical form (lower-case hex, 8-4-4-4-12, as uuid.UUID.String writes them), from a
+// single read of crypto/rand.
+func newUUIDs(dst []byte) error {
+	var raw [2 * 16]byte
+	n := len(dst) / uuidLen
+	if _, err := rand.Read(raw[:16*n]); err != nil {
 		return fmt.Errorf("envelope: generate uuid: %w", err)
 	}
-	for i := range ids {
-		var u uuid.UUID
-		copy(u[:], buf[16*i:])
+	for i := range n {
+		u := raw[16*i : 16*i+16]
 		u[6] = (u[6] & 0x0f) | 0x40 // version 4
 		u[8] = (u[8] & 0x3f) | 0x80 // variant 10
-		ids[i] = u.String()
+		out := dst[uuidLen*i : uuidLen*(i+1)]
+		hex.Encode(out[0:8], u[0:4])
+		out[8] = '-'
+		hex.Encode(out[9:13], u[4:6])
+		out[13] = '-'
+		hex.Encode(out[14:18], u[6:8])
+		out[18] = '-'
+		hex.Encode(out[19:23], u[8:10])
+		out[23] = '-'
+		hex.Encode(out[24:36], u[10:16])
 	}
 	return nil
 }
 
-// marshalData turns the data argument of Make into compact JSON object text owned by the
-// envelope.
-func marshalData(data any) (json.RawMessage, error) {
+// dataText returns the compact JSON object text of the data argument of Make, valid until
+// sc is released:
+//   - nil, a nil map[string]any and anything encoding to null are {};
+//   - json.RawMessage and []byte are validated and compacted;
+//   - map[string]any of the common types is written directly (appendValue), exactly as
+//     encoding/json would;
+//   - anything else goes through encoding/json without HTML escaping.
+func (sc *jsonScratch) dataText(data any) ([]byte, error) {
 	switch d := data.(type) {
 	case nil:
-		return []byte("{}"), nil
+		return emptyObject, nil
 	case json.RawMessage:
-		return rawObject(d)
+		return sc.rawObject(d)
 	case []byte:
-		return rawObject(d)
+		return sc.rawObject(d)
+	case map[string]any:
+		if d == nil {
+			return emptyObject, nil
+		}
+		if b, ok := appendMap(sc.b[:0], d, 1, &sc.keys); ok {
+			sc.b = b
+			return b, nil
+		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(data); err != nil {
+	sc.buf.Reset()
+	if err := sc.enc.Encode(data); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidData, err)
 	}
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b := bytes.TrimSuffix(sc.buf.Bytes(), []byte("\n"))
 	switch {
 	case string(b) == "null": // a nil map or pointer
-		return []byte("{}"), nil
+		return emptyObject, nil
 	case b[0] != '{':
 		return nil, dataError(fmt.Sprintf("%T encodes to a JSON %s, want an object", data, kindOf(b[0])))
 	}
 	return b, nil
 }
 
-// rawObject validates raw as one JSON object and returns a compact copy; empty means {}.
-func rawObject(raw []byte) (json.RawMessage, error) {
+// rawObject validates raw as one JSON object and returns its compact text; empty means {}.
+func (sc *jsonScratch) rawObject(raw []byte) ([]byte, error) {
 	obj, ws, err := checkData(raw)
 	if err != nil {
 		return nil, err
 	}
 	if ws {
-		return appendCompact(make([]byte, 0, len(obj)), obj), nil
+		sc.b = appendCompact(sc.b[:0], obj)
+		return sc.b, nil
 	}
-	return append(json.RawMessage(nil), obj...), nil
+	return obj, nil
+}
+
+// release returns sc to the pool unless one of its buffers grew past maxPooled.
+func (sc *jsonScratch) release() {
+	sc.cfg = makeConfig{} // keep no caller's strings alive (appendMap clears its keys)
+	if cap(sc.b) > maxPooled || sc.buf.Cap() > maxPooled || cap(sc.keys) > maxPooled/16 {
+		return
+	}
+	scratchPool.Put(sc)
 }

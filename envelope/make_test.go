@@ -150,3 +150,36 @@ func TestMakeErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestMakeIDsAreCanonicalUUIDv4(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for range 1000 {
+		e, err := envelope.Make("urn:a:b", nil)
+		require.NoError(t, err)
+		for _, id := range []string{e.TraceID, e.Meta.ID} {
+			u, err := uuid.Parse(id)
+			require.NoError(t, err)
+			require.Equal(t, u.String(), id, "the canonical lower-case form")
+			require.Equal(t, uuid.Version(4), u.Version())
+			require.Equal(t, uuid.RFC4122, u.Variant())
+			require.False(t, seen[id], "ids repeat")
+			seen[id] = true
+		}
+	}
+	e, err := envelope.Make("urn:a:b", nil, envelope.WithTraceID("t"))
+	require.NoError(t, err)
+	assert.Equal(t, "t", e.TraceID)
+	_, err = uuid.Parse(e.Meta.ID)
+	require.NoError(t, err, "the other id is still drawn")
+}
+
+func TestMakeDataIsCapped(t *testing.T) {
+	t.Parallel()
+	e, err := envelope.Make("urn:a:b", map[string]any{"a": 1})
+	require.NoError(t, err)
+	assert.Equal(t, len(e.Data), cap(e.Data), "appending to Data reallocates")
+	id := e.Meta.ID
+	e.Data[2] = 'b'
+	assert.Equal(t, id, e.Meta.ID, "writing Data changes no other field")
+}
