@@ -24,7 +24,8 @@
 //     "schemas/orders-created.json", "owner": "orders", "status": "active"}]}. "urn" and
 //     "schema" are required; "schema" is a file path, relative to the manifest's
 //     directory unless absolute; a URN may appear once. "owner", "status" and any other
-//     member are accepted and not used.
+//     member are accepted and not used. [NewRegistryProviderFS] reads the same from an
+//     fs.FS, such as an embed.FS that ships the registry inside the binary.
 //
 // # Publishing
 //

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -109,31 +111,41 @@ func NewDirProvider(dir string) (*MapProvider, error) {
 
 // compileFiles compiles URN → schema file path.
 func compileFiles(files map[string]string) (*MapProvider, error) {
-	c := newCompiler()
 	locs := make(map[string]string, len(files))
-	added := map[string]bool{}
 	for urn, path := range files {
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrSchema, urn, err)
 		}
-		loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
-		locs[urn] = loc
+		locs[urn] = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+		files[urn] = abs
+	}
+	return compileSources(files, locs, func(path string) ([]byte, error) {
+		return os.ReadFile(path) //nolint:gosec // reading the schema files the caller names is the point
+	})
+}
+
+// compileSources compiles URN → source (a path that read reads), each added at its loc.
+func compileSources(sources, locs map[string]string, read func(string) ([]byte, error)) (*MapProvider, error) {
+	c := newCompiler()
+	added := map[string]bool{}
+	for urn, src := range sources {
+		loc := locs[urn]
 		if added[loc] {
 			continue // two URNs may share one schema file
 		}
-		raw, err := os.ReadFile(abs) //nolint:gosec // reading the schema files the caller names is the point
+		raw, err := read(src)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: read schema: %w", ErrSchema, urn, err)
 		}
 		if err := addResource(c, loc, raw); err != nil {
-			return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, path, err)
+			return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, src, err)
 		}
 		added[loc] = true
 		if !hasID(raw) {
 			// Also under its URN, so another schema may $ref it by URN.
 			if err := addResource(c, urn, raw); err != nil {
-				return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, path, err)
+				return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, src, err)
 			}
 		}
 	}
@@ -223,4 +235,31 @@ func NewRegistryProvider(path string) (*MapProvider, error) {
 		files[e.URN] = p
 	}
 	return compileFiles(files)
+}
+
+// NewRegistryProviderFS is [NewRegistryProvider] on a file system, such as an embed.FS that
+// ships the registry inside the binary: name is the manifest's slash-separated path in fsys,
+// and every entry's "schema" path is relative to the manifest's directory (absolute paths
+// and paths leaving fsys are refused). Errors wrap [ErrSchema].
+func NewRegistryProviderFS(fsys fs.FS, name string) (*MapProvider, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSchema, err)
+	}
+	entries, err := ParseRegistry(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	dir := path.Dir(name)
+	sources := make(map[string]string, len(entries))
+	locs := make(map[string]string, len(entries))
+	for _, e := range entries {
+		p := path.Join(dir, e.Schema)
+		if path.IsAbs(e.Schema) || !fs.ValidPath(p) {
+			return nil, fmt.Errorf("%w: %s: %s: schema path %q is not inside the file system", ErrSchema, name, e.URN, e.Schema)
+		}
+		sources[e.URN] = p
+		locs[e.URN] = "fs:///" + p
+	}
+	return compileSources(sources, locs, func(p string) ([]byte, error) { return fs.ReadFile(fsys, p) })
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -104,6 +105,29 @@ func TestRegistryProvider(t *testing.T) {
 	_, err = schema.NewRegistryProvider(filepath.Join(dir, "broken.json"))
 	require.ErrorIs(t, err, schema.ErrSchema)
 	assert.Contains(t, err.Error(), "urn:babel:a:b")
+}
+
+func TestRegistryProviderFS(t *testing.T) {
+	fsys := fstest.MapFS{
+		"reg/registry.json":               {Data: []byte(`{"schemas":[{"urn":"urn:babel:orders:created","schema":"schemas/orders-created.json"},{"urn":"urn:babel:orders:refund","schema":"schemas/refund.json"}]}`)},
+		"reg/schemas/orders-created.json": {Data: []byte(orderSchema)},
+		"reg/schemas/refund.json":         {Data: []byte(`{"properties":{"order":{"$ref":"orders-created.json"},"same":{"$ref":"urn:babel:orders:created"}}}`)},
+		"escape/registry.json":            {Data: []byte(`{"schemas":[{"urn":"urn:babel:a:b","schema":"../../x.json"}]}`)},
+		"absolute/registry.json":          {Data: []byte(`{"schemas":[{"urn":"urn:babel:a:b","schema":"/x.json"}]}`)},
+		"missing/registry.json":           {Data: []byte(`{"schemas":[{"urn":"urn:babel:a:b","schema":"x.json"}]}`)},
+	}
+	p, err := schema.NewRegistryProviderFS(fsys, "reg/registry.json")
+	require.NoError(t, err)
+	s, found, err := p.Schema("urn:babel:orders:refund")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Error(t, s.Validate([]byte(`{"order":{"order_id":0}}`)), "a relative $ref applies")
+	require.Error(t, s.Validate([]byte(`{"same":{"order_id":0}}`)), "a $ref by URN applies")
+	require.NoError(t, s.Validate([]byte(`{"order":{"order_id":1},"same":{"order_id":2}}`)))
+	for _, name := range []string{"escape/registry.json", "absolute/registry.json", "missing/registry.json", "none.json"} {
+		_, err := schema.NewRegistryProviderFS(fsys, name)
+		require.ErrorIs(t, err, schema.ErrSchema, name)
+	}
 }
 
 func TestParseRegistryErrors(t *testing.T) {
