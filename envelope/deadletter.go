@@ -50,6 +50,7 @@ func (info *DeadLetterInfo) block(reason Reason, queue string) *DeadLetter {
 // deep copy of e with top-level attempts = info.Attempts and a new dead_letter block
 // (replacing any earlier one) with lang "go". Data, unknown keys and the urn alias are kept
 // as received; forbidden keys stay dropped.
+// [Envelope.DeadLetterWithin] encodes it within a size limit.
 func (e *Envelope) ToDeadLetter(info DeadLetterInfo) *Envelope {
 	reason := info.Reason
 	if reason == "" {
@@ -74,6 +75,9 @@ func (e *Envelope) ToDeadLetter(info DeadLetterInfo) *Envelope {
 // exact bytes are never lost. dead_letter.reason is "poison" and original_queue is
 // info.Queue. It fails, wrapping [ErrInvalidReason], when info.Reason is set to another
 // reason.
+//
+// The copy can be several times larger than payload (a NUL is written as 6 bytes), so it
+// may exceed the broker's message size limit; [PoisonCopyWithin] bounds it.
 func PoisonCopy(payload []byte, info DeadLetterInfo) ([]byte, error) {
 	if info.Reason != "" && info.Reason != ReasonPoison {
 		return nil, fmt.Errorf("%w: a poison copy has reason %q, got %q", ErrInvalidReason, ReasonPoison, info.Reason)

@@ -139,3 +139,28 @@ func ExamplePoisonCopy() {
 	// envelope: poison (utf8): payload is not valid UTF-8 (first invalid byte at 8)
 	// {"raw":"{\"job\":\"\ufffd\"}","raw_base64":"eyJqb2IiOiL/In0=","dead_letter":{"reason":"poison","error":"envelope: poison (utf8): payload is not valid UTF-8 (first invalid byte at 8)","exception":"*envelope.PoisonError","failed_at":1749132730000,"original_queue":"orders","attempts":1,"lang":"go"}}
 }
+
+func ExamplePoisonCopyWithin() {
+	body := make([]byte, 1<<20) // 1 MiB of NUL: its full poison copy is over 6 MiB
+	const limit = 5 << 20       // the broker's default max message size
+	cp, err := envelope.PoisonCopyWithin(body, envelope.DeadLetterInfo{
+		Cause: errors.New("not JSON"), Queue: "orders", Attempts: 1, FailedAt: time.UnixMilli(1749132730000),
+	}, limit)
+	if err != nil {
+		fmt.Println("poison copy:", err)
+		return
+	}
+	var c struct {
+		Truncated    bool   `json:"truncated"`
+		RawSize      int    `json:"raw_size"`
+		OriginalSize int    `json:"original_size"`
+		SHA256       string `json:"original_sha256"`
+	}
+	if err := json.Unmarshal(cp, &c); err != nil {
+		fmt.Println("unmarshal:", err)
+		return
+	}
+	fmt.Println(len(cp) <= limit, c.Truncated, c.RawSize, c.OriginalSize, c.SHA256[:16])
+	// Output:
+	// true true 65536 1048576 30e14955ebf13522
+}
