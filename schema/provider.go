@@ -120,9 +120,7 @@ func compileFiles(files map[string]string) (*MapProvider, error) {
 		locs[urn] = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
 		files[urn] = abs
 	}
-	return compileSources(files, locs, func(path string) ([]byte, error) {
-		return os.ReadFile(path) //nolint:gosec // reading the schema files the caller names is the point
-	})
+	return compileSources(files, locs, os.ReadFile)
 }
 
 // compileSources compiles URN → source (a path that read reads), each added at its loc.
