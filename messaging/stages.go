@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -239,10 +240,29 @@ func siteName(kind, in, out string, o stageOptions) string {
 	case out != "":
 		desc = "→" + out
 	}
-	if _, file, line, ok := runtime.Caller(2); ok {
+	if file, line, ok := registrationSite(); ok {
 		return fmt.Sprintf("%s(%s) at %s:%d", kind, desc, filepath.Base(file), line)
 	}
 	return fmt.Sprintf("%s(%s)", kind, desc)
+}
+
+// pkgPrefix is the prefix of this package's function names in a stack trace.
+var pkgPrefix = reflect.TypeFor[Runtime]().PkgPath() + "."
+
+// registrationSite is the first caller outside this package: the line that
+// registered the stage, also through the typed-handle wrappers.
+func registrationSite() (file string, line int, ok bool) {
+	pcs := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, pkgPrefix) {
+			return f.File, f.Line, f.File != ""
+		}
+		if !more {
+			return "", 0, false
+		}
+	}
 }
 
 // callSafely runs f, turning a panic into an error wrapping reactive.ErrPanic.
