@@ -90,6 +90,9 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 			}
 		}
 	}
+	if t.terminated.Load() {
+		return addResult{code: TopicTerminatedError, msg: "Topic was already terminated", outs: outs}
+	}
 	a := &t.access
 	p.exclusive = mode != wire.ProducerAccessMode_Shared
 	busyExclusive := "Topic has an existing exclusive producer: " + a.exclusiveName

@@ -39,8 +39,10 @@ func (b *Broker) startAdmin(ln net.Listener) {
 	mux.HandleFunc("DELETE "+base+"/{topic}/partitions", a.deletePartitioned)
 	mux.HandleFunc("GET "+base+"/{topic}/subscriptions", a.listSubscriptions)
 	a.registerMore(mux, base) // admin_more.go
+	mux.HandleFunc("POST "+base+"/{topic}/terminate", a.terminateTopic)
+	mux.HandleFunc("POST "+base+"/{topic}/partitions/terminate", a.terminatePartitioned)
+	a.registerPeek(mux, base) // admin_peek.go
 	for _, p := range []string{
-		"POST " + base + "/{topic}/terminate", "POST " + base + "/{topic}/partitions/terminate",
 		"PUT " + base + "/{topic}/compaction", "POST " + base + "/{topic}/deduplicationEnabled",
 		"POST " + base + "/{topic}/replication", "POST /admin/v2/namespaces/{tenant}/{namespace}/deduplication",
 		"POST /admin/v2/namespaces/{tenant}/{namespace}/replication",
@@ -156,6 +158,6 @@ func (a *adminServer) listSubscriptions(w http.ResponseWriter, r *http.Request) 
 }
 
 func (*adminServer) notImplemented(w http.ResponseWriter, r *http.Request) {
-	writeReason(w, http.StatusNotImplemented, "pulsartest: "+r.URL.Path+" (termination, compaction, deduplication, "+
+	writeReason(w, http.StatusNotImplemented, "pulsartest: "+r.URL.Path+" (compaction, deduplication, "+
 		"replication) is not supported")
 }

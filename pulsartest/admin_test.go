@@ -51,7 +51,7 @@ func TestAdminHTTPSubset(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.JSONEq(t, `["persistent://public/default/orders"]`, body)
 
-	code, body = adminDo(t, http.MethodPost, base+"/plain/terminate", "")
+	code, body = adminDo(t, http.MethodPut, base+"/plain/compaction", "")
 	assert.Equal(t, http.StatusNotImplemented, code)
 	assert.Contains(t, body, "not supported")
 	code, _ = adminDo(t, http.MethodGet, b.AdminURL()+"/admin/v2/clusters", "")

@@ -157,11 +157,11 @@ func TestUnsupportedFeaturesAnswerAnError(t *testing.T) {
 
 	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_SUBSCRIBE.Enum(), Subscribe: &wire.CommandSubscribe{
 		Topic: proto.String("t"), Subscription: proto.String("s"), SubType: wire.CommandSubscribe_Exclusive.Enum(),
-		ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(8), ReadCompacted: proto.Bool(true),
+		ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(8), ReplicateSubscriptionState: proto.Bool(true),
 	}})
 	f = rc.read()
 	require.Equal(t, wire.BaseCommand_ERROR, f.Cmd.GetType())
-	assert.Contains(t, f.Cmd.GetError().GetMessage(), "compaction")
+	assert.Contains(t, f.Cmd.GetError().GetMessage(), "geo-replication")
 
 	// The connection is still usable.
 	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_PING.Enum(), Ping: &wire.CommandPing{}})
@@ -202,7 +202,7 @@ func TestAdminAPI(t *testing.T) {
 	require.ErrorIs(t, b.CreateTopic("public/default/plain"), pulsartest.ErrTopicExists)
 	require.NoError(t, b.CreatePartitionedTopic("persistent://acme/ns/orders", 2))
 	require.ErrorIs(t, b.CreatePartitionedTopic("x", 0), pulsartest.ErrInvalidTopic)
-	require.ErrorIs(t, b.CreateTopic("non-persistent://public/default/x"), pulsartest.ErrInvalidTopic)
+	require.ErrorIs(t, b.CreateTopic("kafka://public/default/x"), pulsartest.ErrInvalidTopic)
 	assert.Equal(t, []string{
 		"persistent://acme/ns/orders-partition-0",
 		"persistent://acme/ns/orders-partition-1",

@@ -339,12 +339,24 @@ func (c *conn) handle(f wire.Frame) {
 	}
 }
 
-// topicsOfNamespace lists the namespace's topics; there are no non-persistent ones.
+// topicsOfNamespace lists the namespace's topics of the requested domain(s).
 func (c *conn) topicsOfNamespace(g *wire.CommandGetTopicsOfNamespace) []string {
-	if g.GetMode() == wire.CommandGetTopicsOfNamespace_NON_PERSISTENT {
-		return nil
+	var out []string
+	for _, t := range c.b.topicsOfNamespace(g.GetNamespace()) {
+		switch np := isNonPersistent(t); g.GetMode() {
+		case wire.CommandGetTopicsOfNamespace_ALL:
+		case wire.CommandGetTopicsOfNamespace_NON_PERSISTENT:
+			if !np {
+				continue
+			}
+		default:
+			if np {
+				continue
+			}
+		}
+		out = append(out, t)
 	}
-	return c.b.topicsOfNamespace(g.GetNamespace())
+	return out
 }
 
 func (c *conn) consumer(id uint64) *consumer {
@@ -467,6 +479,10 @@ func (c *conn) handleSend(m *wire.CommandSend, payload []byte) {
 		c.close()
 		return
 	}
+	if p.t.terminated.Load() {
+		c.sendSendError(pid, seq, TopicTerminatedError, "Topic was already terminated")
+		return
+	}
 	if code, ok := c.b.takeSendFault(p.t); ok {
 		c.sendSendError(pid, seq, code, "injected send failure")
 		return
@@ -503,11 +519,9 @@ func (c *conn) handleCloseProducer(m *wire.CommandCloseProducer) {
 
 func (c *conn) handleSubscribe(m *wire.CommandSubscribe) {
 	reqID := m.GetRequestId()
-	switch {
-	case m.GetReadCompacted():
-		c.sendError(reqID, NotAllowedError, "compaction (read_compacted) is not supported")
-		return
-	case m.GetReplicateSubscriptionState():
+	// read_compacted is accepted: compaction never runs here, so a compacted read sees the whole topic, as on
+	// a Pulsar topic that was never compacted.
+	if m.GetReplicateSubscriptionState() {
 		c.sendError(reqID, NotAllowedError, "geo-replication (replicate_subscription_state) is not supported")
 		return
 	}

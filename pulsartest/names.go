@@ -8,24 +8,25 @@ import (
 
 const partitionSuffix = "-partition-"
 
-// normalizeTopic turns the short forms clients send into persistent://tenant/namespace/name.
+// normalizeTopic turns the short forms clients send into persistent://tenant/namespace/name (or
+// non-persistent://…).
 func normalizeTopic(name string) (string, error) {
 	rest, scheme := name, "persistent"
 	if i := strings.Index(name, "://"); i >= 0 {
 		scheme, rest = name[:i], name[i+3:]
 	}
-	if scheme != "persistent" {
-		return "", fmt.Errorf("%w: %q: only persistent topics are supported", ErrInvalidTopic, name)
+	if scheme != "persistent" && scheme != "non-persistent" {
+		return "", fmt.Errorf("%w: %q: the domain must be persistent or non-persistent", ErrInvalidTopic, name)
 	}
 	parts := strings.Split(rest, "/")
 	switch {
 	case len(parts) == 1 && parts[0] != "":
-		return "persistent://public/default/" + parts[0], nil
+		return scheme + "://public/default/" + parts[0], nil
 	case len(parts) == 3 && parts[0] != "" && parts[1] != "" && parts[2] != "":
-		return "persistent://" + rest, nil
+		return scheme + "://" + rest, nil
 	case len(parts) == 4 && parts[0] != "" && parts[3] != "":
 		// legacy tenant/cluster/namespace/topic
-		return "persistent://" + rest, nil
+		return scheme + "://" + rest, nil
 	default:
 		return "", fmt.Errorf("%w: %q", ErrInvalidTopic, name)
 	}
@@ -46,9 +47,12 @@ func splitPartition(fq string) (string, int32) {
 
 // namespaceOf returns tenant/namespace of a fully qualified topic name.
 func namespaceOf(fq string) string {
-	rest := strings.TrimPrefix(fq, "persistent://")
+	rest := strings.TrimPrefix(strings.TrimPrefix(fq, "non-persistent://"), "persistent://")
 	if i := strings.LastIndex(rest, "/"); i >= 0 {
 		return rest[:i]
 	}
 	return rest
 }
+
+// isNonPersistent reports whether a fully qualified topic name is in the non-persistent domain.
+func isNonPersistent(fq string) bool { return strings.HasPrefix(fq, "non-persistent://") }

@@ -65,8 +65,11 @@ type topic struct {
 	base      string // partitioned topic name for a partition, else name
 	partition int32
 	ledgerID  uint64
+	// nonPersistent: a non-persistent:// topic, which stores nothing (nonpersistent.go)
+	nonPersistent bool
 
 	injectedSendErrors atomic.Int64
+	terminated         atomic.Bool // terminate.go
 
 	mu        sync.Mutex
 	entries   []*entry
@@ -82,7 +85,7 @@ type topic struct {
 
 func newTopic(b *Broker, name, base string, partition int32, ledger uint64) *topic {
 	return &topic{
-		b: b, name: name, base: base, partition: partition, ledgerID: ledger,
+		b: b, name: name, base: base, partition: partition, ledgerID: ledger, nonPersistent: isNonPersistent(name),
 		subs: map[string]*subscription{}, producers: map[*producer]struct{}{},
 	}
 }
@@ -128,7 +131,11 @@ func (t *topic) append(e *entry) (int64, []outbound) {
 	if e.hasBatch {
 		t.lastBatch = e.numMsgs - 1
 	}
-	return e.id, t.dispatchLocked(nil)
+	outs := t.dispatchLocked(nil)
+	if t.nonPersistent {
+		t.dropUndeliveredLocked()
+	}
+	return e.id, outs
 }
 
 func (t *topic) busy() bool {
@@ -181,9 +188,10 @@ func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerE
 	}
 	switch {
 	case s == nil:
-		s = t.newSubscription(name, m.GetDurable(), typ, ks)
+		s = t.newSubscription(name, m.GetDurable() && !t.nonPersistent, typ, ks)
 		pos := t.next
 		switch {
+		case t.nonPersistent: // nothing stored to start from (nonpersistent.go)
 		case !m.GetDurable():
 			pos = t.startPosition(m.GetStartMessageId())
 		case m.GetInitialPosition() == wire.CommandSubscribe_Earliest:

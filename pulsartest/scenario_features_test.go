@@ -1,0 +1,89 @@
+package pulsartest_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+)
+
+// A non-persistent topic delivers to the consumers connected when a message arrives and keeps nothing for a
+// subscription that connects later.
+func TestNonPersistentTopicKeepsNothing(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		np := "non-persistent://public/default/" + topic
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: np, DisableBatching: true})
+		sendAll(t, p, "nobody listens")
+		k := subscribe(t, c, apulsar.ConsumerOptions{
+			Topic: np, SubscriptionName: "s", SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+		})
+		sendAll(t, p, "live")
+		assert.Equal(t, "live", string(receive(t, k).Payload()))
+		k.Close()
+		sendAll(t, p, "gone")
+		late := subscribe(t, c, apulsar.ConsumerOptions{
+			Topic: np, SubscriptionName: "s", SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+		})
+		expectNone(t, late, 300*time.Millisecond)
+		if b := tg.Broker(); b != nil {
+			assert.Zero(t, b.Stats(np).Entries, "nothing stored")
+		}
+	})
+}
+
+// A reader with read_compacted on a topic that was never compacted reads every message, as on Pulsar (the
+// client's TableView depends on it).
+func TestReadCompactedWithoutCompaction(t *testing.T) {
+	eachTarget(t, func(t *testing.T, _ target, c apulsar.Client, topic string) {
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+		for _, kv := range [][2]string{{"a", "1"}, {"a", "2"}} {
+			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Key: kv[0], Payload: []byte(kv[1])})
+			require.NoError(t, err)
+		}
+		r, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.EarliestMessageID(), ReadCompacted: true})
+		require.NoError(t, err)
+		defer r.Close()
+		for _, want := range []string{"1", "2"} {
+			ctx, cancel := context.WithTimeout(t.Context(), receiveTimeout)
+			m, err := r.Next(ctx)
+			cancel()
+			require.NoError(t, err)
+			assert.Equal(t, want, string(m.Payload()))
+		}
+	})
+}
+
+// Terminating a topic disconnects its producers, which then close with ErrTopicTerminated; new producers are
+// refused; consumers still read what was stored.
+func TestTopicTermination(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+	k := subscribe(t, c, apulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	sendAll(t, p, "last")
+	code, body := adminDo(t, http.MethodPost, b.AdminURL()+"/admin/v2/persistent/public/default/"+topic+"/terminate", "")
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `"entryId":0`)
+	eventually(t, "the producer to close", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		_, err := p.Send(ctx, &apulsar.ProducerMessage{Payload: []byte("more")})
+		return errors.Is(err, apulsar.ErrTopicTerminated) || errors.Is(err, apulsar.ErrProducerClosed)
+	})
+	_, err := c.CreateProducer(apulsar.ProducerOptions{Topic: topic})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "TopicTerminated")
+	assert.Equal(t, "last", string(receive(t, k).Payload()))
+	assert.ErrorIs(t, b.TerminateTopic("missing"), pulsartest.ErrTopicNotFound)
+}
