@@ -39,7 +39,8 @@ type connFlags struct {
 	tokenFile     string
 	trustCerts    string
 	allowInsecure bool
-	timeout       time.Duration
+	timeout       time.Duration  // settled from timeoutp
+	timeoutp      *time.Duration // the --timeout flag
 	verbose       bool
 }
 
@@ -47,7 +48,6 @@ type connFlags struct {
 // read by connect, after parsing.
 func (c *connFlags) register(fs *flag.FlagSet) {
 	c.fs = fs
-	c.timeout = defaultTimeout
 	fs.StringVar(&c.url, "url", "", "Pulsar service `URL` (default: env "+envURL+", else "+defaultURL+")")
 	fs.StringVar(&c.token, "token", "", "authentication `token` (default: env "+envToken+
 		"); other local users can see a flag, prefer --token-file")
@@ -56,9 +56,10 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 		"`file` of trusted CA certificates for pulsar+ssl:// (default: env "+envTrustCerts+")")
 	fs.BoolVar(&c.allowInsecure, "tls-allow-insecure", false,
 		"accept any TLS certificate (default: env "+envAllowInsecure+"=true)")
-	timeout := &durationFlag{p: &c.timeout, positive: true}
-	fs.Var(timeout, "timeout", "give up connecting after this `duration`; also bounds each broker request")
-	fs.Var(timeout, "connect-timeout", "alias of --timeout")
+	timeout := newDurationFlag(fs, "timeout", defaultTimeout, true,
+		"give up connecting after this `duration`; also bounds each broker request")
+	fs.Var(fs.Lookup("timeout").Value, "connect-timeout", "alias of --timeout")
+	c.timeoutp = timeout
 	fs.BoolVar(&c.verbose, "v", false, "log the client's activity to standard error")
 }
 
@@ -70,6 +71,9 @@ func (c *connFlags) settled() (connFlags, error) {
 		c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	}
 	out := *c
+	if c.timeoutp != nil {
+		out.timeout = *c.timeoutp
+	}
 	if !set["url"] {
 		out.url = os.Getenv(envURL)
 		if out.url == "" {
@@ -106,7 +110,7 @@ func (c *connFlags) settled() (connFlags, error) {
 		}
 	}
 	if out.tokenFile != "" {
-		b, err := os.ReadFile(out.tokenFile)
+		b, err := os.ReadFile(out.tokenFile) //nolint:gosec // reading the file the user names is the point
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
@@ -150,7 +154,7 @@ func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (apulsar.Clie
 	}
 	cl, err := bqpulsar.Connect(ctx, opts)
 	if err != nil {
-		return nil, err //nolint:wrapcheck // a *ConnectError names the URL and the cause
+		return nil, err
 	}
 	return cl, nil
 }
@@ -175,7 +179,7 @@ func await[T any](ctx context.Context, call func() (T, error)) (T, error) {
 		return r.v, r.err
 	case <-ctx.Done():
 		var zero T
-		return zero, ctx.Err()
+		return zero, fmt.Errorf("gave up waiting: %w", ctx.Err())
 	}
 }
 

@@ -89,11 +89,11 @@ Flags:
 	if err != nil {
 		return fail(conn.wrap(err))
 	}
-	defer func() { //nolint:contextcheck // Close takes no ctx; WithCloseTimeout bounds it
+	defer func() {
 		if ctx.Err() != nil {
 			return // interrupted: do not wait for the flush
 		}
-		if err := pub.Close(); err != nil {
+		if err := pub.Close(); err != nil { //nolint:contextcheck // Close takes no ctx; WithCloseTimeout bounds it
 			fmt.Fprintf(stderr, "%s: close: %s\n", name, oneLine(err.Error()))
 		}
 	}()

@@ -21,7 +21,7 @@ func TestPublishAndTail(t *testing.T) {
 
 	code, stdout, stderr := runBQ(t, "publish", url, "--topic", "orders", "--urn", "urn:babel:orders:created",
 		"--data", `{"order_id":1042}`, "--header", "traceparent=00-abc-def-01", "--header", "bq-job=spoofed",
-		"--key", "customer-7", "--count", "2")
+		"--key", "customer-7", "--ordering-key", "order-1042", "--count", "2")
 	require.Equal(t, exitOK, code, stderr)
 	ids := strings.Fields(stdout)
 	require.Len(t, ids, 2)
@@ -42,6 +42,7 @@ func TestPublishAndTail(t *testing.T) {
 		assert.Equal(t, 3, strings.Count(stdout, "--- "), stdout)
 		assert.Contains(t, stdout, "  bq-job: urn:babel:orders:created\n", "the contract property wins over a header")
 		assert.Contains(t, stdout, "  traceparent: 00-abc-def-01\n")
+		assert.Equal(t, 2, strings.Count(stdout, "  key: customer-7\n  ordering key: order-1042\n"), stdout)
 		assert.Contains(t, stdout, "  verdict: accepted urn:babel:orders:created, attempts 0\n")
 		assert.Contains(t, stdout, `"order_id": 9007199254740993`, "data text kept exactly")
 		assert.Contains(t, stdout, `"rate": 1.0`)

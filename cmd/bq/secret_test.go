@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,6 +70,7 @@ func TestNoOutputShowsTheToken(t *testing.T) {
 	b := pulsartest.NewBroker(t, pulsartest.WithAuthToken("the-right-one"))
 	file := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(file, []byte(fileSentinel+"\n"), 0o600))
+	t.Setenv("PULSAR_ADMIN_URL", "http://127.0.0.1:1") // dlq list and peek: refused, whatever listens on 8080
 
 	t.Run("env", func(t *testing.T) {
 		t.Setenv(envToken, envSentinel)
@@ -119,5 +119,5 @@ func TestTokenSources(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, stderr, envToken)
 	assert.Contains(t, stderr, envTokenFile)
-	assert.False(t, strings.Contains(stderr, "wrong"), stderr)
+	assert.NotContains(t, stderr, "wrong")
 }
