@@ -135,52 +135,14 @@ func consumerSetup(opts []ConsumerOption) (consumerConfig, error) {
 }
 
 func checkStrategy(cfg consumerConfig) error {
-	if cfg.policy.Strategy == retry.Nack && cfg.subType != apulsar.Shared && cfg.subType != apulsar.KeyShared {
-		return fmt.Errorf("%w: retry by nack needs a Shared or Key_Shared subscription (the broker does not count redeliveries on %s, so the message would loop); use retry.Republish",
-			ErrInvalidOption, subTypeName(cfg.subType))
-	}
-	return nil
-}
-
-func subTypeName(t apulsar.SubscriptionType) string {
-	switch t {
-	case apulsar.Exclusive:
-		return "Exclusive"
-	case apulsar.Shared:
-		return "Shared"
-	case apulsar.Failover:
-		return "Failover"
-	case apulsar.KeyShared:
-		return "Key_Shared"
-	default:
-		return fmt.Sprintf("type %d", t)
-	}
+	return engine.CheckRetryStrategy(cfg.policy.Strategy, cfg.subType)
 }
 
 func clientSenders(client apulsar.Client, cfg consumerConfig) func(topic string) (Sender, func(), error) {
 	if cfg.senderFactory != nil {
 		return cfg.senderFactory
 	}
-	return func(topic string) (Sender, func(), error) {
-		po := apulsar.ProducerOptions{
-			// Each retry or dead letter is sent synchronously by the worker that holds the
-			// message, so a batch of one is flushed at once instead of after the batching
-			// delay. Batching is not disabled outright: pulsar-client-go v0.19.0's unbatched
-			// send path races with its own reconnect (producerName and encryptor are rewritten
-			// by grabCnx while internalSingleSend reads them), which -race reports whenever a
-			// connection drops during a send.
-			BatchingMaxMessages: 1,
-		}
-		if cfg.senderOpts != nil {
-			cfg.senderOpts(&po)
-		}
-		po.Topic = topic
-		p, err := client.CreateProducer(po)
-		if err != nil {
-			return nil, nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, err)
-		}
-		return p, p.Close, nil
-	}
+	return engine.ClientSenders(client, cfg.senderOpts)
 }
 
 func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory func(string) (Sender, func(), error)) *Consumer {

@@ -89,32 +89,45 @@
 // receives pipeline events (received, handled with latency, failed, retried,
 // dead-lettered, dropped, poison, gate-rejected, unknown URN).
 //
-// # Reactive source
+// # Handler outcomes and middleware
 //
-// [NewSource] exposes a subscription as a unicast reactive.Publisher of
-// messaging.Message[[]byte], built on reactive.Outlet: its pump goroutine calls Receive
-// only while the subscriber's demand exceeds the messages received but not yet delivered
-// and fewer than MaxInflight messages are unsettled, so Request(reactive.Unbounded)
-// means "as fast as MaxInflight allows". Cancel stops the pump at once (its Receive is
-// cancelled); delivered messages stay settle-able until [Source.Close], which waits for
-// them until its ctx. Each message carries [IncomingMetadata] (with the reconciled
-// attempts and the routing URN). Before a message is delivered the source applies the
-// bq-schema-version gate (a rejection is dead-lettered raw on the pump, never delivered)
-// and reconciles attempts. A nack is settled by the [Consumer]'s own code (retry by
-// republish or nack while deliveries are left, then the dead-letter copy; a failed write
-// nacks, never acks), so the reactive path and Consumer.Run share one implementation;
-// the nack returns when that settlement is done, holding its in-flight slot meanwhile.
-// The source passes the Reactive Streams TCK's publisher verification on the embedded
-// broker (Create(n) publishing n messages and completing at their end).
+// A handler returns nil (ack), an error (a failed delivery: retried while deliveries are
+// left, then dead-lettered), [DeadLetter](err) (dead-letter now with reason failed, no
+// retries: a failure no retry can fix) or [RetryAfter](d, err) (failed; the retry waits d
+// instead of the policy's backoff). [WithMiddleware] wraps every handler; the first
+// middleware given is the outermost, and each sees the context, the envelope, the message
+// and the outcome on the way back. Idempotency, payload validation and tracing are written
+// as middleware (packages idempotency, schema, bqotel).
 //
-// Heap of a source whose stage settles nothing (Request(Unbounded), MaxInflight 256, the
-// default receiver queue of 512, 1 KiB payloads; HeapInuse after GC minus before
-// subscribing, BenchmarkSourceHeapBacklog -benchtime 5x, 3 runs, AMD EPYC, 2 cores):
-// 1.51–1.54 MB with a backlog of 10,000 messages, 1.45–1.53 MB with 200,000 — bounded
-// by the windows (768 payloads of 1 KiB plus their messages), not by the backlog.
+// [WithDeliveryHook] opens a context per delivery before the gate (a tracing span, say) and
+// receives its [Settlement]; the context reaches the handler, the settlement writes and the
+// [Event.Context] of the observer's events. [WithPublishHook] is its publishing twin.
 //
-// The babelqueue-pulsar connector of the messaging runtime, with the reactive sink and
-// the "babelqueue" codec, is package
+// # Health
+//
+// [Consumer.Health] is live until the consumer is closed or its Pulsar consumer fails for
+// good, and ready while its last receive, acknowledgement and settlement write (retry
+// republish, dead-letter write) succeeded; Reasons name what failed. [Consumer.InFlight]
+// and [Publisher.Pending] count the work in progress.
+//
+// # New subscriptions
+//
+// [NewConsumer] creates a subscription that does not exist yet at the earliest message the
+// topic holds ([WithInitialPosition] says otherwise), so a job published before the first
+// worker subscribed is not skipped; pulsar-client-go's own default is Latest. An existing
+// subscription keeps its cursor.
+//
+// # One engine
+//
+// The Consumer and the messaging connector's Source (package pulsar/connector) are two
+// fronts on one delivery engine: the same admission (gate, classification, reconciliation,
+// routing) and the same settlement (ack, retry, dead letter, nack after a failed write), so
+// the same input is settled the same way on both. The Publisher and the connector's Sink
+// build their messages with one builder: exactly the six bq-* properties, the caller's
+// headers where they do not clash, and bq-delay only for a real delay.
+//
+// The babelqueue-pulsar connector of the messaging runtime, with its reactive source and
+// sink and the "babelqueue" codec, is package
 // github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector.
 //
 // # Deviations from the architecture sketch

@@ -8,7 +8,7 @@ import (
 
 // ErrInvalidOption is wrapped by every error a constructor ([NewPublisher],
 // [WrapProducer], [NewConsumer], [WrapConsumer]) returns for an option it refuses.
-var ErrInvalidOption = errors.New("pulsar: invalid option")
+var ErrInvalidOption = engine.ErrInvalidOption
 
 // ErrClosed is returned by calls on a closed [Publisher] or [Consumer], and by [Consumer.Run]
 // when [Consumer.Close] stopped it.

@@ -109,6 +109,7 @@ const (
 // failure for OutcomeNacked).
 type Settlement = engine.Settlement
 
+// DeliveryHook is called for every received message before the schema-version gate, with
 // the consumer's context. It returns the context the delivery runs with (the handler, the
 // middleware, the settlement writes and the [Event.Context] of its observer events) and a
 // function called exactly once with the delivery's [Settlement] (it may be nil). Tracing

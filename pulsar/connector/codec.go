@@ -17,7 +17,7 @@ var (
 // EnvelopeCodec is the "babelqueue" codec: BabelQueue envelopes as *envelope.Envelope
 // (or envelope.Envelope) payloads. A body that is not an acceptable envelope fails
 // decoding with envelope.ErrPoison, so the runtime dead-letters it at once. The routing
-// URN is in [bqpulsar.IncomingMetadata].URN.
+// URN is in [IncomingMetadata].URN.
 type EnvelopeCodec struct{}
 
 var _ messaging.Codec = EnvelopeCodec{}
@@ -48,7 +48,7 @@ func (EnvelopeCodec) Encode(v any) ([]byte, error) {
 }
 
 // Decode classifies b as an envelope (attempts as in the body; the reconciled count is
-// [bqpulsar.IncomingMetadata].Attempts).
+// [IncomingMetadata].Attempts).
 func (EnvelopeCodec) Decode(b []byte, t reflect.Type) (any, error) {
 	env, err := envelope.Classify(b)
 	if err != nil {
@@ -62,4 +62,12 @@ func (EnvelopeCodec) Decode(b []byte, t reflect.Type) (any, error) {
 	default:
 		return nil, fmt.Errorf("pulsar: babelqueue codec cannot decode into %v", t)
 	}
+}
+
+// EncodedEnvelope is the metadata item that carries the envelope a babelqueue-codec payload
+// encodes, so that the sink projects its bq-* properties without decoding the bytes it was
+// just given.
+type EncodedEnvelope struct {
+	// Envelope is the encoded envelope; do not modify it.
+	Envelope *envelope.Envelope
 }

@@ -90,7 +90,7 @@ type config struct {
 	consumerCust  map[string]func(*apulsar.ConsumerOptions)
 	producerCust  map[string]func(*apulsar.ProducerOptions)
 	logger        *zap.Logger
-	deadLetterFor func(context.Context, bqpulsar.IncomingMetadata, error)
+	deadLetterFor func(context.Context, IncomingMetadata, error)
 }
 
 func invalidOption(format string, args ...any) error {
@@ -168,7 +168,7 @@ func WithLogger(l *zap.Logger) Option {
 
 // WithDeadLetterHook is called after an incoming message was written to its dead-letter
 // topic. Default: none. A nil hook is refused.
-func WithDeadLetterHook(f func(ctx context.Context, md bqpulsar.IncomingMetadata, reason error)) Option {
+func WithDeadLetterHook(f func(ctx context.Context, md IncomingMetadata, reason error)) Option {
 	return optionFunc(func(cc *config) error {
 		if f == nil {
 			return invalidOption("nil dead-letter hook")
@@ -179,7 +179,7 @@ func WithDeadLetterHook(f func(ctx context.Context, md bqpulsar.IncomingMetadata
 }
 
 // Connector is the babelqueue-pulsar connector of package messaging: Pulsar
-// subscriptions as [bqpulsar.Source]s, producers as [Sink]s, and the BabelQueue envelope
+// subscriptions as [Source]s, producers as [Sink]s, and the BabelQueue envelope
 // codec. Create it with [New] and register it with messaging.WithConnector.
 type Connector struct {
 	cfg config
@@ -194,7 +194,7 @@ var (
 	_ messaging.OutgoingConnector = (*Connector)(nil)
 	_ messaging.CodecProvider     = (*Connector)(nil)
 	_ messaging.ConnectorCloser   = (*Connector)(nil)
-	_ messaging.Source            = (*bqpulsar.Source)(nil)
+	_ messaging.Source            = (*Source)(nil)
 	_ messaging.Sink              = (*Sink)(nil)
 )
 
@@ -245,7 +245,7 @@ func (*Connector) Attributes() []messaging.Attribute {
 		{Name: AttrTracingEnabled, Type: boolean, Default: "true", Description: "W3C traceparent property, derived from the trace id when absent"},
 		{Name: AttrSubscriptionName, Type: str, Default: "babelqueue", Directions: dirIn, Description: "subscription name"},
 		{Name: AttrSubscriptionType, Type: enum, Default: "Shared", Enum: []string{"Exclusive", "Shared", "Failover", "Key_Shared"}, Directions: dirIn, Description: "subscription type"},
-		{Name: AttrInitialPosition, Type: enum, Default: "Latest", Enum: []string{"Latest", "Earliest"}, Directions: dirIn, Description: "cursor of a new subscription"},
+		{Name: AttrInitialPosition, Type: enum, Default: "Earliest", Enum: []string{"Latest", "Earliest"}, Directions: dirIn, Description: "cursor of a new subscription (Earliest: jobs published before the first subscriber are not skipped)"},
 		{Name: AttrReceiverQueueSize, Type: integer, Directions: dirIn, Description: "client prefetch (default min(1000, 2 × max-inflight))"},
 		{Name: AttrZeroQueue, Type: boolean, Default: "false", Directions: dirIn, Description: "zero-queue consumer: one permit per receive"},
 		{Name: AttrMaxInflight, Type: integer, Default: "256", Directions: dirIn, Description: "delivered-but-unsettled bound"},
@@ -322,7 +322,7 @@ func (a *attrs) topics() []string {
 
 // NewSource implements messaging.IncomingConnector. Configuration faults wrap
 // messaging.ErrInvalidAttribute and name the channel: the attribute faults all in one
-// joined error, then a combination [bqpulsar.NewSource] refuses (also wrapping
+// joined error, then a combination [NewSource] refuses (also wrapping
 // [bqpulsar.ErrInvalidOption]).
 func (c *Connector) NewSource(_ context.Context, cc messaging.ChannelConfig) (messaging.Source, error) {
 	a := &attrs{c: cc}
@@ -334,7 +334,7 @@ func (c *Connector) NewSource(_ context.Context, cc messaging.ChannelConfig) (me
 	if err != nil {
 		return nil, err
 	}
-	s, err := bqpulsar.NewSource(client, o)
+	s, err := NewSource(client, o)
 	if err != nil {
 		return nil, constructorError(cc.Channel(), err)
 	}
@@ -355,34 +355,35 @@ var subTypes = map[string]apulsar.SubscriptionType{
 }
 
 // sourceOptions maps the attributes of an incoming channel to the options of
-// [bqpulsar.NewSource]. It refuses what only the attributes show (a bad value, a bad
+// [NewSource]. It refuses what only the attributes show (a bad value, a bad
 // range, deadLetterPolicy.* with failure-strategy=babelqueue); the combinations of
 // options (retry by nack, cumulative acknowledgement, continue, reconsume-later) are
 // judged once, by NewSource.
-func (c *Connector) sourceOptions(a *attrs) (bqpulsar.SourceOptions, error) {
+func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 	ch := a.c.Channel()
-	o := bqpulsar.SourceOptions{
+	o := SourceOptions{
 		Channel: ch,
 		Consumer: apulsar.ConsumerOptions{
 			Topics:                         a.topics(),
 			SubscriptionName:               attr[string](a, AttrSubscriptionName),
 			Type:                           subTypes[attr[string](a, AttrSubscriptionType)],
-			SubscriptionInitialPosition:    apulsar.SubscriptionPositionLatest,
 			EnableZeroQueueConsumer:        attr[bool](a, AttrZeroQueue),
 			EnableBatchIndexAcknowledgment: attr[bool](a, AttrBatchIndexAck),
 		},
 		MaxInflight:     attr[int](a, AttrMaxInflight),
 		CompleteAtEnd:   attr[bool](a, AttrCompleteAtEnd),
-		FailureStrategy: bqpulsar.FailureStrategy(attr[string](a, AttrFailureStrategy)),
+		FailureStrategy: FailureStrategy(attr[string](a, AttrFailureStrategy)),
 		MaxAttempts:     attr[int](a, AttrMaxAttempts),
 		RetryDelay:      attr[time.Duration](a, AttrRetryDelay),
 		DeadLetterHook:  c.cfg.deadLetterFor,
 		SenderOptions:   senderTimeout(time.Duration(attr[int](a, AttrSendTimeoutMs)) * time.Millisecond),
 		Logger:          c.cfg.logger.With(zap.String("channel", ch)),
 	}
-	if attr[string](a, AttrInitialPosition) == "Earliest" {
-		o.Consumer.SubscriptionInitialPosition = apulsar.SubscriptionPositionEarliest
+	if attr[string](a, AttrInitialPosition) == "Latest" {
+		o.InitialPosition = PositionLatest
 	}
+	codec, _ := a.c.Lookup(messaging.AttrCodec) // reserved: always passed by the runtime
+	o.Envelopes = codec == CodecBabelQueue
 	if a.has(AttrReceiverQueueSize) {
 		o.Consumer.ReceiverQueueSize = attr[int](a, AttrReceiverQueueSize)
 		a.positive(AttrReceiverQueueSize, o.Consumer.ReceiverQueueSize)
@@ -467,7 +468,7 @@ func senderTimeout(d time.Duration) func(*apulsar.ProducerOptions) {
 }
 
 // nativeDLQ maps deadLetterPolicy.*, allowed only without the babelqueue strategy.
-func (*Connector) nativeDLQ(a *attrs, o *bqpulsar.SourceOptions) {
+func (*Connector) nativeDLQ(a *attrs, o *SourceOptions) {
 	names := []string{AttrDLQMaxRedeliverCount, AttrDLQDeadLetterTopic, AttrDLQRetryLetterTopic, AttrDLQInitialSubscription}
 	var set []string
 	for _, n := range names {
@@ -478,7 +479,7 @@ func (*Connector) nativeDLQ(a *attrs, o *bqpulsar.SourceOptions) {
 	if len(set) == 0 {
 		return
 	}
-	if o.FailureStrategy == bqpulsar.FailureBabelQueue {
+	if o.FailureStrategy == FailureBabelQueue {
 		a.invalid("%s not allowed with %s=babelqueue (it dead-letters itself)", strings.Join(set, ", "), AttrFailureStrategy)
 		return
 	}

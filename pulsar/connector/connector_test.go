@@ -81,14 +81,14 @@ func TestConnector_BabelQueueRetriesThenDeadLetters(t *testing.T) {
 				func(rt *messaging.Runtime) {
 					messaging.ConsumeMessage(rt, "in", func(_ context.Context, m messaging.Message[*envelope.Envelope]) error {
 						calls.Add(1)
-						md, ok := messaging.MetadataOf[bqpulsar.IncomingMetadata](m.Metadata())
+						md, ok := messaging.MetadataOf[connector.IncomingMetadata](m.Metadata())
 						if ok {
 							urns.Store(md.URN, md.Attempts)
 						}
 						return errors.New("always fails")
 					})
 				},
-				connector.WithDeadLetterHook(func(context.Context, bqpulsar.IncomingMetadata, error) { hooked.Add(1) }))
+				connector.WithDeadLetterHook(func(context.Context, connector.IncomingMetadata, error) { hooked.Add(1) }))
 			publishEnvelopes(t, client, topic, 1)
 			got := dead.wait(t, 1)
 			require.Equal(t, int64(3), calls.Load(), "three deliveries in total")
@@ -159,7 +159,7 @@ func TestConnector_EndToEndProcess(t *testing.T) {
 
 // TestConnector_InvalidCombinations checks that every invalid configuration fails with
 // messaging.ErrInvalidAttribute naming the channel and the rule. The combinations of
-// options are judged by bqpulsar.NewSource alone (their errors also wrap
+// options are judged by NewSource alone (their errors also wrap
 // bqpulsar.ErrInvalidOption); what only the attributes show is judged by the connector.
 func TestConnector_InvalidCombinations(t *testing.T) {
 	c := newConnector(t)
@@ -167,7 +167,7 @@ func TestConnector_InvalidCombinations(t *testing.T) {
 		name        string
 		attrs       map[string]string
 		want        string
-		constructor bool // judged by bqpulsar.NewSource
+		constructor bool // judged by NewSource
 	}{
 		{"retry nack on Exclusive", map[string]string{"subscriptionType": "Exclusive", "retry-strategy": "nack"}, "retry by nack needs a Shared or Key_Shared subscription", true},
 		{"retry nack on Failover", map[string]string{"subscriptionType": "Failover", "retry-strategy": "nack"}, "redeliveries on Failover", true},

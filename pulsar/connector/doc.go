@@ -52,7 +52,7 @@
 // negative ackTimeoutMillis, a malformed negativeAck.redeliveryBackoff, an invalid
 // queue, an outgoing channel with more than one topic, an unknown authentication plugin,
 // and deadLetterPolicy.* with failure-strategy=babelqueue (which dead-letters itself).
-// Combinations of options are judged by the constructors, bqpulsar.NewSource and
+// Combinations of options are judged by the constructors, NewSource and
 // [NewSink], and their errors (which also wrap bqpulsar.ErrInvalidOption) are reported
 // the same way: retry-strategy=nack needs a Shared or Key_Shared subscription (the
 // broker counts no redeliveries on Exclusive and Failover, so the message would loop),
@@ -64,9 +64,9 @@
 //
 // # Incoming channels
 //
-// An incoming channel is a bqpulsar.Source: a unicast reactive publisher of
+// An incoming channel is a Source: a unicast reactive publisher of
 // messaging.Message[[]byte] that receives only against demand and while fewer than
-// max-inflight messages are unsettled, with bqpulsar.IncomingMetadata on each message
+// max-inflight messages are unsettled, with IncomingMetadata on each message
 // (the reconciled attempts and the routing URN). A nack is settled by the failure
 // strategy: babelqueue retries (by republish, or by nack) until max-attempts deliveries
 // and then writes the annotated copy to the dead-letter topic ("<queue>.dlq" by default;

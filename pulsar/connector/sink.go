@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
 
@@ -235,34 +234,41 @@ func (s *Sink) send(m messaging.Message[[]byte], pm *apulsar.ProducerMessage) bo
 // message builds the Pulsar message of m: payload, OutgoingMetadata, and the bq-*
 // projection of an envelope payload when enabled.
 func (s *Sink) message(m messaging.Message[[]byte]) *apulsar.ProducerMessage {
-	pm := &apulsar.ProducerMessage{Payload: m.Payload()}
-	if md, ok := messaging.MetadataOf[OutgoingMetadata](m.Metadata()); ok {
-		pm.Key, pm.OrderingKey, pm.EventTime = md.Key, md.OrderingKey, md.EventTime
-		pm.DeliverAfter, pm.DeliverAt = md.DeliverAfter, md.DeliverAt
-		pm.DisableReplication, pm.ReplicationClusters = md.DisableReplication, md.ReplicationClusters
-		pm.Properties = maps.Clone(md.Properties)
-		switch {
-		case md.DeliverAfter > 0:
-			pm.Properties = withProp(pm.Properties, bqpulsar.PropDelay, strconv.FormatInt(md.DeliverAfter.Milliseconds(), 10))
-		case !md.DeliverAt.IsZero():
-			pm.Properties = withProp(pm.Properties, bqpulsar.PropDelay, strconv.FormatInt(max(time.Until(md.DeliverAt).Milliseconds(), 0), 10))
-		}
+	o := engine.Outgoing{Payload: m.Payload()}
+	md, hasMD := messaging.MetadataOf[OutgoingMetadata](m.Metadata())
+	if hasMD {
+		o.Headers, o.Key, o.OrderingKey, o.EventTime = md.Properties, md.Key, md.OrderingKey, md.EventTime
+		o.Delay, o.DeliverAt = md.DeliverAfter, md.DeliverAt
 	}
 	if s.project {
-		if env, err := envelope.Classify(m.Payload()); err == nil {
-			for k, v := range bqpulsar.ProjectProperties(env) {
-				pm.Properties = withProp(pm.Properties, k, v)
-			}
-		}
+		o.Env = envelopeOf(m)
+	}
+	pm := engine.Build(o, time.Now())
+	if hasMD {
+		pm.DisableReplication, pm.ReplicationClusters = md.DisableReplication, md.ReplicationClusters
 	}
 	if s.tracing {
 		if _, ok := pm.Properties[PropTraceparent]; !ok {
 			if tp := Traceparent(pm.Properties[bqpulsar.PropTraceID]); tp != "" {
-				pm.Properties = withProp(pm.Properties, PropTraceparent, tp)
+				pm.Properties[PropTraceparent] = tp
 			}
 		}
 	}
 	return pm
+}
+
+// envelopeOf returns the envelope a babelqueue-codec payload encodes: the one the codec
+// attached to the message when it encoded it, else (a payload built by a stage as bytes)
+// the payload classified; nil when it is not an acceptable envelope.
+func envelopeOf(m messaging.Message[[]byte]) *envelope.Envelope {
+	if e, ok := messaging.MetadataOf[EncodedEnvelope](m.Metadata()); ok && e.Envelope != nil {
+		return e.Envelope
+	}
+	env, err := envelope.Classify(m.Payload())
+	if err != nil {
+		return nil
+	}
+	return env
 }
 
 // Traceparent returns a W3C traceparent for a BabelQueue trace id that is a UUID:
@@ -281,14 +287,6 @@ func Traceparent(traceID string) string {
 		binary.BigEndian.PutUint64(parent[:], rand.Uint64())
 	}
 	return "00-" + hex.EncodeToString(u[:]) + "-" + hex.EncodeToString(parent[:]) + "-01"
-}
-
-func withProp(p map[string]string, k, v string) map[string]string {
-	if p == nil {
-		p = map[string]string{}
-	}
-	p[k] = v
-	return p
 }
 
 // work settles completed sends and flushes when upstream ended, until Close.

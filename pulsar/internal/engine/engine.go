@@ -1,4 +1,4 @@
-// Package engine is the one delivery engine of the Pulsar binding: the receive pump, the
+// Package pulsar (imported as engine) is the one delivery engine of the Pulsar binding: the receive pump, the
 // contract's admission of a message (schema-version gate, classification, attempts
 // reconciliation, routing) and its settlement (ack, retry by republish or negative ack,
 // dead letter, negative ack after a failed write), the producer cache of the settlement
@@ -119,8 +119,10 @@ type Delivery struct {
 	URN string
 	// Reconciled is the number of earlier deliveries; Counted = Reconciled + 1.
 	Reconciled, Counted int
-	// Ctx is the delivery's context (the one the delivery hooks returned).
-	Ctx context.Context
+	// Ctx is the delivery's context (the one the delivery hooks returned). It lives as long
+	// as the delivery, which is what a context in a struct is for here: the settlement that
+	// follows the handler runs with it.
+	Ctx context.Context //nolint:containedctx // delivery-scoped, see above
 
 	delay      time.Duration     // a retry delay overriding the policy's backoff
 	extraProps map[string]string // added to a republished or dead-lettered copy
@@ -144,8 +146,8 @@ type FailOptions struct {
 // classification, attempts reconciliation and routing. It returns nil when the message was
 // settled here (a gate rejection or, with SettleRejects, poison).
 func (e *Engine) Admit(ctx context.Context, msg apulsar.Message) *Delivery {
-	d := &Delivery{Msg: msg, Props: msg.Properties(), Ctx: ctx}
-	e.startDelivery(d)
+	d := &Delivery{Msg: msg, Props: msg.Properties()}
+	d.Ctx = e.startDelivery(ctx, d)
 	e.observe(d, Event{Kind: EventReceived, Topic: msg.Topic()})
 
 	if e.cfg.Gate {
@@ -183,22 +185,33 @@ func (e *Engine) Admit(ctx context.Context, msg apulsar.Message) *Delivery {
 	return d
 }
 
-// startDelivery runs the delivery hooks, nesting their contexts.
-func (e *Engine) startDelivery(d *Delivery) {
+// startDelivery runs the delivery hooks, each with the context the one before returned, and
+// returns the last context.
+func (e *Engine) startDelivery(ctx context.Context, d *Delivery) context.Context {
 	for _, h := range e.cfg.DeliveryHooks {
-		var ctx context.Context
-		var fin func(Settlement)
-		if perr := SafeCall("delivery hook", func() { ctx, fin = h(d.Ctx, d.Msg) }); perr != nil {
+		next, fin, perr := callDeliveryHook(ctx, h, d.Msg)
+		if perr != nil {
 			e.cfg.Logger.Error("delivery hook panicked", zap.Error(perr))
 			continue
 		}
-		if ctx != nil {
-			d.Ctx = ctx
+		if next != nil {
+			ctx = next //nolint:fatcontext // the hooks nest by design: each wraps the context of the one before
 		}
 		if fin != nil {
 			d.finishers = append(d.finishers, fin)
 		}
 	}
+	return ctx
+}
+
+func callDeliveryHook(ctx context.Context, h DeliveryHook, msg apulsar.Message) (next context.Context, fin func(Settlement), err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Where: "delivery hook", Value: r}
+		}
+	}()
+	next, fin = h(ctx, msg)
+	return next, fin, nil
 }
 
 // finish reports the delivery's settlement to the hooks, once.
@@ -248,7 +261,7 @@ func messageID(d *Delivery) string {
 // with reason failed (retry while deliveries are left, then the dead-letter copy).
 func (e *Engine) Settle(d *Delivery, err error) {
 	if err == nil {
-		e.AckHandled(d)
+		_ = e.AckHandled(d) // a failed ack is reported, recorded in health and settled nacked
 		return
 	}
 	var dl *DeadLetterError

@@ -23,9 +23,7 @@ func (h *healthState) failing(area string, err error) {
 
 func (h *healthState) ok(area string) {
 	h.mu.Lock()
-	if _, bad := h.failed[area]; bad {
-		delete(h.failed, area)
-	}
+	delete(h.failed, area)
 	h.mu.Unlock()
 }
 

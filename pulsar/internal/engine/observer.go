@@ -82,7 +82,7 @@ type Event struct {
 	Subscription string
 	// Context is the delivery's context: the consumer's, or the one its [DeliveryHook]s
 	// returned (carrying a tracing span, say). Nil for events outside a delivery.
-	Context context.Context
+	Context context.Context //nolint:containedctx // the delivery's, so that an observer can reach its span
 }
 
 // Observer receives the consume pipeline's events, for metrics or tracing, without the SDK

@@ -43,8 +43,8 @@ func (e *Engine) Pump(ctx context.Context, recv Receiver, wait func(context.Cont
 			e.cfg.Logger.Warn("receive failed", zap.Error(err), zap.Duration("pause", backoff))
 			e.health.failing("receive", err)
 			e.Report(rerr, nil, nil)
-			if retry.Wait(ctx, backoff) != nil {
-				return nil
+			if !pause(ctx, backoff) {
+				return nil // ctx ended during the pause: the pump was asked to stop
 			}
 			backoff = min(2*backoff, ReceiveBackoffMax)
 			continue
@@ -139,3 +139,6 @@ func (t *timerSet) stop() {
 		}
 	}
 }
+
+// pause waits d and reports whether ctx is still alive afterwards.
+func pause(ctx context.Context, d time.Duration) bool { return retry.Wait(ctx, d) == nil }

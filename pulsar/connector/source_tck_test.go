@@ -1,57 +1,27 @@
-package pulsar_test
+package connector_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
 
-	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
-	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive/tck"
 )
 
-type bytesMsg = messaging.Message[[]byte]
-
-// tckBrokerOptions are the TCK timings for endpoints on the embedded broker: signals
-// cross a network connection, so the defaults of in-process publishers are too short.
-var tckBrokerOptions = tck.Options{
-	DefaultTimeout:   2 * time.Second,
-	NoSignalsTimeout: 40 * time.Millisecond,
-	PollTimeout:      10 * time.Millisecond,
-	SkipStochastic:   true,
-}
-
-// publishN publishes n small payloads to topic with batching, and waits for the receipts.
-func publishN(tb testing.TB, client apulsar.Client, topic string, n int) {
-	tb.Helper()
-	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic})
-	require.NoError(tb, err)
-	defer p.Close()
-	errs := make(chan error, n)
-	for i := range n {
-		p.SendAsync(context.Background(), &apulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m-%d", i)},
-			func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { errs <- err })
-	}
-	require.NoError(tb, p.FlushWithCtx(context.Background()))
-	for range n {
-		require.NoError(tb, <-errs)
-	}
-}
-
 // newTestSource creates a Source on a fresh topic holding n messages, closed at cleanup.
-func newTestSource(t *testing.T, client apulsar.Client, n int, mod func(*bqpulsar.SourceOptions)) *bqpulsar.Source {
+func newTestSource(t *testing.T, client apulsar.Client, n int, mod func(*connector.SourceOptions)) *connector.Source {
 	t.Helper()
 	topic := uniqueTopic(t, "src")
 	if n > 0 {
 		publishN(t, client, topic, n)
 	}
-	o := bqpulsar.SourceOptions{
+	o := connector.SourceOptions{
 		Consumer: apulsar.ConsumerOptions{
 			Topic: topic, SubscriptionName: "tck", Type: apulsar.Shared,
 			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
@@ -62,7 +32,7 @@ func newTestSource(t *testing.T, client apulsar.Client, n int, mod func(*bqpulsa
 	if mod != nil {
 		mod(&o)
 	}
-	s, err := bqpulsar.NewSource(client, o)
+	s, err := connector.NewSource(client, o)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		// The TCK never settles what it receives: Close gives up waiting at once.
@@ -89,7 +59,7 @@ func TestTCK_Source(t *testing.T) {
 		},
 		CreateFailed: func(t *testing.T) reactive.Publisher[bytesMsg] {
 			t.Helper()
-			s := newTestSource(t, client, 0, func(o *bqpulsar.SourceOptions) { o.CompleteAtEnd = false })
+			s := newTestSource(t, client, 0, func(o *connector.SourceOptions) { o.CompleteAtEnd = false })
 			require.NoError(t, s.Close(context.Background()))
 			return s
 		},

@@ -1,4 +1,4 @@
-package pulsar_test
+package connector_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
-	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
@@ -58,7 +58,7 @@ func BenchmarkSourceHeapBacklog(b *testing.B) {
 				b.StopTimer()
 				before := heapInuse()
 				b.StartTimer()
-				src, err := bqpulsar.NewSource(client, bqpulsar.SourceOptions{
+				src, err := connector.NewSource(client, connector.SourceOptions{
 					Consumer: apulsar.ConsumerOptions{
 						Topic: topic, SubscriptionName: fmt.Sprintf("heap-%d", i), Type: apulsar.Shared,
 						SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,

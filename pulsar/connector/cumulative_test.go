@@ -1,4 +1,4 @@
-package pulsar_test
+package connector_test
 
 import (
 	"context"

@@ -1,9 +1,11 @@
-package pulsar
+package connector
 
 import (
 	"sync"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 )
 
 // cumulativeConsumer is what cumulative settlement needs of the subscription.
@@ -56,7 +58,7 @@ type ackLine struct {
 	hasAck  bool
 }
 
-// cumulativeSettler is the Settler of a Source with ack-strategy=cumulative (RUNTIME.md
+// cumulativeSettler is the engine.Settler of a Source with ack-strategy=cumulative (RUNTIME.md
 // §12.5): it records the delivery order per topic (partition) and acknowledges
 // cumulatively up to the last message of the settled prefix, so that no cumulative
 // acknowledgement covers a message that may still be nacked. A nacked message makes the
@@ -72,7 +74,7 @@ type cumulativeSettler struct {
 	lines map[string]*ackLine
 }
 
-var _ Settler = (*cumulativeSettler)(nil)
+var _ engine.Settler = (*cumulativeSettler)(nil)
 
 func newCumulativeSettler(pc cumulativeConsumer) *cumulativeSettler {
 	return &cumulativeSettler{pc: pc, lines: map[string]*ackLine{}}

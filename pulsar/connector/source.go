@@ -1,4 +1,4 @@
-package pulsar
+package connector
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -56,7 +57,7 @@ const (
 var ErrSourceFailed = errors.New("pulsar: source failed")
 
 // IncomingMetadata describes a message received by a [Source]; stages read it with
-// messaging.MetadataOf[bqpulsar.IncomingMetadata].
+// messaging.MetadataOf[IncomingMetadata].
 type IncomingMetadata struct {
 	MessageID       apulsar.MessageID
 	Topic           string
@@ -75,6 +76,19 @@ type IncomingMetadata struct {
 	URN string
 }
 
+// InitialPosition is where a Source starts a subscription that does not exist yet; an
+// existing subscription keeps its cursor, as Pulsar does.
+type InitialPosition int
+
+// The initial positions of a new subscription.
+const (
+	// PositionEarliest starts at the oldest message the topic holds, so that a job
+	// published before the first subscriber is not skipped. The default.
+	PositionEarliest InitialPosition = iota
+	// PositionLatest starts after the last message published.
+	PositionLatest
+)
+
 // SourceOptions configure [NewSource].
 type SourceOptions struct {
 	// Channel names the source in health reports and logs. Default: the first topic.
@@ -83,6 +97,9 @@ type SourceOptions struct {
 	// SubscriptionName and Type are required (Type is taken as declared, so the zero
 	// value is Exclusive). ReceiverQueueSize 0 means min(1000, 2 × MaxInflight).
 	Consumer apulsar.ConsumerOptions
+	// InitialPosition is where a new subscription starts; it replaces
+	// Consumer.SubscriptionInitialPosition. Default: [PositionEarliest].
+	InitialPosition InitialPosition
 	// MaxInflight bounds the delivered-but-unsettled messages (RUNTIME.md §12.4).
 	// Default: 256.
 	MaxInflight int
@@ -127,14 +144,14 @@ type SourceOptions struct {
 	Envelopes bool
 	// OnError receives the source's failures (gate rejections, poison, failed settlement
 	// writes and acks, receive failures), as the Consumer's error hook. Default: none.
-	OnError ErrorHook
+	OnError bqpulsar.ErrorHook
 	// OnRoutingMismatch is called when a usable bq-job property differs from the body's
 	// URN (the property wins). Default: none.
-	OnRoutingMismatch RoutingMismatchHook
+	OnRoutingMismatch bqpulsar.RoutingMismatchHook
 	// Observer receives the pipeline's events, as the Consumer's. Default: none.
-	Observer Observer
-	// DeliveryHooks open a context per delivery (see [DeliveryHook]). Default: none.
-	DeliveryHooks []DeliveryHook
+	Observer bqpulsar.Observer
+	// DeliveryHooks open a context per delivery (see [bqpulsar.DeliveryHook]). Default: none.
+	DeliveryHooks []bqpulsar.DeliveryHook
 	// Logger receives the source's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
@@ -149,7 +166,7 @@ type Source struct {
 	channel       string
 	eng           *engine.Engine // admission and settlement
 	pc            apulsar.Consumer
-	settler       Settler            // pc, or cumulative
+	settler       engine.Settler     // pc, or cumulative
 	cumulative    *cumulativeSettler // nil unless CumulativeAck
 	maxInflight   int
 	strategy      FailureStrategy
@@ -190,13 +207,16 @@ type queued struct {
 // error from Subscribe or GetLastMessageIDs.
 func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil client", bqpulsar.ErrInvalidOption)
 	}
-	cfg, err := sourceConsumerConfig(&o)
-	if err != nil {
+	if err := validateSource(&o); err != nil {
 		return nil, err
 	}
-	co := o.Consumer // after sourceConsumerConfig, which may set RetryEnable
+	co := o.Consumer // after validateSource, which may set RetryEnable and the position
+	co.SubscriptionInitialPosition = apulsar.SubscriptionPositionEarliest
+	if o.InitialPosition == PositionLatest {
+		co.SubscriptionInitialPosition = apulsar.SubscriptionPositionLatest
+	}
 	if co.ReceiverQueueSize == 0 && !co.EnableZeroQueueConsumer {
 		co.ReceiverQueueSize = min(1000, 2*o.MaxInflight)
 	}
@@ -204,7 +224,7 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pulsar: subscribe %q: %w", co.SubscriptionName, err)
 	}
-	var settler Settler = pc
+	var settler engine.Settler = pc
 	var cumulative *cumulativeSettler
 	if o.CumulativeAck {
 		cumulative = newCumulativeSettler(pc)
@@ -212,14 +232,14 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	}
 	s := &Source{
 		channel:       o.Channel,
-		eng:           newSourceEngine(&o, cfg, settler, clientSenders(client, cfg)),
+		eng:           newSourceEngine(&o, settler, engine.ClientSenders(client, o.SenderOptions)),
 		pc:            pc,
 		settler:       settler,
 		cumulative:    cumulative,
 		maxInflight:   o.MaxInflight,
 		strategy:      o.FailureStrategy,
 		hook:          o.DeadLetterHook,
-		logger:        cfg.logger,
+		logger:        o.Logger,
 		completeAtEnd: o.CompleteAtEnd,
 		ackTimeout:    o.AckTimeout,
 		reconsume:     o.ReconsumeDelay,
@@ -238,30 +258,28 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 
 // newSourceEngine returns the engine of a source: the Consumer's admission and settlement,
 // with the gate (and, for envelopes, poison) settled at admission under FailureBabelQueue.
-func newSourceEngine(o *SourceOptions, cfg consumerConfig, settler Settler, senders func(string) (Sender, func(), error)) *engine.Engine {
+func newSourceEngine(o *SourceOptions, settler engine.Settler, senders func(string) (engine.Sender, func(), error)) *engine.Engine {
 	contract := o.FailureStrategy == FailureBabelQueue
+	t := o.Consumer.Type
 	return engine.New(engine.Config{
-		Subscription:  cfg.subscription,
+		Subscription:  o.Consumer.SubscriptionName,
 		MaxAttempts:   o.MaxAttempts,
-		Policy:        cfg.policy,
-		BrokerDelay:   cfg.subType == apulsar.Shared || cfg.subType == apulsar.KeyShared,
-		DeadLetter:    cfg.deadLetter,
+		Policy:        retry.Policy{MaxAttempts: o.MaxAttempts, Strategy: o.RetryStrategy, Backoff: retry.Backoff{Initial: o.RetryDelay}},
+		BrokerDelay:   t == apulsar.Shared || t == apulsar.KeyShared,
+		DeadLetter:    o.DeadLetter,
 		SettleRejects: contract && o.Envelopes,
 		Gate:          contract,
-		Logger:        cfg.logger,
+		Logger:        o.Logger,
 		Observer:      o.Observer,
 		OnError:       o.OnError,
 		OnMismatch:    o.OnRoutingMismatch,
 		DeliveryHooks: o.DeliveryHooks,
 		Senders:       senders,
-		Retention:     cfg.retention,
 	}, settler)
 }
 
-// sourceConsumerConfig validates o, fills its defaults and returns the configuration of
-// the Consumer that settles the source's messages.
-func sourceConsumerConfig(o *SourceOptions) (consumerConfig, error) {
-	cfg := defaultConsumerConfig()
+// validateSource validates o and fills its defaults.
+func validateSource(o *SourceOptions) error {
 	co := o.Consumer
 	topics := co.Topics
 	if co.Topic != "" {
@@ -269,11 +287,11 @@ func sourceConsumerConfig(o *SourceOptions) (consumerConfig, error) {
 	}
 	switch {
 	case len(topics) == 0:
-		return cfg, fmt.Errorf("%w: source without a topic", ErrInvalidOption)
+		return fmt.Errorf("%w: source without a topic", bqpulsar.ErrInvalidOption)
 	case co.SubscriptionName == "":
-		return cfg, fmt.Errorf("%w: source without a subscription name", ErrInvalidOption)
+		return fmt.Errorf("%w: source without a subscription name", bqpulsar.ErrInvalidOption)
 	case co.TopicsPattern != "":
-		return cfg, fmt.Errorf("%w: a source takes topics, not a pattern", ErrInvalidOption)
+		return fmt.Errorf("%w: a source takes topics, not a pattern", bqpulsar.ErrInvalidOption)
 	}
 	if o.Channel == "" {
 		o.Channel = topics[0]
@@ -282,7 +300,7 @@ func sourceConsumerConfig(o *SourceOptions) (consumerConfig, error) {
 		o.MaxInflight = DefaultMaxInflight
 	}
 	if o.MaxInflight < 0 {
-		return cfg, fmt.Errorf("%w: max in-flight %d is negative", ErrInvalidOption, o.MaxInflight)
+		return fmt.Errorf("%w: max in-flight %d is negative", bqpulsar.ErrInvalidOption, o.MaxInflight)
 	}
 	if o.FailureStrategy == "" {
 		o.FailureStrategy = FailureBabelQueue
@@ -291,51 +309,44 @@ func sourceConsumerConfig(o *SourceOptions) (consumerConfig, error) {
 	case FailureBabelQueue, FailureNack, FailureFail, FailureIgnore, FailureContinue:
 	case FailureReconsumeLater:
 		if o.Consumer.EnableZeroQueueConsumer {
-			return cfg, fmt.Errorf("%w: reconsume-later cannot be combined with a zero-queue consumer", ErrInvalidOption)
+			return fmt.Errorf("%w: reconsume-later cannot be combined with a zero-queue consumer", bqpulsar.ErrInvalidOption)
 		}
 		o.Consumer.RetryEnable = true
 	default:
-		return cfg, fmt.Errorf("%w: failure strategy %q", ErrInvalidOption, o.FailureStrategy)
+		return fmt.Errorf("%w: failure strategy %q", bqpulsar.ErrInvalidOption, o.FailureStrategy)
 	}
 	if o.CumulativeAck {
 		switch {
 		case co.Type == apulsar.Shared || co.Type == apulsar.KeyShared:
-			return cfg, fmt.Errorf("%w: cumulative acknowledgement on a %s subscription", ErrInvalidOption, subTypeName(co.Type))
+			return fmt.Errorf("%w: cumulative acknowledgement on a %s subscription", bqpulsar.ErrInvalidOption, engine.SubTypeName(co.Type))
 		case o.FailureStrategy == FailureReconsumeLater:
-			return cfg, fmt.Errorf("%w: cumulative acknowledgement cannot be combined with reconsume-later", ErrInvalidOption)
+			return fmt.Errorf("%w: cumulative acknowledgement cannot be combined with reconsume-later", bqpulsar.ErrInvalidOption)
 		}
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = retry.DefaultMaxAttempts
 	}
 	if o.FailureStrategy == FailureContinue && o.AckTimeout <= 0 {
-		return cfg, fmt.Errorf("%w: failure strategy continue needs an ack timeout", ErrInvalidOption)
+		return fmt.Errorf("%w: failure strategy continue needs an ack timeout", bqpulsar.ErrInvalidOption)
 	}
 	if o.ReconsumeDelay == 0 {
 		o.ReconsumeDelay = 3 * time.Second
 	}
 	if o.MaxAttempts < 0 || o.RetryDelay < 0 || o.AckTimeout < 0 || o.ReconsumeDelay < 0 {
-		return cfg, fmt.Errorf("%w: max attempts %d, retry delay %s", ErrInvalidOption, o.MaxAttempts, o.RetryDelay)
+		return fmt.Errorf("%w: max attempts %d, retry delay %s", bqpulsar.ErrInvalidOption, o.MaxAttempts, o.RetryDelay)
 	}
 	if err := o.DeadLetter.Validate(); err != nil {
-		return cfg, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return fmt.Errorf("%w: %w", bqpulsar.ErrInvalidOption, err)
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	cfg.topics, cfg.subscription = topics, co.SubscriptionName
-	cfg.subType, cfg.subTypeSet = co.Type, true
-	cfg.policy = retry.Policy{MaxAttempts: o.MaxAttempts, Strategy: o.RetryStrategy, Backoff: retry.Backoff{Initial: o.RetryDelay}}
-	cfg.maxAttempts = o.MaxAttempts
-	cfg.deadLetter = o.DeadLetter
-	cfg.senderOpts = o.SenderOptions
-	cfg.logger = o.Logger
 	if o.FailureStrategy == FailureBabelQueue {
-		if err := checkStrategy(cfg); err != nil {
-			return cfg, err
+		if err := engine.CheckRetryStrategy(o.RetryStrategy, o.Consumer.Type); err != nil {
+			return err
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // recordEnds stores the last message of every topic (partition) at creation, for
@@ -385,7 +396,7 @@ func (s *Source) Subscribe(sub reactive.Subscriber[messaging.Message[[]byte]]) {
 	switch {
 	case s.closed:
 		s.mu.Unlock()
-		reactive.Failed[messaging.Message[[]byte]](fmt.Errorf("%w: source %q: %w", messaging.ErrClosed, s.channel, ErrClosed)).Subscribe(sub)
+		reactive.Failed[messaging.Message[[]byte]](fmt.Errorf("%w: source %q: %w", messaging.ErrClosed, s.channel, bqpulsar.ErrClosed)).Subscribe(sub)
 		return
 	case s.subscribed:
 		s.mu.Unlock()
@@ -581,8 +592,8 @@ func (s *Source) stopTimer(d *engine.Delivery) {
 
 // settleNack applies the failure strategy to a nacked message. With babelqueue it runs the
 // engine's settlement, as for a Consumer handler's outcome: retry while deliveries are left,
-// else the dead-letter copy; a *DeadLetterError reason (or Disposition DeadLetter)
-// dead-letters at once and a *RetryAfterError reason delays the retry; a failed republish or
+// else the dead-letter copy; a *bqpulsar.DeadLetterError reason (or Disposition DeadLetter)
+// dead-letters at once and a *bqpulsar.RetryAfterError reason delays the retry; a failed republish or
 // dead-letter write nacks, never acks.
 func (s *Source) settleNack(d *engine.Delivery, md IncomingMetadata, reason error, o messaging.NackOptions) {
 	switch s.strategy {
@@ -609,11 +620,11 @@ func (s *Source) settleNack(d *engine.Delivery, md IncomingMetadata, reason erro
 	case FailureBabelQueue:
 	}
 	opts := engine.FailOptions{Delay: o.Delay, Properties: o.Properties}
-	var ra *RetryAfterError
+	var ra *bqpulsar.RetryAfterError
 	if opts.Delay <= 0 && errors.As(reason, &ra) {
 		opts.Delay = ra.Delay
 	}
-	var dl *DeadLetterError
+	var dl *bqpulsar.DeadLetterError
 	toDLQ := true
 	switch {
 	case o.Disposition == messaging.Drop:

@@ -1,4 +1,4 @@
-package pulsar_test
+package connector_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
@@ -66,13 +67,10 @@ func (m *manualSubscriber) terminal() (bool, error) {
 	return m.done, m.err
 }
 
-// settleQuiet is how long a test waits to see that nothing more happens.
-const settleQuiet = 200 * time.Millisecond
-
 func TestSource_NoReceiveWithoutDemand(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
-	src := newTestSource(t, client, 20, func(o *bqpulsar.SourceOptions) {
+	src := newTestSource(t, client, 20, func(o *connector.SourceOptions) {
 		o.MaxInflight, o.CompleteAtEnd = 8, false
 	})
 	ms := &manualSubscriber{}
@@ -98,7 +96,7 @@ func TestSource_UnboundedDemandNeverExceedsMaxInflight(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
 	const total, maxInflight = 60, 5
-	src := newTestSource(t, client, total, func(o *bqpulsar.SourceOptions) { o.MaxInflight = maxInflight })
+	src := newTestSource(t, client, total, func(o *connector.SourceOptions) { o.MaxInflight = maxInflight })
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)
@@ -131,7 +129,7 @@ func TestSource_UnboundedDemandNeverExceedsMaxInflight(t *testing.T) {
 func TestSource_CancelStopsReceiving(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
-	src := newTestSource(t, client, 10, func(o *bqpulsar.SourceOptions) { o.CompleteAtEnd = false })
+	src := newTestSource(t, client, 10, func(o *connector.SourceOptions) { o.CompleteAtEnd = false })
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(2)
@@ -150,8 +148,8 @@ func TestSource_CancelStopsReceiving(t *testing.T) {
 func TestSource_FailStrategyFailsTheStream(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
-	src := newTestSource(t, client, 3, func(o *bqpulsar.SourceOptions) {
-		o.CompleteAtEnd, o.FailureStrategy = false, bqpulsar.FailureFail
+	src := newTestSource(t, client, 3, func(o *connector.SourceOptions) {
+		o.CompleteAtEnd, o.FailureStrategy = false, connector.FailureFail
 	})
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
@@ -162,7 +160,7 @@ func TestSource_FailStrategyFailsTheStream(t *testing.T) {
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errBoom))
 	eventually(t, func() bool { done, _ := ms.terminal(); return done }, "OnError after a nack under fail")
 	_, err := ms.terminal()
-	require.ErrorIs(t, err, bqpulsar.ErrSourceFailed)
+	require.ErrorIs(t, err, connector.ErrSourceFailed)
 	require.ErrorIs(t, err, errBoom)
 	h := src.Health()
 	require.False(t, h.Live)
@@ -174,7 +172,7 @@ func TestSource_AckTimeoutNacksThroughTheStrategy(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
 	var dlqTopic string
-	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
+	src := newTestSource(t, client, 1, func(o *connector.SourceOptions) {
 		o.CompleteAtEnd, o.MaxAttempts, o.AckTimeout = false, 2, 100*time.Millisecond
 		dlqTopic = o.Consumer.Topic + ".dlq"
 	})
@@ -183,7 +181,7 @@ func TestSource_AckTimeoutNacksThroughTheStrategy(t *testing.T) {
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)
 	// The stage never settles: the timeout nacks (retry), the copy times out too (dead letter).
-	got := dead.wait(t, 1, waitLong)
+	got := dead.wait(t, 1)
 	require.Equal(t, "2", got[0].Properties()[bqpulsar.PropAttempts])
 	require.Len(t, ms.received(), 2, "first delivery and the republished retry")
 	require.ErrorIs(t, ms.received()[0].Ack(t.Context()), messaging.ErrAlreadySettled, "a late settlement is ignored")
@@ -193,8 +191,8 @@ func TestSource_AckTimeoutNacksThroughTheStrategy(t *testing.T) {
 func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
-	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
-		o.CompleteAtEnd, o.FailureStrategy, o.AckTimeout = false, bqpulsar.FailureContinue, 150*time.Millisecond
+	src := newTestSource(t, client, 1, func(o *connector.SourceOptions) {
+		o.CompleteAtEnd, o.FailureStrategy, o.AckTimeout = false, connector.FailureContinue, 150*time.Millisecond
 		o.Consumer.NackRedeliveryDelay = 20 * time.Millisecond
 	})
 	ms := &manualSubscriber{}
@@ -204,7 +202,7 @@ func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later")))
 	require.Zero(t, src.InFlight(), "continue frees the slot")
 	eventually(t, func() bool { return len(ms.received()) == 2 }, "redelivered after the ack timeout")
-	md, ok := messaging.MetadataOf[bqpulsar.IncomingMetadata](ms.received()[1].Metadata())
+	md, ok := messaging.MetadataOf[connector.IncomingMetadata](ms.received()[1].Metadata())
 	require.True(t, ok)
 	require.Equal(t, uint32(1), md.RedeliveryCount)
 	require.NoError(t, ms.received()[1].Ack(t.Context()))
@@ -214,8 +212,8 @@ func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
 func TestSource_ReconsumeLater(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
-	src := newTestSource(t, client, 1, func(o *bqpulsar.SourceOptions) {
-		o.CompleteAtEnd, o.FailureStrategy = false, bqpulsar.FailureReconsumeLater
+	src := newTestSource(t, client, 1, func(o *connector.SourceOptions) {
+		o.CompleteAtEnd, o.FailureStrategy = false, connector.FailureReconsumeLater
 	})
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
@@ -224,7 +222,7 @@ func TestSource_ReconsumeLater(t *testing.T) {
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later"),
 		messaging.RedeliverAfter(50*time.Millisecond), messaging.WithNackProperties(map[string]string{"why": "later"})))
 	eventually(t, func() bool { return len(ms.received()) == 2 }, "reconsumed from the retry topic")
-	md, ok := messaging.MetadataOf[bqpulsar.IncomingMetadata](ms.received()[1].Metadata())
+	md, ok := messaging.MetadataOf[connector.IncomingMetadata](ms.received()[1].Metadata())
 	require.True(t, ok)
 	require.Equal(t, "1", md.Properties["RECONSUMETIMES"])
 	require.Equal(t, "later", md.Properties["why"])
@@ -235,7 +233,7 @@ func TestSource_ReconsumeLater(t *testing.T) {
 func TestSource_ZeroQueue(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
-	src := newTestSource(t, client, 5, func(o *bqpulsar.SourceOptions) {
+	src := newTestSource(t, client, 5, func(o *connector.SourceOptions) {
 		o.MaxInflight = 2
 		o.Consumer.EnableZeroQueueConsumer = true
 	})
@@ -263,7 +261,7 @@ func TestSource_SurvivesADroppedConnection(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
 	const total = 20
-	src := newTestSource(t, client, total, func(o *bqpulsar.SourceOptions) { o.MaxInflight = 4 })
+	src := newTestSource(t, client, total, func(o *connector.SourceOptions) { o.MaxInflight = 4 })
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)

@@ -1,0 +1,65 @@
+package pulsar
+
+import (
+	"errors"
+	"fmt"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+// ErrInvalidOption is wrapped by every error a constructor returns for an option it refuses.
+var ErrInvalidOption = errors.New("pulsar: invalid option")
+
+// CheckRetryStrategy refuses retries by negative ack on a subscription type where the broker
+// does not count redeliveries (Exclusive, Failover), so the message would loop forever.
+func CheckRetryStrategy(s retry.Strategy, t apulsar.SubscriptionType) error {
+	if s == retry.Nack && t != apulsar.Shared && t != apulsar.KeyShared {
+		return fmt.Errorf("%w: retry by nack needs a Shared or Key_Shared subscription (the broker does not count redeliveries on %s, so the message would loop); use retry.Republish",
+			ErrInvalidOption, SubTypeName(t))
+	}
+	return nil
+}
+
+// SubTypeName names a subscription type as Pulsar does.
+func SubTypeName(t apulsar.SubscriptionType) string {
+	switch t {
+	case apulsar.Exclusive:
+		return "Exclusive"
+	case apulsar.Shared:
+		return "Shared"
+	case apulsar.Failover:
+		return "Failover"
+	case apulsar.KeyShared:
+		return "Key_Shared"
+	default:
+		return fmt.Sprintf("type %d", t)
+	}
+}
+
+// ClientSenders returns the producer factory of the settlement writes (retries and dead
+// letters) on client; adjust, when set, changes the producer options before the topic is
+// set.
+func ClientSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions)) func(topic string) (Sender, func(), error) {
+	return func(topic string) (Sender, func(), error) {
+		po := apulsar.ProducerOptions{
+			// Each retry or dead letter is sent synchronously by the worker that holds the
+			// message, so a batch of one is flushed at once instead of after the batching
+			// delay. Batching is not disabled outright: pulsar-client-go v0.19.0's unbatched
+			// send path races with its own reconnect (producerName and encryptor are rewritten
+			// by grabCnx while internalSingleSend reads them), which -race reports whenever a
+			// connection drops during a send.
+			BatchingMaxMessages: 1,
+		}
+		if adjust != nil {
+			adjust(&po)
+		}
+		po.Topic = topic
+		p, err := client.CreateProducer(po)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, err)
+		}
+		return p, p.Close, nil
+	}
+}
