@@ -39,11 +39,11 @@ func ExampleConfig_TopicFor() {
 	// "" false
 }
 
-// Inspect a dead-letter topic without consuming it, then move its messages back to their
-// queue, on the embedded broker.
+// Keep the dead letters of a queue, inspect them without consuming them, then move them
+// back to their queue, on the embedded broker (with its admin API).
 func ExampleRedrive() {
 	ctx := context.Background()
-	broker, err := pulsartest.Start(ctx)
+	broker, err := pulsartest.Start(ctx, pulsartest.WithAdminHTTP("127.0.0.1:0"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -55,8 +55,18 @@ func ExampleRedrive() {
 		return
 	}
 	defer client.Close()
+	admin, err := dlq.NewAdmin(broker.AdminURL())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	// A consumer would have written this copy after the last failed delivery.
+	// A consumer ensures the retention subscription before its first dead letter, so that
+	// the broker keeps them; then it writes this copy after the last failed delivery.
+	if err := dlq.EnsureSubscription(ctx, client, "orders.dlq", dlq.DefaultSubscription); err != nil {
+		fmt.Println(err)
+		return
+	}
 	env, err := envelope.Make("urn:babel:orders:created", map[string]any{"order_id": 7}, envelope.WithQueue("orders"))
 	if err != nil {
 		fmt.Println(err)
@@ -80,7 +90,7 @@ func ExampleRedrive() {
 	}
 	producer.Close()
 
-	msgs, err := dlq.Peek(ctx, client, dlq.PeekOptions{Topic: "orders.dlq", IdleTimeout: 200 * time.Millisecond})
+	msgs, err := dlq.Peek(ctx, admin, dlq.PeekOptions{Topic: "orders.dlq"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -14,12 +16,12 @@ import (
 // DefaultPeekLimit is the number of messages [Peek] returns when no limit is given.
 const DefaultPeekLimit = 100
 
-// DefaultIdleTimeout is how long [Peek] and [Redrive] wait for a further message before
-// they consider the dead-letter topic read to its end.
+// DefaultIdleTimeout is how long [Redrive] and [Purge] wait for a further message before
+// they consider the retention subscription read to its end.
 const DefaultIdleTimeout = time.Second
 
-// ErrInvalidOptions is wrapped by the errors [Peek] and [Redrive] return for options they
-// cannot use.
+// ErrInvalidOptions is wrapped by the errors [Peek], [Redrive], [Purge] and
+// [EnsureSubscription] return for options they cannot use.
 var ErrInvalidOptions = errors.New("dlq: invalid options")
 
 // Kind classifies a dead-letter message.
@@ -51,7 +53,7 @@ func (k Kind) String() string {
 	}
 }
 
-// Message is one message of a dead-letter topic.
+// Message is one dead letter pending on a retention subscription.
 type Message struct {
 	// ID is the Pulsar message id.
 	ID apulsar.MessageID
@@ -75,13 +77,21 @@ type Message struct {
 	Reason envelope.Reason
 	// URN is the envelope's URN ("" for KindPoison and KindRaw).
 	URN string
+	// RoutingURN is the URN the consumer routed the message by, the one a redrive keeps and
+	// filters on: a usable (present, not blank) bq-job property, else URN.
+	RoutingURN string
 }
 
 func classify(m apulsar.Message) Message {
-	out := Message{
+	return classified(Message{
 		ID: m.ID(), Topic: m.Topic(), PublishTime: m.PublishTime(), Key: m.Key(), OrderingKey: m.OrderingKey(),
-		Properties: m.Properties(), Payload: m.Payload(), Kind: KindRaw,
-	}
+		Properties: m.Properties(), Payload: m.Payload(),
+	})
+}
+
+// classified sets Kind, Envelope, Reason, URN and RoutingURN from Payload and Properties.
+func classified(out Message) Message {
+	out.Kind = KindRaw
 	env, err := envelope.Decode(out.Payload)
 	if err != nil || env.DeadLetter == nil {
 		return out
@@ -91,7 +101,10 @@ func classify(m apulsar.Message) Message {
 		out.Kind = KindPoison
 		return out
 	}
-	out.Kind, out.URN = KindAnnotated, env.URN()
+	out.Kind, out.URN, out.RoutingURN = KindAnnotated, env.URN(), env.URN()
+	if pj, ok := out.Properties[propJob]; ok && !envelope.IsBlank(pj) {
+		out.RoutingURN = pj
+	}
 	return out
 }
 
@@ -99,68 +112,105 @@ func classify(m apulsar.Message) Message {
 type PeekOptions struct {
 	// Topic is the dead-letter topic. Required.
 	Topic string
+	// Subscription is the retention subscription whose pending messages are shown.
+	// Default (""): [DefaultSubscription].
+	Subscription string
 	// Limit is the most messages returned. Default (0): [DefaultPeekLimit].
 	Limit int
-	// IdleTimeout ends the read when no further message arrives for that long. Default (0):
-	// [DefaultIdleTimeout].
-	IdleTimeout time.Duration
 }
 
-// Peek returns the first messages of a dead-letter topic, oldest first, without consuming
-// them: it reads with a non-durable reader, so no subscription is created or moved. It stops
-// at the limit, when the topic has no further message ([DefaultIdleTimeout] without one), or
-// when ctx ends (then it returns what it read and ctx's error).
-func Peek(ctx context.Context, client apulsar.Client, opts PeekOptions) ([]Message, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+func (o PeekOptions) subscription() string {
+	if o.Subscription == "" {
+		return DefaultSubscription
+	}
+	return o.Subscription
+}
+
+// Peek returns the dead letters still pending on the retention subscription of a
+// dead-letter topic, oldest first (partition after partition), up to the limit: those a
+// redrive or a purge has acknowledged are not shown. It is strictly read-only: it reads
+// through the admin API (the partition count, the subscription list, then "peek messages"
+// at positions 1, 2, … of the subscription, which skips acknowledged entries and moves no
+// cursor), so it creates no topic and no subscription, acknowledges nothing and changes no
+// redelivery count.
+//
+// It returns a *[SubscriptionError] wrapping [ErrSubscriptionNotFound] when the topic or
+// the subscription does not exist, and an error wrapping [ErrInvalidOptions] for bad options.
+// A batch entry is shown whole, even when some of its messages were acknowledged one by one.
+func Peek(ctx context.Context, admin *Admin, opts PeekOptions) ([]Message, error) {
+	if admin == nil {
+		return nil, fmt.Errorf("%w: nil admin", ErrInvalidOptions)
 	}
 	if err := ValidateTopic(opts.Topic); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	sub := opts.subscription()
+	if err := ValidateSubscriptionName(sub); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = DefaultPeekLimit
 	}
-	idle := opts.IdleTimeout
-	if idle <= 0 {
-		idle = DefaultIdleTimeout
-	}
-	r, err := client.CreateReader(apulsar.ReaderOptions{Topic: opts.Topic, StartMessageID: apulsar.EarliestMessageID()})
-	if err != nil {
-		return nil, fmt.Errorf("dlq: peek %q: create reader: %w", opts.Topic, err)
-	}
-	defer r.Close()
 	var out []Message
-	for len(out) < limit {
-		m, err := nextWithin(ctx, idle, r.Next)
-		if errors.Is(err, errIdle) {
-			return out, nil
-		}
-		if err != nil {
-			return out, fmt.Errorf("dlq: peek %q: %w", opts.Topic, err)
-		}
-		out = append(out, classify(m))
-	}
-	return out, nil
+	err := admin.pending(ctx, opts.Topic, sub, func(m Message) bool {
+		out = append(out, m)
+		return len(out) < limit
+	})
+	return out, err
 }
 
-// errIdle says that no message arrived within the idle timeout: the end of the topic.
-var errIdle = errors.New("dlq: idle")
+// pending calls visit with each message pending on sub of topic (every partition), until
+// visit returns false or none is left.
+func (a *Admin) pending(ctx context.Context, topic, sub string, visit func(Message) bool) error {
+	parts, err := a.Partitions(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("dlq: peek %q: %w", topic, err)
+	}
+	targets := []string{topic}
+	if parts > 0 {
+		targets = make([]string, parts)
+		for i := range parts {
+			targets[i] = topic + "-partition-" + strconv.Itoa(i)
+		}
+	}
+	for _, t := range targets {
+		subs, found, err := a.Subscriptions(ctx, t)
+		if err != nil {
+			return fmt.Errorf("dlq: peek %q: %w", t, err)
+		}
+		if !found || !slices.Contains(subs, sub) {
+			return notRetained(t, sub, found)
+		}
+	}
+	for _, t := range targets {
+		for n := 1; ; n++ {
+			msgs, ok, err := a.peekNth(ctx, t, sub, n)
+			if err != nil {
+				return fmt.Errorf("dlq: peek %q: %w", t, err)
+			}
+			if !ok {
+				break
+			}
+			for _, m := range msgs {
+				if !visit(m) {
+					return nil
+				}
+			}
+		}
+	}
+	return nil
+}
 
-// nextWithin calls next with a ctx that also ends after idle; it returns errIdle when only
-// the idle timeout ended it.
-func nextWithin(ctx context.Context, idle time.Duration, next func(context.Context) (apulsar.Message, error)) (apulsar.Message, error) {
-	ictx, cancel := context.WithTimeout(ctx, idle)
-	defer cancel()
-	m, err := next(ictx)
-	switch {
-	case err == nil:
-		return m, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err() //nolint:wrapcheck // the caller wraps it with the topic
-	case ictx.Err() != nil:
-		return nil, errIdle
-	default:
-		return nil, err
+func notRetained(topic, sub string, topicFound bool) error {
+	reason := "the topic does not exist"
+	if topicFound {
+		reason = "the topic has no such subscription"
+	}
+	return &SubscriptionError{
+		Topic: topic, Subscription: sub, Reason: reason, Err: ErrSubscriptionNotFound,
+		Fix: "nothing is retained there: a consumer ensures the retention subscription before its first " +
+			"dead letter; to keep dead letters written by older consumers, run `bq subscription create --topic " +
+			topic + " --name " + sub + "` (what was trimmed before is gone); for another subscription give its name",
 	}
 }

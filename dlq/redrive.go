@@ -14,9 +14,6 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 )
 
-// DefaultRedriveSubscription is the subscription [Redrive] reads the dead-letter topic with.
-const DefaultRedriveSubscription = "bq-redrive"
-
 // The message properties Redrive rewrites (the BabelQueue Pulsar binding's names).
 const (
 	propJob           = "bq-job"
@@ -35,28 +32,33 @@ type RedriveOptions struct {
 	// Target is the topic the messages go back to. Default (""): Topic without its ".dlq"
 	// suffix (an error when it has none).
 	Target string
-	// Subscription is the durable subscription used to read Topic. Default (""):
-	// [DefaultRedriveSubscription]. Messages it skips stay unacknowledged in it, so a later
-	// run sees them again.
+	// Subscription is the durable subscription Topic is read and acknowledged on. Default
+	// (""): [DefaultSubscription], the retention subscription. Messages a run skips stay
+	// unacknowledged on it, so a later run (and [Peek]) sees them again.
 	Subscription string
-	// URN, when not empty, moves only messages whose envelope URN is exactly this.
+	// URN, when not empty, moves only messages whose routing URN ([Message.RoutingURN]: a
+	// usable bq-job property, else the envelope's URN) is exactly this.
 	URN string
 	// Reason, when not empty, moves only messages whose dead_letter.reason is this.
 	Reason envelope.Reason
 	// Limit is the most messages moved (or, with DryRun, reported as movable). Default (0):
 	// no limit.
 	Limit int
-	// DryRun reports what would move without publishing or acknowledging anything.
+	// DryRun reports what would move and changes nothing: it reads through Admin ([Peek]'s
+	// way), so it publishes, acknowledges, creates and redelivers nothing.
 	DryRun bool
-	// IdleTimeout ends the run when no further message arrives for that long. Default (0):
-	// [DefaultIdleTimeout].
+	// Admin is the admin API client a dry run reads through. Required with DryRun, unused
+	// otherwise.
+	Admin *Admin
+	// IdleTimeout ends a run (not a dry run) when no further message arrives for that long.
+	// Default (0): [DefaultIdleTimeout].
 	IdleTimeout time.Duration
 }
 
 // RedriveReport says what [Redrive] did.
 type RedriveReport struct {
-	// Moved are the messages published back to the target and acknowledged in the
-	// dead-letter topic (with DryRun: the messages that would move).
+	// Moved are the messages published back to the target and acknowledged on the
+	// subscription (with DryRun: the messages that would move).
 	Moved []Message
 	// Skipped counts annotated messages left in place because they did not match the filters.
 	Skipped int
@@ -67,59 +69,72 @@ type RedriveReport struct {
 	Raw []Message
 }
 
-// Redrive moves dead-lettered messages back to their queue. For each annotated message
-// that matches the filters it publishes the envelope with the dead_letter block removed and
-// attempts reset to 0 (everything else byte for byte: data, unknown keys, meta), with its
-// properties kept except the bq-* ones, which are projected again (bq-attempts "0", no
-// bq-delay), and its key; and it acknowledges the dead-letter copy only after that publish
-// succeeded. Poison copies and raw copies are reported and left in place; so are messages
-// that do not match. It stops at the limit, at the end of the topic (no message for the
-// idle timeout) or when ctx ends, and returns the report so far with any error: a failed
-// publish stops the run and leaves that message unacknowledged.
+// sort files one message into the report; it returns true when it is to move.
+func (r *RedriveReport) sort(dm Message, urn string, reason envelope.Reason) bool {
+	switch {
+	case dm.Kind == KindPoison:
+		r.Poison = append(r.Poison, dm)
+	case dm.Kind == KindRaw:
+		r.Raw = append(r.Raw, dm)
+	case urn != "" && dm.RoutingURN != urn, reason != "" && dm.Reason != reason:
+		r.Skipped++
+	default:
+		return true
+	}
+	return false
+}
+
+// Redrive moves dead-lettered messages back to their queue. It reads the dead-letter topic
+// on its retention subscription (an Exclusive consumer, which the broker gives no
+// redelivery count to, created at the earliest position if missing). For each annotated
+// message that matches the filters it publishes the envelope with the dead_letter block
+// removed and attempts reset to 0 (everything else byte for byte: data, unknown keys,
+// meta), with its properties kept except the bq-* ones, which are projected again
+// (bq-attempts "0", no bq-delay) but for bq-job, which keeps the routing URN the consumer
+// used, so the handler that failed gets it again; and its key. It acknowledges the
+// dead-letter copy on the subscription only after that publish succeeded. Poison copies and
+// raw copies are reported and left in place; so are messages that do not match. It stops
+// at the limit, at the end of the subscription (no message for the idle timeout) or when
+// ctx ends, and returns the report so far with any error: a failed publish stops the run
+// and leaves that message unacknowledged.
+//
+// With DryRun it only reads, through opts.Admin, the messages pending on the subscription
+// ([Peek]'s strictly read-only way) and reports what would move.
 func Redrive(ctx context.Context, client apulsar.Client, opts RedriveOptions) (RedriveReport, error) {
 	var rep RedriveReport
-	if client == nil {
-		return rep, fmt.Errorf("%w: nil client", ErrInvalidOptions)
-	}
-	if err := ValidateTopic(opts.Topic); err != nil {
-		return rep, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
-	}
-	target := opts.Target
-	if target == "" {
-		if !strings.HasSuffix(opts.Topic, Suffix) || len(opts.Topic) == len(Suffix) {
-			return rep, fmt.Errorf("%w: topic %q has no %q suffix; give a target", ErrInvalidOptions, opts.Topic, Suffix)
-		}
-		target = strings.TrimSuffix(opts.Topic, Suffix)
-	}
-	if err := ValidateTopic(target); err != nil {
-		return rep, fmt.Errorf("%w: target: %w", ErrInvalidOptions, err)
+	target, err := opts.validate(client)
+	if err != nil {
+		return rep, err
 	}
 	sub := opts.Subscription
 	if sub == "" {
-		sub = DefaultRedriveSubscription
+		sub = DefaultSubscription
 	}
+	if opts.DryRun {
+		err := opts.Admin.pending(ctx, opts.Topic, sub, func(dm Message) bool {
+			if rep.sort(dm, opts.URN, opts.Reason) {
+				rep.Moved = append(rep.Moved, dm)
+			}
+			return opts.Limit <= 0 || len(rep.Moved) < opts.Limit
+		})
+		return rep, err
+	}
+
+	c, err := subscribeRetention(client, opts.Topic, sub)
+	if err != nil {
+		return rep, err
+	}
+	defer c.Close()
+	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: target, DisableBatching: true})
+	if err != nil {
+		return rep, fmt.Errorf("dlq: redrive to %q: create producer: %w", target, err)
+	}
+	defer p.Close()
+
 	idle := opts.IdleTimeout
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-
-	c, err := client.Subscribe(apulsar.ConsumerOptions{
-		Topic: opts.Topic, SubscriptionName: sub, Type: apulsar.Exclusive,
-		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-	})
-	if err != nil {
-		return rep, fmt.Errorf("dlq: redrive %q: subscribe: %w", opts.Topic, err)
-	}
-	defer c.Close()
-	var p apulsar.Producer
-	if !opts.DryRun {
-		p, err = client.CreateProducer(apulsar.ProducerOptions{Topic: target, DisableBatching: true})
-		if err != nil {
-			return rep, fmt.Errorf("dlq: redrive to %q: create producer: %w", target, err)
-		}
-		defer p.Close()
-	}
-
 	for opts.Limit <= 0 || len(rep.Moved) < opts.Limit {
 		m, err := nextWithin(ctx, idle, c.Receive)
 		if errors.Is(err, errIdle) {
@@ -129,18 +144,7 @@ func Redrive(ctx context.Context, client apulsar.Client, opts RedriveOptions) (R
 			return rep, fmt.Errorf("dlq: redrive %q: %w", opts.Topic, err)
 		}
 		dm := classify(m)
-		switch {
-		case dm.Kind == KindPoison:
-			rep.Poison = append(rep.Poison, dm)
-			continue
-		case dm.Kind == KindRaw:
-			rep.Raw = append(rep.Raw, dm)
-			continue
-		case opts.URN != "" && dm.URN != opts.URN, opts.Reason != "" && dm.Reason != opts.Reason:
-			rep.Skipped++
-			continue
-		case opts.DryRun:
-			rep.Moved = append(rep.Moved, dm)
+		if !rep.sort(dm, opts.URN, opts.Reason) {
 			continue
 		}
 		pm, err := redriveMessage(dm)
@@ -160,6 +164,80 @@ func Redrive(ctx context.Context, client apulsar.Client, opts RedriveOptions) (R
 	return rep, nil
 }
 
+func (o RedriveOptions) validate(client apulsar.Client) (string, error) {
+	if client == nil && !o.DryRun {
+		return "", fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	}
+	if o.DryRun && o.Admin == nil {
+		return "", fmt.Errorf("%w: a dry run reads through the admin API: give RedriveOptions.Admin", ErrInvalidOptions)
+	}
+	if err := ValidateTopic(o.Topic); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if o.Subscription != "" {
+		if err := ValidateSubscriptionName(o.Subscription); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+	}
+	if o.Limit < 0 {
+		return "", fmt.Errorf("%w: negative limit %d", ErrInvalidOptions, o.Limit)
+	}
+	target := o.Target
+	if target == "" {
+		if !strings.HasSuffix(o.Topic, Suffix) || len(o.Topic) == len(Suffix) {
+			return "", fmt.Errorf("%w: topic %q has no %q suffix; give a target", ErrInvalidOptions, o.Topic, Suffix)
+		}
+		target = strings.TrimSuffix(o.Topic, Suffix)
+	}
+	if err := ValidateTopic(target); err != nil {
+		return "", fmt.Errorf("%w: target: %w", ErrInvalidOptions, err)
+	}
+	return target, nil
+}
+
+// subscribeRetention attaches an Exclusive consumer to the retention subscription: the
+// broker keeps no redelivery count for Exclusive subscriptions, so what a run reads and
+// leaves is seen unchanged by the next one.
+func subscribeRetention(client apulsar.Client, topic, sub string) (apulsar.Consumer, error) {
+	c, err := client.Subscribe(apulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: sub, Type: apulsar.Exclusive,
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+		AckWithResponse:             true, // an acknowledgement counts once the broker confirmed it
+	})
+	if err != nil {
+		se := subscriptionFailure(topic, sub, err)
+		if strings.Contains(err.Error(), "ConsumerBusy") {
+			se = &SubscriptionError{
+				Topic: topic, Subscription: sub, Reason: "another consumer holds it", Err: err,
+				Fix: "wait for the other redrive or purge to end; nothing else should consume the retention subscription",
+			}
+		}
+		return nil, se
+	}
+	return c, nil
+}
+
+// errIdle says that no message arrived within the idle timeout: the end of the topic.
+var errIdle = errors.New("dlq: idle")
+
+// nextWithin calls next with a ctx that also ends after idle; it returns errIdle when only
+// the idle timeout ended it.
+func nextWithin(ctx context.Context, idle time.Duration, next func(context.Context) (apulsar.Message, error)) (apulsar.Message, error) {
+	ictx, cancel := context.WithTimeout(ctx, idle)
+	defer cancel()
+	m, err := next(ictx)
+	switch {
+	case err == nil:
+		return m, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err() //nolint:wrapcheck // the caller wraps it with the topic
+	case ictx.Err() != nil:
+		return nil, errIdle
+	default:
+		return nil, err
+	}
+}
+
 func redriveMessage(dm Message) (*apulsar.ProducerMessage, error) {
 	out := dm.Envelope.WithoutDeadLetter().WithAttempts(0)
 	payload, err := out.Encode()
@@ -171,7 +249,7 @@ func redriveMessage(dm Message) (*apulsar.ProducerMessage, error) {
 		props = map[string]string{}
 	}
 	delete(props, propDelay)
-	props[propJob] = out.URN()
+	props[propJob] = dm.RoutingURN // the routing decision the failed delivery was made by
 	props[propTraceID] = out.TraceID
 	props[propMessageID] = out.Meta.ID
 	props[propSchemaVersion] = strconv.Itoa(out.Meta.SchemaVersion)

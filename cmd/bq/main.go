@@ -9,7 +9,8 @@
 //	conformance  run a BabelQueue conformance suite against this SDK
 //	publish      publish a BabelQueue envelope
 //	tail         print the messages of a topic with the consumer's verdict
-//	dlq          list, peek and redrive dead-letter topics
+//	dlq          list, peek, redrive and purge dead letters
+//	subscription create a durable subscription, so the broker keeps what is written
 //	broker       run the embedded Pulsar-protocol broker for local development
 //	version      print the versions of bq and of the Pulsar client
 //
@@ -80,7 +81,8 @@ Commands:
 	conformance  run a BabelQueue conformance suite against this SDK
 	publish      publish a BabelQueue envelope
 	tail         print the messages of a topic with the consumer's verdict
-	dlq          list, peek and redrive dead-letter topics
+	dlq          list, peek, redrive and purge dead letters
+	subscription create a durable subscription, so the broker keeps what is written
 	broker       run the embedded Pulsar-protocol broker for local development
 	version      print the versions of bq and of the Pulsar client
 
@@ -105,6 +107,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code = runTail(ctx, args[1:], stdout, stderr)
 	case "dlq":
 		code = runDLQ(ctx, args[1:], stdout, stderr)
+	case "subscription":
+		code = runSubscription(ctx, args[1:], stdout, stderr)
 	case "broker":
 		code = runBroker(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -108,6 +108,11 @@ func run(ctx context.Context, w io.Writer) (err error) {
 	defer func() { err = errors.Join(err, env.Close()) }()
 	topic := env.Topic("orders")
 	dlqTopic := topic + ".dlq" // the per-queue dead-letter topic, on by default
+	// The retention subscription keeps the dead letters on a real cluster until they are
+	// redriven (the consumer makes sure of it too, before its first dead letter).
+	if err := dlq.EnsureSubscription(ctx, env.Client, dlqTopic, dlq.DefaultSubscription); err != nil {
+		return fmt.Errorf("retention subscription: %w", err)
+	}
 
 	// The handler: orders ending in 5 or 0 meet a flaky gateway once; every seventh order
 	// needs the inventory service, which is down until we say otherwise.
@@ -183,7 +188,7 @@ func run(ctx context.Context, w io.Writer) (err error) {
 	fmt.Fprintf(w, "   first pass: %s\n", s)
 
 	// 3. Inspect the dead-letter topic without consuming it.
-	dead, err := dlq.Peek(ctx, env.Client, dlq.PeekOptions{Topic: dlqTopic, IdleTimeout: 500 * time.Millisecond})
+	dead, err := dlq.Peek(ctx, env.Admin, dlq.PeekOptions{Topic: dlqTopic})
 	if err != nil {
 		return fmt.Errorf("peek %s: %w", dlqTopic, err)
 	}

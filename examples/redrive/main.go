@@ -68,6 +68,11 @@ func run(ctx context.Context, w io.Writer) (err error) {
 	defer func() { err = errors.Join(err, env.Close()) }()
 	topic := env.Topic("orders")
 	dlqTopic := topic + ".dlq"
+	// The retention subscription keeps the dead letters on a real cluster until they are
+	// redriven (the consumer makes sure of it too, before its first dead letter).
+	if err := dlq.EnsureSubscription(ctx, env.Client, dlqTopic, dlq.DefaultSubscription); err != nil {
+		return fmt.Errorf("retention subscription: %w", err)
+	}
 
 	var fixed atomic.Bool
 	var settled, handled atomic.Int64
@@ -108,7 +113,7 @@ func run(ctx context.Context, w io.Writer) (err error) {
 		return err
 	}
 
-	msgs, err := dlq.Peek(ctx, env.Client, dlq.PeekOptions{Topic: dlqTopic, IdleTimeout: 500 * time.Millisecond})
+	msgs, err := dlq.Peek(ctx, env.Admin, dlq.PeekOptions{Topic: dlqTopic})
 	if err != nil {
 		return fmt.Errorf("peek: %w", err)
 	}
@@ -117,7 +122,7 @@ func run(ctx context.Context, w io.Writer) (err error) {
 		fmt.Fprintf(w, "  %s reason=%s attempts=%d\n", m.URN, m.Reason, m.Envelope.DeadLetter.Attempts)
 	}
 
-	opts := dlq.RedriveOptions{Topic: dlqTopic, URN: urnCreated, IdleTimeout: 500 * time.Millisecond, DryRun: true}
+	opts := dlq.RedriveOptions{Topic: dlqTopic, URN: urnCreated, IdleTimeout: 500 * time.Millisecond, DryRun: true, Admin: env.Admin}
 	report, err := dlq.Redrive(ctx, env.Client, opts)
 	if err != nil {
 		return fmt.Errorf("dry run: %w", err)

@@ -14,6 +14,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -26,7 +27,10 @@ type Env struct {
 	URL string
 	// Embedded reports whether the broker is the embedded one started for this program.
 	Embedded bool
-	broker   *pulsartest.Broker
+	// Admin reads the admin API (for read-only dead-letter inspection): the embedded
+	// broker's, else PULSAR_ADMIN_URL's (default http://127.0.0.1:8080).
+	Admin  *dlq.Admin
+	broker *pulsartest.Broker
 }
 
 // Connect returns a client for PULSAR_URL, or for an embedded broker when it is unset. It
@@ -37,7 +41,7 @@ func Connect(ctx context.Context, w io.Writer, logger *zap.Logger) (*Env, error)
 	}
 	e := &Env{URL: os.Getenv("PULSAR_URL")}
 	if e.URL == "" {
-		b, err := pulsartest.Start(ctx)
+		b, err := pulsartest.Start(ctx, pulsartest.WithAdminHTTP("127.0.0.1:0"))
 		if err != nil {
 			return nil, fmt.Errorf("start the embedded broker: %w", err)
 		}
@@ -56,6 +60,17 @@ func Connect(ctx context.Context, w io.Writer, logger *zap.Logger) (*Env, error)
 		return nil, errors.Join(fmt.Errorf("connect to %s: %w", e.URL, err), e.closeBroker())
 	}
 	e.Client = c
+	adminURL := os.Getenv("PULSAR_ADMIN_URL")
+	switch {
+	case e.broker != nil:
+		adminURL = e.broker.AdminURL()
+	case adminURL == "":
+		adminURL = "http://127.0.0.1:8080"
+	}
+	if e.Admin, err = dlq.NewAdmin(adminURL); err != nil {
+		c.Close()
+		return nil, errors.Join(fmt.Errorf("admin API %s: %w", adminURL, err), e.closeBroker())
+	}
 	return e, nil
 }
 

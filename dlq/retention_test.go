@@ -1,0 +1,297 @@
+package dlq_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+)
+
+// write sends the payloads to topic, unbatched, with the given properties.
+func (f *fixture) write(t *testing.T, topic string, props map[string]string, payloads ...[]byte) {
+	t.Helper()
+	p, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	require.NoError(t, err)
+	defer p.Close()
+	for _, pl := range payloads {
+		_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: pl, Properties: props})
+		require.NoError(t, err)
+	}
+}
+
+func sevenDeadLetters() [][]byte {
+	out := make([][]byte, 7)
+	for i := range out {
+		out[i] = annotated(urnA, fmt.Sprintf("id-%d", i), envelope.ReasonFailed)
+	}
+	return out
+}
+
+func TestRedriveThreeOfSevenLeavesFourToPeek(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ensure(t)
+	f.write(t, f.dlq, map[string]string{"bq-job": urnA}, sevenDeadLetters()...)
+
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 3, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 3)
+	left, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
+	require.NoError(t, err)
+	require.Len(t, left, 4, "the redriven ones are no longer listed")
+	for i, m := range left {
+		assert.Equal(t, fmt.Sprintf("id-%d", i+3), m.Envelope.Meta.ID)
+	}
+	dry, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, DryRun: true, Admin: f.admin})
+	require.NoError(t, err)
+	assert.Len(t, dry.Moved, 4, "list and dry run agree")
+	assert.Equal(t, 4, f.b.Backlog(f.dlq, dlq.DefaultSubscription))
+	assert.Equal(t, []string{dlq.DefaultSubscription}, f.b.Subscriptions(f.dlq), "no separate redrive subscription")
+}
+
+func TestRedriveKeepsTheRoutingURN(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ensure(t)
+	// Routed by its bq-job property (urnB), which won over the body's URN (urnA).
+	f.write(t, f.dlq, map[string]string{"bq-job": urnB}, annotated(urnA, "id-r", envelope.ReasonFailed))
+	f.write(t, f.dlq, map[string]string{"bq-job": "  "}, annotated(urnA, "id-blank", envelope.ReasonFailed))
+
+	peeked, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
+	require.NoError(t, err)
+	require.Len(t, peeked, 2)
+	assert.Equal(t, urnA, peeked[0].URN)
+	assert.Equal(t, urnB, peeked[0].RoutingURN, "a usable bq-job property is the routing URN")
+	assert.Equal(t, urnA, peeked[1].RoutingURN, "a blank bq-job is not usable: the body URN routes")
+
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnB, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 1, "the filter matches the routing URN")
+	assert.Equal(t, 1, rep.Skipped, "the body URN alone does not match")
+	rep, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnA, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 1)
+
+	got := f.receiveTarget(t, 2)
+	assert.Equal(t, urnB, got[0].Properties()["bq-job"], "the handler that failed gets it again")
+	assert.Contains(t, string(got[0].Payload()), `"job":"`+urnA+`"`, "the body is kept")
+	assert.Equal(t, urnA, got[1].Properties()["bq-job"])
+}
+
+func TestRedriveOnAnotherSubscription(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, "ops"))
+	f.write(t, f.dlq, nil, annotated(urnA, "id-a", envelope.ReasonFailed))
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Subscription: "ops", IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Len(t, rep.Moved, 1)
+	assert.Zero(t, f.b.Backlog(f.dlq, "ops"))
+	_, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Subscription: "has space"})
+	require.ErrorIs(t, err, dlq.ErrInvalidSubscriptionName)
+}
+
+func TestEnsureSubscriptionKeepsWhatIsWrittenAfterIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription))
+	assert.Equal(t, []string{dlq.DefaultSubscription}, f.b.Subscriptions(f.dlq))
+	st := f.b.Stats(f.dlq).Subscriptions[dlq.DefaultSubscription]
+	assert.True(t, st.Durable)
+	assert.Zero(t, st.Consumers, "the consumer that created it is gone")
+
+	f.write(t, f.dlq, nil, sevenDeadLetters()...)
+	assert.Zero(t, f.b.Trim(f.dlq), "the retention subscription holds every dead letter")
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Len(t, rep.Moved, 7, "all there after a trim")
+	assert.Equal(t, 7, f.b.Trim(f.dlq), "acknowledged dead letters are free to go")
+}
+
+func TestWithoutTheRetentionSubscriptionATrimLosesDeadLetters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.write(t, f.dlq, nil, sevenDeadLetters()...) // no EnsureSubscription
+	f.b.Trim(f.dlq)
+	assert.Zero(t, f.b.Stats(f.dlq).Messages, "nothing needed them: trimmed")
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Moved, "gone")
+}
+
+func TestEnsureSubscriptionOnAnExistingSubscriptionChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ensure(t)
+	f.write(t, f.dlq, nil, sevenDeadLetters()...)
+	_, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 2, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	before := f.state()
+	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription))
+	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription, dlq.WithSubscriptionType(apulsar.Exclusive)))
+	assert.Equal(t, before, f.state(), "position, backlog and consumers as they were")
+	assert.Equal(t, 5, f.b.Backlog(f.dlq, dlq.DefaultSubscription))
+}
+
+func TestEnsureSubscriptionWhileAConsumerHoldsIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.write(t, f.queue, nil, []byte("a"), []byte("b"), []byte("c"))
+	c, err := f.client.Subscribe(apulsar.ConsumerOptions{
+		Topic: f.queue, SubscriptionName: "workers", Type: apulsar.Shared,
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	require.NoError(t, err)
+	defer c.Close()
+	for range 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		_, err := c.Receive(ctx) // received, not acknowledged: pending on the Shared consumer
+		cancel()
+		require.NoError(t, err)
+	}
+	before := f.b.Stats(f.queue).Subscriptions["workers"]
+	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.queue, "workers"), "Shared joins and leaves")
+	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.queue, "workers",
+		dlq.WithSubscriptionType(apulsar.Exclusive)), "ConsumerBusy: it exists")
+	after := f.b.Stats(f.queue).Subscriptions["workers"]
+	assert.Equal(t, before, after, "nothing redelivered or acknowledged")
+	assert.Equal(t, 3, after.Pending)
+}
+
+func TestEnsureSubscriptionOnAPartitionedTopic(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	require.NoError(t, f.b.CreatePartitionedTopic(f.dlq, 3))
+	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription))
+	for i := range 3 {
+		assert.Equal(t, []string{dlq.DefaultSubscription}, f.b.Subscriptions(fmt.Sprintf("%s-partition-%d", f.dlq, i)))
+	}
+	f.write(t, f.dlq, nil, sevenDeadLetters()...)
+	before := f.state()
+	msgs, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
+	require.NoError(t, err)
+	assert.Len(t, msgs, 7, "every partition")
+	assert.Equal(t, before, f.state())
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 3, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 3)
+	msgs, err = dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
+	require.NoError(t, err)
+	assert.Len(t, msgs, 4)
+}
+
+func TestEnsureSubscriptionRefusesBadArguments(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, name := range []string{"", "a b", "tab\there", "nl\n", string([]byte{0xff}), string(make([]byte, 257))} {
+		err := dlq.EnsureSubscription(t.Context(), f.client, f.dlq, name)
+		require.ErrorIs(t, err, dlq.ErrInvalidSubscriptionName, "%q", name)
+		require.ErrorIs(t, err, dlq.ErrSubscription)
+	}
+	require.ErrorIs(t, dlq.EnsureSubscription(t.Context(), f.client, "a/b", "s"), dlq.ErrInvalidTopic)
+	require.ErrorIs(t, dlq.EnsureSubscription(t.Context(), nil, f.dlq, "s"), dlq.ErrInvalidOptions)
+	require.ErrorIs(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, "s", dlq.WithSubscriptionType(42)), dlq.ErrInvalidOptions)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, dlq.EnsureSubscription(ctx, f.client, f.dlq, "s"), context.Canceled)
+	assert.Empty(t, f.b.Topics(), "nothing created")
+}
+
+func TestPurge(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seed(t)
+	rep, err := dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, Reason: envelope.ReasonPoison, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, rep.Purged, 1)
+	assert.Equal(t, dlq.KindPoison, rep.Purged[0].Kind)
+	assert.Equal(t, 3, rep.Skipped)
+	rep, err = dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Len(t, rep.Purged, 3, "without filters: everything left")
+	left, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
+	require.NoError(t, err)
+	assert.Empty(t, left)
+	assert.Equal(t, []string{dlq.DefaultSubscription}, f.b.Subscriptions(f.dlq), "the subscription stays")
+	_, err = dlq.Purge(t.Context(), nil, dlq.PurgeOptions{Topic: f.dlq})
+	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
+	_, err = dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, Limit: -1})
+	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
+}
+
+func TestConfigSubscription(t *testing.T) {
+	t.Parallel()
+	cfg := dlq.Config{Subscription: "keep", Queues: map[string]dlq.QueueConfig{"metrics": {Subscription: "m-keep"}}}
+	require.NoError(t, cfg.Validate())
+	for topic, want := range map[string]string{
+		"persistent://acme/shop/orders":              "keep",
+		"persistent://acme/shop/metrics-partition-1": "m-keep",
+	} {
+		got, err := cfg.SubscriptionFor(topic)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, topic)
+	}
+	got, err := dlq.Config{}.SubscriptionFor("orders")
+	require.NoError(t, err)
+	assert.Equal(t, dlq.DefaultSubscription, got)
+	_, err = cfg.SubscriptionFor("a/b")
+	require.ErrorIs(t, err, dlq.ErrInvalidTopic)
+	require.ErrorIs(t, dlq.Config{Subscription: "a b"}.Validate(), dlq.ErrInvalidSubscriptionName)
+	err = dlq.Config{Queues: map[string]dlq.QueueConfig{"orders": {Subscription: "\x00"}}}.Validate()
+	require.ErrorIs(t, err, dlq.ErrInvalidSubscriptionName)
+	assert.Contains(t, err.Error(), `dlq: queue "orders"`)
+}
+
+func TestNewAdminRefusesBadURLs(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"", "localhost:8080", "pulsar://h:6650", "http://", "http://h:8080/?x=1", "http://u:p@h:8080", "http://h/#f", "http://%zz"} {
+		_, err := dlq.NewAdmin(u)
+		require.ErrorIs(t, err, dlq.ErrInvalidOptions, "%q", u)
+	}
+	_, err := dlq.NewAdmin("http://h:8080", dlq.WithHTTPClient(nil))
+	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
+	_, err = dlq.Peek(t.Context(), nil, dlq.PeekOptions{Topic: "orders.dlq"})
+	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
+}
+
+func TestPeekSplitsBatches(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ensure(t)
+	p, err := f.client.CreateProducer(apulsar.ProducerOptions{
+		Topic: f.dlq, BatchingMaxMessages: 10, BatchingMaxPublishDelay: time.Minute,
+	})
+	require.NoError(t, err)
+	defer p.Close()
+	done := make(chan error, 3)
+	for i := range 3 {
+		p.SendAsync(t.Context(), &apulsar.ProducerMessage{
+			Payload: annotated(urnA, fmt.Sprintf("id-%d", i), envelope.ReasonFailed), Key: fmt.Sprintf("k%d", i),
+			Properties: map[string]string{"bq-job": urnA, "n": fmt.Sprint(i)},
+		}, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { done <- err })
+	}
+	require.NoError(t, p.FlushWithCtx(t.Context()))
+	for range 3 {
+		require.NoError(t, <-done)
+	}
+	assert.Equal(t, 1, f.b.Stats(f.dlq).Entries, "one batch entry")
+	msgs, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
+	require.NoError(t, err)
+	require.Len(t, msgs, 3)
+	for i, m := range msgs {
+		assert.Equal(t, fmt.Sprintf("id-%d", i), m.Envelope.Meta.ID)
+		assert.Equal(t, fmt.Sprintf("k%d", i), m.Key)
+		assert.Equal(t, fmt.Sprint(i), m.Properties["n"])
+		assert.Equal(t, dlq.KindAnnotated, m.Kind)
+	}
+	two, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq, Limit: 2})
+	require.NoError(t, err)
+	assert.Len(t, two, 2, "the limit cuts a batch")
+}
