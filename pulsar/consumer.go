@@ -76,6 +76,9 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 	if err != nil {
 		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, err)
 	}
+	if !cfg.noRetention && cfg.senderFactory == nil {
+		cfg.retention = engine.RetentionFor(client, cfg.deadLetter)
+	}
 	c := newConsumer(cfg, pc, pc, clientSenders(client, cfg))
 	c.ownConsumer = pc
 	return c, nil
@@ -108,6 +111,9 @@ func WrapConsumer(client apulsar.Client, pc apulsar.Consumer, opts ...ConsumerOp
 			}
 		} else {
 			factory = clientSenders(client, cfg)
+			if !cfg.noRetention {
+				cfg.retention = engine.RetentionFor(client, cfg.deadLetter)
+			}
 		}
 	}
 	return newConsumer(cfg, pc, pc, factory), nil

@@ -68,7 +68,8 @@ type consumerConfig struct {
 	middleware      []Middleware
 	deliveryHooks   []DeliveryHook
 	initialPosition apulsar.SubscriptionInitialPosition
-	retention       func(ctx context.Context, deadLetterTopic string) error
+	noRetention     bool
+	retention       func(ctx context.Context, topic, deadLetterTopic string) error
 }
 
 func defaultConsumerConfig() consumerConfig {
@@ -98,6 +99,23 @@ func WithInitialPosition(p apulsar.SubscriptionInitialPosition) ConsumerOption {
 			return fmt.Errorf("%w: unknown initial position %d", ErrInvalidOption, p)
 		}
 		c.initialPosition = p
+		return nil
+	})
+}
+
+// WithRetentionSubscription says whether the consumer makes sure, before its first write to
+// a dead-letter topic, that the queue's retention subscription exists on it (dlq.Config's
+// Subscription, "bq-dlq" by default). Apache Pulsar keeps a message only while a durable
+// subscription still needs it unless the namespace has a retention policy, and the default
+// retention is zero: dead letters written to a topic nobody subscribes to are deleted when
+// the broker trims its ledgers. If the subscription cannot be made (auto subscription
+// creation off, no permission), the dead-letter write counts as failed: the original is
+// negatively acknowledged, nothing is acked or lost, and the error names the topic, the
+// subscription and the fix. Turn it off only where a retention policy keeps the dead letters
+// anyway. Default: on.
+func WithRetentionSubscription(on bool) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.noRetention = !on
 		return nil
 	})
 }

@@ -135,6 +135,13 @@ type SourceOptions struct {
 	// ReconsumeDelay is the delay of [FailureReconsumeLater] when the nack names none.
 	// Default: 3 s.
 	ReconsumeDelay time.Duration
+	// NoRetentionSubscription turns off the retention subscription of the dead-letter
+	// topics: by default the source makes sure, before its first write to a dead-letter
+	// topic, that the queue's retention subscription (DeadLetter's Subscription, "bq-dlq"
+	// by default) exists on it, because Pulsar deletes messages no durable subscription
+	// needs unless the namespace has a retention policy. Set it only where such a policy
+	// keeps the dead letters. Default: false.
+	NoRetentionSubscription bool
 	// DeadLetterHook is called after a message was written to its dead-letter topic.
 	DeadLetterHook func(ctx context.Context, md IncomingMetadata, reason error)
 	// Envelopes says the payloads are BabelQueue envelopes (the babelqueue codec): under
@@ -213,6 +220,18 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 		return nil, err
 	}
 	co := o.Consumer // after validateSource, which may set RetryEnable and the position
+	if !o.NoRetentionSubscription && (co.RetryEnable || co.DLQ != nil) {
+		// The client's own dead-letter router writes with a producer whose initial
+		// subscription keeps the dead letters stored (PIP-124); name it as the SDK's own.
+		p := apulsar.DLQPolicy{MaxDeliveries: apulsar.MaxReconsumeTimes}
+		if co.DLQ != nil {
+			p = *co.DLQ
+		}
+		if p.InitialSubscriptionName == "" {
+			p.InitialSubscriptionName = dlq.DefaultSubscription
+		}
+		co.DLQ = &p
+	}
 	co.SubscriptionInitialPosition = apulsar.SubscriptionPositionEarliest
 	if o.InitialPosition == PositionLatest {
 		co.SubscriptionInitialPosition = apulsar.SubscriptionPositionLatest
@@ -232,7 +251,7 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	}
 	s := &Source{
 		channel:       o.Channel,
-		eng:           newSourceEngine(&o, settler, engine.ClientSenders(client, o.SenderOptions)),
+		eng:           newSourceEngine(&o, client, settler),
 		pc:            pc,
 		settler:       settler,
 		cumulative:    cumulative,
@@ -258,9 +277,13 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 
 // newSourceEngine returns the engine of a source: the Consumer's admission and settlement,
 // with the gate (and, for envelopes, poison) settled at admission under FailureBabelQueue.
-func newSourceEngine(o *SourceOptions, settler engine.Settler, senders func(string) (engine.Sender, func(), error)) *engine.Engine {
+func newSourceEngine(o *SourceOptions, client apulsar.Client, settler engine.Settler) *engine.Engine {
 	contract := o.FailureStrategy == FailureBabelQueue
 	t := o.Consumer.Type
+	var retention func(context.Context, string, string) error
+	if !o.NoRetentionSubscription {
+		retention = engine.RetentionFor(client, o.DeadLetter)
+	}
 	return engine.New(engine.Config{
 		Subscription:  o.Consumer.SubscriptionName,
 		MaxAttempts:   o.MaxAttempts,
@@ -274,7 +297,8 @@ func newSourceEngine(o *SourceOptions, settler engine.Settler, senders func(stri
 		OnError:       o.OnError,
 		OnMismatch:    o.OnRoutingMismatch,
 		DeliveryHooks: o.DeliveryHooks,
-		Senders:       senders,
+		Senders:       engine.ClientSenders(client, o.SenderOptions),
+		Retention:     retention,
 	}, settler)
 }
 

@@ -64,10 +64,10 @@ type Config struct {
 	DeliveryHooks []DeliveryHook
 	// Senders creates the producer of a topic for retries and dead letters.
 	Senders func(topic string) (Sender, func(), error)
-	// Retention makes sure the retention subscription of a dead-letter topic exists; it is
-	// called before the first write to each dead-letter topic (and again after a failure).
-	// Nil: no retention subscription.
-	Retention func(ctx context.Context, deadLetterTopic string) error
+	// Retention makes sure the retention subscription of a dead-letter topic exists (topic
+	// is the one the message was received on); it is called before the first write to each
+	// dead-letter topic, and again after a failure. Nil: no retention subscription.
+	Retention func(ctx context.Context, topic, deadLetterTopic string) error
 	// ExtraSettle, when set, is called after every successful settlement write or ack,
 	// and with the error of every failed one (health of a front).
 	ExtraSettle func(err error)
@@ -485,7 +485,8 @@ func (e *Engine) deadLetter(d *Delivery, pm *apulsar.ProducerMessage, reason env
 		}
 		maps.Copy(pm.Properties, d.extraProps)
 	}
-	if err := e.ensureRetention(d.Ctx, dlt); err != nil {
+	if err := e.ensureRetention(d.Ctx, d.Msg.Topic(), dlt); err != nil {
+		e.settleResult(err)
 		e.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, cause)
 		return
 	}
@@ -502,14 +503,14 @@ func (e *Engine) deadLetter(d *Delivery, pm *apulsar.ProducerMessage, reason env
 }
 
 // ensureRetention makes sure the retention subscription of dlt exists, once per topic.
-func (e *Engine) ensureRetention(ctx context.Context, dlt string) error {
+func (e *Engine) ensureRetention(ctx context.Context, topic, dlt string) error {
 	if e.cfg.Retention == nil {
 		return nil
 	}
 	if _, ok := e.retained.Load(dlt); ok {
 		return nil
 	}
-	if err := e.cfg.Retention(ctx, dlt); err != nil {
+	if err := e.cfg.Retention(ctx, topic, dlt); err != nil {
 		return err
 	}
 	e.retained.Store(dlt, struct{}{})

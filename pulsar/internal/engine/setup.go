@@ -1,13 +1,31 @@
 package pulsar
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
+
+// RetentionFor returns the [Config].Retention of a front on client: the queue's retention
+// subscription ([dlq.Config.SubscriptionFor]) is made to exist on the dead-letter topic with
+// [dlq.EnsureSubscription], which never consumes anything.
+func RetentionFor(client apulsar.Client, cfg dlq.Config) func(ctx context.Context, topic, deadLetterTopic string) error {
+	return func(ctx context.Context, topic, deadLetterTopic string) error {
+		sub, err := cfg.SubscriptionFor(topic)
+		if err != nil {
+			return err
+		}
+		if err := dlq.EnsureSubscription(ctx, client, deadLetterTopic, sub); err != nil {
+			return fmt.Errorf("pulsar: the dead letter is not written, since the broker would not keep it: %w", err)
+		}
+		return nil
+	}
+}
 
 // ErrInvalidOption is wrapped by every error a constructor returns for an option it refuses.
 var ErrInvalidOption = errors.New("pulsar: invalid option")

@@ -1,0 +1,249 @@
+package pulsar_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+)
+
+// exhaustThenTrim publishes one job, lets a failing consumer dead-letter it (maxAttempts 1),
+// trims the broker as Pulsar would with no retention policy, and redrives the dead-letter
+// topic to a consumer that succeeds. It returns how many times the job was handled after the
+// trim and the redrive report.
+func exhaustThenTrim(t *testing.T, retention bool) (int32, dlq.RedriveReport) {
+	t.Helper()
+	ctx := t.Context()
+	b, err := pulsartest.Start(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "jobs")
+	dlt := topic + ".dlq"
+
+	failed := make(chan struct{}, 1)
+	c, err := bqpulsar.NewConsumer(client,
+		bqpulsar.WithTopic(topic),
+		bqpulsar.WithSubscription("workers", apulsar.Shared),
+		bqpulsar.WithMaxAttempts(1),
+		bqpulsar.WithRetentionSubscription(retention),
+		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			return errors.New("downstream is down")
+		}),
+		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+			if e.Kind == bqpulsar.EventDeadLettered {
+				failed <- struct{}{}
+			}
+		})),
+	)
+	require.NoError(t, err)
+	pub, err := bqpulsar.NewPublisher(client, topic)
+	require.NoError(t, err)
+	_, err = pub.Publish(ctx, "urn:babel:jobs:run", map[string]any{"n": 1})
+	require.NoError(t, err)
+	require.NoError(t, pub.Close())
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	select {
+	case <-failed:
+	case <-time.After(waitLong):
+		t.Fatal("the job was not dead-lettered")
+	}
+	stop()
+	<-done
+	require.NoError(t, c.Close())
+
+	b.TrimAll() // what the broker's trimming does to storage nobody needs
+
+	var handled atomic.Int32
+	ok, err := bqpulsar.NewConsumer(client,
+		bqpulsar.WithTopic(topic),
+		bqpulsar.WithSubscription("workers", apulsar.Shared),
+		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			handled.Add(1)
+			return nil
+		}),
+	)
+	require.NoError(t, err)
+	runConsumer(t, ok)
+	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: dlt, IdleTimeout: 500 * time.Millisecond})
+	if !retention {
+		return handled.Load(), rep // the subscription may not exist at all: err is what Redrive says
+	}
+	require.NoError(t, err)
+	eventually(t, func() bool { return handled.Load() >= 1 }, "the redriven job was not handled")
+	return handled.Load(), rep
+}
+
+func TestDeadLetterSurvivesATrimThroughItsRetentionSubscription(t *testing.T) {
+	t.Parallel()
+	handled, rep := exhaustThenTrim(t, true)
+	assert.Equal(t, int32(1), handled)
+	assert.Len(t, rep.Moved, 1)
+}
+
+// TestWithoutTheRetentionSubscriptionATrimLosesTheDeadLetter shows what the retention
+// subscription prevents, and that the test above can fail: on Pulsar with no retention
+// policy, a dead letter on a topic nobody subscribes to is deleted by the next trim.
+func TestWithoutTheRetentionSubscriptionATrimLosesTheDeadLetter(t *testing.T) {
+	t.Parallel()
+	handled, rep := exhaustThenTrim(t, false)
+	assert.Zero(t, handled, "nothing left to redrive")
+	assert.Empty(t, rep.Moved)
+}
+
+// refusingClient is a client whose broker refuses to create subscriptions on dead-letter
+// topics, as one with allowAutoSubscriptionCreation=false would.
+type refusingClient struct{ apulsar.Client }
+
+func (c refusingClient) Subscribe(o apulsar.ConsumerOptions) (apulsar.Consumer, error) {
+	if strings.HasSuffix(o.Topic, ".dlq") {
+		return nil, errors.New("SubscriptionNotFound: subscription does not exist")
+	}
+	return c.Client.Subscribe(o)
+}
+
+func TestRetentionSubscriptionThatCannotBeMadeNacksAndLosesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b, err := pulsartest.Start(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "jobs")
+	var reported atomic.Value
+	var attempts atomic.Int32
+	c, err := bqpulsar.NewConsumer(refusingClient{client},
+		bqpulsar.WithTopic(topic),
+		bqpulsar.WithSubscription("workers", apulsar.Shared),
+		bqpulsar.WithMaxAttempts(1),
+		bqpulsar.WithNackRedeliveryDelay(50*time.Millisecond),
+		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			attempts.Add(1)
+			return errors.New("no")
+		}),
+		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+			if errors.Is(err, bqpulsar.ErrDeadLetterWrite) {
+				reported.Store(err)
+			}
+		}),
+	)
+	require.NoError(t, err)
+	pub, err := bqpulsar.NewPublisher(client, topic)
+	require.NoError(t, err)
+	_, err = pub.Publish(ctx, "urn:babel:jobs:run", map[string]any{})
+	require.NoError(t, err)
+	require.NoError(t, pub.Close())
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	eventually(t, func() bool { return attempts.Load() >= 2 }, "the message was not negatively acknowledged and redelivered")
+	assert.False(t, c.Health().Ready, "failing dead-letter writes make the consumer not ready")
+	stop()
+	<-done
+	require.NoError(t, c.Close())
+
+	err = reported.Load().(error)
+	var se *dlq.SubscriptionError
+	require.ErrorAs(t, err, &se, "the error says which subscription of which topic")
+	assert.Contains(t, err.Error(), topic+".dlq")
+	assert.Contains(t, err.Error(), dlq.DefaultSubscription)
+	assert.Contains(t, err.Error(), "allowAutoSubscriptionCreation", "and the fix")
+	assert.Empty(t, b.Subscriptions(topic+".dlq"), "no subscription was made")
+
+	// Nothing was acked: a consumer that can dead-letter gets the message again.
+	var handled atomic.Int32
+	again, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("workers", apulsar.Shared),
+		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			handled.Add(1)
+			return nil
+		}))
+	require.NoError(t, err)
+	runConsumer(t, again)
+	eventually(t, func() bool { return handled.Load() == 1 }, "the message was lost")
+}
+
+// TestRoutingDecisionSurvivesTheDeadLetterTopic: a message routed by its bq-job property,
+// which differs from its body's URN, is dead-lettered with that property and redriven to
+// the handler of the property's URN, the one that failed.
+func TestRoutingDecisionSurvivesTheDeadLetterTopic(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b, err := pulsartest.Start(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "jobs")
+	const bodyURN, routedURN = "urn:babel:jobs:v1", "urn:babel:jobs:v2"
+
+	env, err := envelope.Make(bodyURN, map[string]any{"n": 7}, envelope.WithQueue("jobs"))
+	require.NoError(t, err)
+	payload, err := env.Encode()
+	require.NoError(t, err)
+	props := bqpulsar.ProjectProperties(env)
+	props[bqpulsar.PropJob] = routedURN
+	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic})
+	require.NoError(t, err)
+	_, err = p.Send(ctx, &apulsar.ProducerMessage{Payload: payload, Properties: props})
+	require.NoError(t, err)
+	p.Close()
+
+	dead := make(chan struct{}, 1)
+	failing, err := bqpulsar.NewConsumer(client,
+		bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("workers", apulsar.Shared), bqpulsar.WithMaxAttempts(1),
+		bqpulsar.Handle(routedURN, func(context.Context, *envelope.Envelope, apulsar.Message) error { return errors.New("v2 down") }),
+		bqpulsar.Handle(bodyURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			t.Error("routed by the body's URN")
+			return nil
+		}),
+		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+			if e.Kind == bqpulsar.EventDeadLettered {
+				dead <- struct{}{}
+			}
+		})),
+	)
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- failing.Run(runCtx) }()
+	select {
+	case <-dead:
+	case <-time.After(waitLong):
+		t.Fatal("not dead-lettered")
+	}
+	stop()
+	<-done
+	require.NoError(t, failing.Close())
+
+	var got atomic.Value
+	ok, err := bqpulsar.NewConsumer(client,
+		bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("workers", apulsar.Shared),
+		bqpulsar.Handle(routedURN, func(_ context.Context, e *envelope.Envelope, m apulsar.Message) error {
+			got.Store(m.Properties()[bqpulsar.PropJob] + " " + e.URN())
+			return nil
+		}),
+		bqpulsar.Handle(bodyURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			t.Error("the redriven message went to the body URN's handler")
+			return nil
+		}),
+	)
+	require.NoError(t, err)
+	runConsumer(t, ok)
+	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: topic + ".dlq", URN: routedURN, IdleTimeout: 500 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 1, "the redrive filter matches the routing URN")
+	eventually(t, func() bool { return got.Load() != nil }, "the redriven message was not handled")
+	assert.Equal(t, routedURN+" "+bodyURN, got.Load())
+}
