@@ -15,7 +15,10 @@ type adminServer struct {
 	ln  net.Listener
 	srv *http.Server
 	url string
-	ns  namespaceSet // admin_more.go
+
+	tlsSrv   *http.Server // WithAdminTLS (tls.go)
+	httpsURL string
+	ns       namespaceSet // admin_more.go
 }
 
 // AdminURL returns the base URL of the admin REST subset ("http://host:port"), or "" without WithAdminHTTP.
@@ -27,7 +30,10 @@ func (b *Broker) AdminURL() string {
 }
 
 func (b *Broker) startAdmin(ln net.Listener) {
-	a := &adminServer{b: b, ln: ln, url: "http://" + ln.Addr().String()}
+	a := &adminServer{b: b, ln: ln}
+	if ln != nil { // nil: HTTPS only (WithAdminTLS)
+		a.url = "http://" + ln.Addr().String()
+	}
 	mux := http.NewServeMux()
 	const base = "/admin/v2/persistent/{tenant}/{namespace}"
 	mux.HandleFunc("GET "+base, a.listTopics)
@@ -52,8 +58,11 @@ func (b *Broker) startAdmin(ln net.Listener) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeReason(w, http.StatusNotFound, "pulsartest: this admin endpoint is not part of the subset")
 	})
-	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	a.srv = &http.Server{Handler: a.httpAuth(mux), ReadHeaderTimeout: 10 * time.Second}
 	b.admin = a
+	if ln == nil {
+		return
+	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()

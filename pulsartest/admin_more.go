@@ -247,12 +247,6 @@ func (a *adminServer) lookup(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// tlsURL returns the pulsar+ssl:// URL when the broker serves TLS, else "".
-func (*Broker) tlsURL() string { return "" }
-
-// tlsURL returns the https:// admin URL when the admin subset serves TLS, else "".
-func (*adminServer) tlsURL() string { return "" }
-
 // schemaTypeNames are Pulsar's REST names of the wire schema types.
 var schemaTypeNames = map[wire.Schema_Type]string{
 	wire.Schema_Bool: "BOOLEAN", wire.Schema_KeyValue: "KEY_VALUE", wire.Schema_ProtobufNative: "PROTOBUF_NATIVE",

@@ -53,6 +53,9 @@ type Broker struct {
 	gcStop func() bool // guarded by mu
 	admin  *adminServer
 
+	tlsLn         net.Listener // WithTLS (tls.go)
+	tlsServiceURL string
+
 	trimStop func() bool // guarded by mu; WithTrimInterval (retention.go)
 
 	injectedSendErrors   atomic.Int64
@@ -107,13 +110,29 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 		failSends:   map[string]*sendFault{},
 		paused:      map[string]bool{},
 	}
+	adminTLS, err := b.listenTLS(ctx, &lc)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	if o.adminAddr != "" {
 		aln, err := lc.Listen(ctx, "tcp", o.adminAddr)
 		if err != nil {
 			_ = ln.Close()
+			b.closeTLSListeners(adminTLS)
 			return nil, fmt.Errorf("pulsartest: admin listen %s: %w", o.adminAddr, err)
 		}
 		b.startAdmin(aln)
+	}
+	if adminTLS != nil {
+		if b.admin == nil {
+			b.startAdmin(nil)
+		}
+		b.admin.serveAdminTLS(adminTLS)
+	}
+	if b.tlsLn != nil {
+		b.wg.Add(1)
+		go b.acceptTLSLoop()
 	}
 	if o.inactiveTopicGC > 0 {
 		b.mu.Lock()
@@ -157,8 +176,9 @@ func (b *Broker) Close() error {
 		b.closed = true
 		b.life.Unlock()
 		err = b.ln.Close()
+		b.closeTLSListeners(nil)
 		if b.admin != nil {
-			_ = b.admin.srv.Close()
+			b.admin.close()
 		}
 		b.mu.Lock()
 		conns := make([]*conn, 0, len(b.conns))

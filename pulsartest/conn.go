@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,6 +37,7 @@ type conn struct {
 	protoVersion  int32     // set by the reader before any other goroutine reads it
 	clientVersion string    // CONNECT.client_version, for the admin stats; set like protoVersion
 	since         time.Time // when CONNECT arrived; set like protoVersion
+	role          string    // the authenticated principal (WithAuth); set like protoVersion
 }
 
 type producer struct {
@@ -248,6 +250,15 @@ func (c *conn) handleConnect(cc *wire.CommandConnect) bool {
 			return false
 		}
 	}
+	if a := c.b.opts.auth; a != nil {
+		role, err := a.authenticate(cc.GetAuthMethodName(), cc.GetAuthData(), c.connState())
+		if err != nil {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = c.nc.Write(c.encode(errorCmd(0, AuthenticationError, "%v", err)))
+			return false
+		}
+		c.role = role
+	}
 	pv := min(cc.GetProtocolVersion(), maxProtocolVersion)
 	c.protoVersion = pv
 	c.clientVersion, c.since = cc.GetClientVersion(), time.Now()
@@ -381,6 +392,12 @@ func (c *conn) handlePartitionedMetadata(m *wire.CommandPartitionedTopicMetadata
 		c.sendCmd(out)
 		return
 	}
+	if !c.mayUse(fq) {
+		resp.Response = wire.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+		resp.Error, resp.Message = AuthorizationError.wire(), ptr("pulsartest: role "+strconv.Quote(c.role)+" may not use "+fq)
+		c.sendCmd(out)
+		return
+	}
 	resp.Partitions = ptr(uint32(c.b.partitions(fq))) //nolint:gosec // small
 	resp.Response = wire.CommandPartitionedTopicMetadataResponse_Success.Enum()
 	c.sendCmd(out)
@@ -395,14 +412,24 @@ func (c *conn) handleLookup(m *wire.CommandLookupTopic) {
 		c.sendCmd(out)
 		return
 	}
-	if _, err := normalizeTopic(m.GetTopic()); err != nil {
+	fq, err := normalizeTopic(m.GetTopic())
+	if err != nil {
 		resp.Response = wire.CommandLookupTopicResponse_Failed.Enum()
 		resp.Error, resp.Message = InvalidTopicName.wire(), ptr(err.Error())
 		c.sendCmd(out)
 		return
 	}
+	if !c.mayUse(fq) {
+		resp.Response = wire.CommandLookupTopicResponse_Failed.Enum()
+		resp.Error, resp.Message = AuthorizationError.wire(), ptr("pulsartest: role "+strconv.Quote(c.role)+" may not use "+fq)
+		c.sendCmd(out)
+		return
+	}
 	resp.Response = wire.CommandLookupTopicResponse_Connect.Enum()
 	resp.BrokerServiceUrl = ptr(c.b.url)
+	if u := c.b.tlsURL(); u != "" {
+		resp.BrokerServiceUrlTls = ptr(u)
+	}
 	resp.Authoritative = ptr(true)
 	c.sendCmd(out)
 }
@@ -412,6 +439,10 @@ func (c *conn) handleProducer(m *wire.CommandProducer) {
 	fq, err := normalizeTopic(m.GetTopic())
 	if err != nil {
 		c.sendError(reqID, InvalidTopicName, "%v", err)
+		return
+	}
+	if !c.mayUse(fq) {
+		c.sendError(reqID, AuthorizationError, "role %q may not produce on %s", c.role, fq)
 		return
 	}
 	c.mu.Lock()
@@ -528,6 +559,10 @@ func (c *conn) handleSubscribe(m *wire.CommandSubscribe) {
 	fq, err := normalizeTopic(m.GetTopic())
 	if err != nil {
 		c.sendError(reqID, InvalidTopicName, "%v", err)
+		return
+	}
+	if !c.mayUse(fq) {
+		c.sendError(reqID, AuthorizationError, "role %q may not consume from %s", c.role, fq)
 		return
 	}
 	c.mu.Lock()

@@ -29,6 +29,7 @@ const (
 	NotAllowedError       = ServerError(wire.ServerError_NotAllowedError)
 	ProducerFenced        = ServerError(wire.ServerError_ProducerFenced)
 	AuthenticationError   = ServerError(wire.ServerError_AuthenticationError)
+	AuthorizationError    = ServerError(wire.ServerError_AuthorizationError)
 	UnsupportedVersion    = ServerError(wire.ServerError_UnsupportedVersionError)
 	ProducerQuotaExceeded = ServerError(wire.ServerError_ProducerBlockedQuotaExceededException)
 )

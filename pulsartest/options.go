@@ -45,6 +45,8 @@ type options struct {
 	retention              Retention     // retention.go
 	trimInterval           time.Duration // retention.go
 	adminAddr              string
+	tls                    tlsOptions // tls.go
+	auth                   *Auth      // auth.go
 	hook                   func(CommandInfo) Verdict
 	batchIndexAck          bool
 	clusterName            string

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -52,6 +55,8 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		"how Key_Shared (AUTO_SPLIT) maps key hashes to consumers: `consistent-hashing` (Pulsar's default) or auto-split")
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -addr (there is no authentication)")
 	verbose := fs.Bool("v", false, "trace every command in and out on standard error")
+	var sec securityFlags
+	sec.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: bq broker [flags]
 
@@ -67,15 +72,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bq broker: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
@@ -111,6 +109,12 @@ Flags:
 		pulsartest.WithBatchIndexAck(*batchAck),
 		pulsartest.WithKeySharedSelector(selector),
 	}
+	secOpts, err := sec.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "bq broker: %v\n", err)
+		return exitUsage
+	}
+	opts = append(opts, secOpts...)
 	if *adminAddr != "" {
 		ahost, _, err := net.SplitHostPort(*adminAddr)
 		if err != nil {
@@ -136,6 +140,12 @@ Flags:
 		}
 	}
 	fmt.Fprintln(stdout, b.URL())
+	if u := b.TLSURL(); u != "" {
+		fmt.Fprintln(stdout, u)
+	}
+	if u := b.AdminTLSURL(); u != "" {
+		logger.Info("bq broker: admin REST subset over HTTPS", "url", u)
+	}
 	if u := b.AdminURL(); u != "" {
 		logger.Info("bq broker: admin REST subset", "url", u)
 	}
@@ -153,4 +163,96 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// securityFlags are the TLS and authentication flags of `bq broker`.
+type securityFlags struct {
+	tlsAddr, adminTLSAddr      string
+	certFile, keyFile, caFile  string
+	tokenSecretFile, anonymous string
+	authTLS                    bool
+	basic, superUsers, grants  listFlag
+}
+
+func (s *securityFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.tlsAddr, "tls-addr", "", "also serve pulsar+ssl:// on `host:port` (needs -tls-cert-file and -tls-key-file)")
+	fs.StringVar(&s.adminTLSAddr, "admin-tls-addr", "", "also serve the admin REST subset over HTTPS on `host:port`")
+	fs.StringVar(&s.certFile, "tls-cert-file", "", "broker certificate (PEM `file`) of the TLS listeners")
+	fs.StringVar(&s.keyFile, "tls-key-file", "", "private key (PEM `file`) of the broker certificate")
+	fs.StringVar(&s.caFile, "tls-trust-certs-file", "", "CA certificates (PEM `file`) that verify client certificates")
+	fs.BoolVar(&s.authTLS, "auth-tls", false, "authenticate clients by their certificate (principal: the common name)")
+	fs.StringVar(&s.tokenSecretFile, "auth-token-secret-file", "", "HMAC-SHA256 key (`file`, raw bytes) that verifies JWT tokens")
+	fs.Var(&s.basic, "auth-basic", "accept basic authentication for `user:password` (repeatable)")
+	fs.StringVar(&s.anonymous, "anonymous-role", "", "`role` of clients without credentials (with authentication on; empty refuses them)")
+	fs.Var(&s.superUsers, "super-user", "`role` that may use every namespace (repeatable)")
+	fs.Var(&s.grants, "grant", "restrict a namespace to roles, `tenant/ns=role[,role…]` (repeatable)")
+}
+
+var errSecurityFlags = errors.New("invalid security flags")
+
+// options turns the flags into broker options.
+func (s *securityFlags) options() ([]pulsartest.Option, error) {
+	var opts []pulsartest.Option
+	if s.tlsAddr != "" || s.adminTLSAddr != "" {
+		if s.certFile == "" || s.keyFile == "" {
+			return nil, fmt.Errorf("%w: -tls-addr and -admin-tls-addr need -tls-cert-file and -tls-key-file", errSecurityFlags)
+		}
+		cert, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: broker certificate: %w", errSecurityFlags, err)
+		}
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if s.caFile != "" {
+			pem, err := os.ReadFile(s.caFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", errSecurityFlags, err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%w: no certificate in %s", errSecurityFlags, s.caFile)
+			}
+			cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
+		}
+		if s.tlsAddr != "" {
+			opts = append(opts, pulsartest.WithTLS(s.tlsAddr, cfg))
+		}
+		if s.adminTLSAddr != "" {
+			opts = append(opts, pulsartest.WithAdminTLS(s.adminTLSAddr, cfg))
+		}
+	}
+	if !s.authTLS && s.tokenSecretFile == "" && len(s.basic) == 0 {
+		if s.anonymous != "" || len(s.superUsers) > 0 || len(s.grants) > 0 {
+			return nil, fmt.Errorf("%w: -anonymous-role, -super-user and -grant need an authentication flag", errSecurityFlags)
+		}
+		return opts, nil
+	}
+	a := pulsartest.Auth{TLS: s.authTLS, Anonymous: s.anonymous, SuperUsers: s.superUsers, Basic: map[string]string{}, Grants: map[string][]string{}}
+	if s.tokenSecretFile != "" {
+		key, err := os.ReadFile(s.tokenSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errSecurityFlags, err)
+		}
+		a.TokenSecret = key
+	}
+	for _, up := range s.basic {
+		user, pass, ok := strings.Cut(up, ":")
+		if !ok || user == "" {
+			return nil, fmt.Errorf("%w: -auth-basic %q: want user:password", errSecurityFlags, up)
+		}
+		a.Basic[user] = pass
+	}
+	for _, g := range s.grants {
+		ns, roles, ok := strings.Cut(g, "=")
+		if !ok || strings.Count(ns, "/") != 1 || roles == "" {
+			return nil, fmt.Errorf("%w: -grant %q: want tenant/ns=role[,role…]", errSecurityFlags, g)
+		}
+		a.Grants[ns] = append(a.Grants[ns], strings.Split(roles, ",")...)
+	}
+	return append(opts, pulsartest.WithAuth(a)), nil
 }

@@ -5,7 +5,8 @@
 # The client's tests are taken from the Go module cache at run time (go mod download) and copied to a
 # temporary directory; nothing of them enters this repository. The broker gets the client's reference
 # settings (its integration-tests/conf/standalone.conf): pulsar://localhost:6650, admin on
-# http://localhost:8080, max message size 1 MiB, batch-index acks, auto-split Key_Shared ranges.
+# http://localhost:8080, pulsar+ssl://localhost:6651, https://localhost:8443, max message size 1 MiB,
+# batch-index acks, auto-split Key_Shared ranges, token, basic and TLS authentication.
 #
 # Environment:
 #   FIDELITY_RUN      regular expression selecting tests (default: all, minus tools/fidelity/exclude.txt)
@@ -64,12 +65,22 @@ else
 	go build -o "$tmp/bq" ./cmd/bq
 fi
 
-"$tmp/bq" broker --addr 127.0.0.1:6650 --admin-addr 127.0.0.1:8080 \
+# TLS, authentication and authorization as in the client's standalone.conf and its CI script: the
+# client's own certificates and token key (from the copy), basic user admin, anonymous clients get the
+# role "anonymous", private/auth is granted to token-principal and public/default to anonymous.
+conf="$tmp/client/integration-tests"
+"$tmp/bq" broker --addr localhost:6650 --admin-addr localhost:8080 \
+	--tls-addr localhost:6651 --admin-tls-addr localhost:8443 \
+	--tls-cert-file "$conf/certs/broker-cert.pem" --tls-key-file "$conf/certs/broker-key.pem" \
+	--tls-trust-certs-file "$conf/certs/cacert.pem" --auth-tls \
+	--auth-token-secret-file "$conf/tokens/secret.key" --auth-basic admin:123456 \
+	--anonymous-role anonymous --super-user localhost --super-user superUser --super-user admin \
+	--grant private/auth=token-principal --grant public/default=anonymous \
 	--max-message-size 1048576 --batch-index-ack --key-shared-selector auto-split \
 	>"$tmp/broker.out" 2>"$tmp/broker.log" &
 broker_pid=$!
 for _ in $(seq 100); do
-	if (exec 3<>/dev/tcp/127.0.0.1/6650) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null; then
+	if (exec 3<>/dev/tcp/127.0.0.1/6650) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/8443) 2>/dev/null; then
 		break
 	fi
 	kill -0 "$broker_pid" 2>/dev/null || { cat "$tmp/broker.log" >&2; exit 2; }
