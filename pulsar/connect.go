@@ -98,7 +98,11 @@ type ConnectError struct {
 func (e *ConnectError) Error() string {
 	var b strings.Builder
 	b.WriteString("pulsar: connect to ")
-	b.WriteString(redactURL(e.URL))
+	if e.URL == "" {
+		b.WriteString("the service") // a constructor on a client does not know its URL
+	} else {
+		b.WriteString(redactURL(e.URL))
+	}
 	b.WriteString(": ")
 	b.WriteString(e.detail())
 	return strings.ReplaceAll(b.String(), "\n", "; ")
@@ -748,18 +752,21 @@ func (l watchLogger) Debug(args ...any) {
 		l.next.Debug(args...)
 	}
 }
+
 func (l watchLogger) Info(args ...any) {
 	if l.w.enter() {
 		defer l.w.leave()
 		l.next.Info(args...)
 	}
 }
+
 func (l watchLogger) Warn(args ...any) {
 	if l.w.enter() {
 		defer l.w.leave()
 		l.next.Warn(args...)
 	}
 }
+
 func (l watchLogger) Error(args ...any) {
 	if l.w.enter() {
 		defer l.w.leave()
@@ -773,6 +780,7 @@ func (l watchLogger) Debugf(format string, args ...any) {
 		l.next.Debugf(format, args...)
 	}
 }
+
 func (l watchLogger) Infof(format string, args ...any) {
 	if l.w.enter() {
 		defer l.w.leave()
@@ -819,6 +827,7 @@ func (e watchEntry) Debug(args ...any) {
 		e.next.Debug(args...)
 	}
 }
+
 func (e watchEntry) Info(args ...any) {
 	if e.w.enter() {
 		defer e.w.leave()
@@ -848,6 +857,7 @@ func (e watchEntry) Debugf(format string, args ...any) {
 		e.next.Debugf(format, args...)
 	}
 }
+
 func (e watchEntry) Infof(format string, args ...any) {
 	if e.w.enter() {
 		defer e.w.leave()
