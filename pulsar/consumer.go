@@ -74,7 +74,7 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 	}
 	pc, err := client.Subscribe(co)
 	if err != nil {
-		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, err)
+		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, WrapConnectError("", err))
 	}
 	if !cfg.noRetention && cfg.senderFactory == nil {
 		cfg.retention = engine.RetentionFor(client, cfg.deadLetter)

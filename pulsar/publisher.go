@@ -38,8 +38,10 @@ type Publisher struct {
 // NewPublisher creates a producer for topic on client and returns a Publisher that owns
 // it: [Publisher.Close] closes that producer, never the client. Options: [WithQueue],
 // [WithMaxPending], [WithKeyBasedBatching], [WithProducerOptions], [WithCloseTimeout],
-// [WithLogger]. Errors wrap [ErrInvalidOption] for a bad option or topic, or are the
-// client's error from CreateProducer.
+// [WithLogger], [WithInitialSubscription], [WithPublishHook]. Errors wrap [ErrInvalidOption]
+// for a bad option or topic, a *[ConnectError] when the broker could not be reached (it
+// unwraps to the client's error), a *dlq.SubscriptionError when an initial subscription
+// cannot be made, or are the client's error from CreateProducer.
 func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) (*Publisher, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
@@ -56,9 +58,14 @@ func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) 
 		cfg.producerOpts(&po)
 		po.Topic = topic
 	}
+	for _, sub := range cfg.initialSubs {
+		if err := dlq.EnsureSubscription(context.Background(), client, topic, sub); err != nil {
+			return nil, fmt.Errorf("pulsar: publisher for %q: initial subscription: %w", topic, WrapConnectError("", err))
+		}
+	}
 	p, err := client.CreateProducer(po)
 	if err != nil {
-		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, err)
+		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, WrapConnectError("", err))
 	}
 	return newPublisher(p, p.Close, topic, cfg), nil
 }

@@ -247,3 +247,54 @@ func TestRoutingDecisionSurvivesTheDeadLetterTopic(t *testing.T) {
 	eventually(t, func() bool { return got.Load() != nil }, "the redriven message was not handled")
 	assert.Equal(t, routedURN+" "+bodyURN, got.Load())
 }
+
+// publishTrimSubscribe publishes 3 jobs to a topic nobody has subscribed to, trims, then
+// subscribes and counts what arrives.
+func publishTrimSubscribe(t *testing.T, opts ...bqpulsar.PublisherOption) int32 {
+	t.Helper()
+	ctx := t.Context()
+	b, err := pulsartest.Start(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "jobs")
+	pub, err := bqpulsar.NewPublisher(client, topic, opts...)
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err = pub.Publish(ctx, "urn:babel:jobs:run", map[string]any{"n": i})
+		require.NoError(t, err)
+	}
+	require.NoError(t, pub.Close())
+	b.TrimAll()
+	var handled atomic.Int32
+	c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("billing", apulsar.Shared),
+		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			handled.Add(1)
+			return nil
+		}))
+	require.NoError(t, err)
+	runConsumer(t, c)
+	time.Sleep(300 * time.Millisecond) // whatever is still stored arrives at once
+	return handled.Load()
+}
+
+func TestInitialSubscriptionKeepsJobsPublishedBeforeTheFirstConsumer(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, int32(3), publishTrimSubscribe(t, bqpulsar.WithInitialSubscription("billing")))
+}
+
+// TestWithoutAnInitialSubscriptionATrimLosesTheJobs is what happens on Pulsar with default
+// retention, and shows that the test above can fail.
+func TestWithoutAnInitialSubscriptionATrimLosesTheJobs(t *testing.T) {
+	t.Parallel()
+	assert.Zero(t, publishTrimSubscribe(t))
+}
+
+func TestInitialSubscriptionNameIsValidated(t *testing.T) {
+	t.Parallel()
+	b, err := pulsartest.Start(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err = bqpulsar.NewPublisher(newClient(t, b), uniqueTopic(t, "jobs"), bqpulsar.WithInitialSubscription(" "))
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+}
