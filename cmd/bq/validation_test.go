@@ -65,6 +65,7 @@ func TestBadValuesAreOneLineUsageErrors(t *testing.T) {
 		{"bq dlq redrive", []string{"dlq", "redrive", "--bogus"}, "flag provided but not defined: -bogus; see `bq dlq redrive --help`"},
 		{"bq dlq", []string{"dlq", "purge-everything"}, `unknown subcommand "purge-everything"`},
 		{"bq conformance", []string{"conformance", "--bogus"}, "flag provided but not defined: -bogus; see `bq conformance --help`"},
+		{"bq broker", []string{"broker", "--bogus"}, "flag provided but not defined: -bogus; see `bq broker --help`"},
 		{"bq version", []string{"version", "--bogus"}, `unexpected argument "--bogus"`},
 		{"bq", []string{"--bogus"}, "unknown flag --bogus; see `bq --help`"},
 		{"bq", []string{"nosuchcmd"}, "unknown command \"nosuchcmd\"; see `bq --help`"},
