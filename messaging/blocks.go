@@ -52,7 +52,7 @@ type PullSource[T any] struct {
 	max     int
 	health  *EndpointHealth
 
-	closing context.Context
+	closing context.Context //nolint:containedctx // the source's lifetime: cancelled when Close begins
 	close   context.CancelFunc
 
 	mu         sync.Mutex
@@ -78,7 +78,7 @@ func NewPullSource[T any](channel string, pull func(ctx context.Context) (Messag
 			f(&o)
 		}
 	}
-	closing, cancel := context.WithCancel(context.Background())
+	closing, cancel := context.WithCancel(context.Background()) //nolint:gosec // cancel is s.close, called by Close
 	return &PullSource[T]{
 		channel: channel, pull: pull, max: o.maxInflight, health: NewEndpointHealth(channel, Incoming),
 		closing: closing, close: cancel, changed: make(chan struct{}),
@@ -171,7 +171,7 @@ func (s *PullSource[T]) Subscribe(sub reactive.Subscriber[Message[T]]) {
 		return
 	}
 	s.subscribed = true
-	ctx, cancel := context.WithCancel(s.closing)
+	ctx, cancel := context.WithCancel(s.closing) //nolint:gosec // cancel is p.cancel, called when the pump ends
 	p := &pullPump[T]{s: s, ctx: ctx, cancel: cancel, want: make(chan struct{}, 1)}
 	p.out = reactive.NewOutlet(sub, p.poll, p.cancelled)
 	s.pump = p
@@ -211,7 +211,7 @@ func (s *PullSource[T]) failed() error {
 type pullPump[T any] struct {
 	s      *PullSource[T]
 	out    *reactive.Outlet[Message[T]]
-	ctx    context.Context
+	ctx    context.Context //nolint:containedctx // the subscription's lifetime: cancelled on Cancel, Close and the end
 	cancel context.CancelFunc
 	want   chan struct{} // capacity 1: one pull at a time
 
@@ -361,7 +361,7 @@ func (s *PullSource[T]) waitRoom(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("messaging: source of channel %q waiting for an in-flight slot: %w", s.channel, ctx.Err())
 		}
 	}
 }
@@ -451,7 +451,7 @@ type FuncSink[T any] struct {
 	o       sinkOptions
 	in      *reactive.Inlet
 	health  *EndpointHealth
-	ctx     context.Context
+	ctx     context.Context //nolint:containedctx // the sends' context: cancelled when Close ends or its deadline passes
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
@@ -481,7 +481,7 @@ func NewFuncSink[T any](channel string, send func(ctx context.Context, m Message
 	if o.window <= 0 {
 		o.window = int64(o.conc)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:gosec // cancel is s.cancel, called by Close
 	return &FuncSink[T]{
 		channel: channel, send: send, o: o, in: reactive.NewInlet(o.window),
 		health: NewEndpointHealth(channel, Outgoing), ctx: ctx, cancel: cancel, drained: make(chan struct{}),

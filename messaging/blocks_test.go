@@ -2,7 +2,6 @@ package messaging_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"iter"
 	"sync"
@@ -45,6 +44,7 @@ func TestTCK_PullSource(t *testing.T) {
 			})
 		},
 		CreateFailed: func(t *testing.T) reactive.Publisher[messaging.Message[int]] {
+			t.Helper()
 			return closedSource(t, messaging.NewPullSource("tck", func(context.Context) (messaging.Message[int], error) { return nil, io.EOF }))
 		},
 	}, blockOptions())
@@ -56,6 +56,7 @@ func TestTCK_PullSource(t *testing.T) {
 func TestTCK_ChanSource(t *testing.T) {
 	tck.VerifyPublisher(t, tck.PublisherFactory[messaging.Message[int]]{
 		Create: func(t *testing.T, n int64) reactive.Publisher[messaging.Message[int]] {
+			t.Helper()
 			ch := make(chan messaging.Message[int])
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
@@ -73,6 +74,7 @@ func TestTCK_ChanSource(t *testing.T) {
 			return messaging.NewChanSource("tck", ch)
 		},
 		CreateFailed: func(t *testing.T) reactive.Publisher[messaging.Message[int]] {
+			t.Helper()
 			return closedSource(t, messaging.NewChanSource("tck", make(chan messaging.Message[int])))
 		},
 	}, blockOptions())
@@ -94,6 +96,7 @@ func TestTCK_SeqSource(t *testing.T) {
 			return messaging.NewSeqSource("tck", counted(n))
 		},
 		CreateFailed: func(t *testing.T) reactive.Publisher[messaging.Message[int]] {
+			t.Helper()
 			return closedSource(t, messaging.NewSeqSource("tck", counted(0)))
 		},
 	}, blockOptions())
@@ -207,7 +210,9 @@ func TestPullSource_TerminalsAndHealth(t *testing.T) {
 	_, err = s3.terminal()
 	require.ErrorIs(t, err, reactive.ErrPanic)
 
-	nilMsg := messaging.NewPullSource("d", func(context.Context) (messaging.Message[int], error) { return nil, nil })
+	nilMsg := messaging.NewPullSource("d", func(context.Context) (messaging.Message[int], error) {
+		return nil, nil //nolint:nilnil // the faulty pull function under test
+	})
 	s4 := &subscriberOf[int]{n: 1}
 	nilMsg.Subscribe(s4)
 	eventually(t, func() bool { _, err := s4.terminal(); return err != nil }, "failed")
@@ -319,7 +324,7 @@ func TestFuncSink_Close(t *testing.T) {
 	_, nacks := c.counts()
 	assert.Equal(t, 2, nacks)
 	for _, r := range c.reasons {
-		assert.ErrorIs(t, r, messaging.ErrClosed)
+		require.ErrorIs(t, r, messaging.ErrClosed)
 	}
 	assert.True(t, up.cancelled.Load(), "Close cancels the upstream")
 	assert.False(t, sink.Health().Ready)
@@ -335,7 +340,7 @@ func TestFuncSink_PanicNacks(t *testing.T) {
 	up.s.OnNext(c.msg("x"))
 	c.wait(t, 1)
 	require.Len(t, c.reasons, 1)
-	assert.True(t, errors.Is(c.reasons[0], reactive.ErrPanic))
+	require.ErrorIs(t, c.reasons[0], reactive.ErrPanic)
 	up.s.OnError(errBoom)
 	assert.False(t, sink.Health().Live)
 	require.NoError(t, sink.Close(testCtx(t)))

@@ -6,8 +6,8 @@ import (
 	"reflect"
 )
 
-// Codec converts between connector bytes and a stage's payload type
-// (RUNTIME.md §8). Implementations must be safe for concurrent use.
+// Codec converts between connector bytes and a stage's payload type.
+// Implementations must be safe for concurrent use.
 type Codec interface {
 	// Name is the value of the channel attribute "codec" selecting it.
 	Name() string

@@ -20,7 +20,7 @@ type order struct {
 
 // Poison is never retried: a payload the codec cannot decode is nacked with
 // ErrDecode and ToDeadLetter() without invoking the stage, and the stream
-// goes on (RUNTIME.md §8).
+// goes on.
 func TestCodec_DecodeFailureNacksToDeadLetter(t *testing.T) {
 	rt, conn := newRuntime(t, map[string]string{
 		"mp.messaging.incoming.in.connector": "in-memory",

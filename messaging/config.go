@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 )
 
-// Ordinals of the built-in configuration sources (RUNTIME.md §9.2): a higher
+// Ordinals of the built-in configuration sources: a higher
 // ordinal wins per key.
 const (
 	OrdinalMap        = 400
@@ -23,7 +23,7 @@ const (
 	OrdinalDefaults   = 0
 )
 
-// Global configuration keys (RUNTIME.md §9.1).
+// Global configuration keys.
 const (
 	KeyEmitterBufferSize = "mp.messaging.emitter.default-buffer-size"
 	KeyReadyExclude      = "mp.health.ready.exclude-channel"
@@ -49,7 +49,7 @@ type ConfigSource interface {
 }
 
 // envSource marks sources whose keys are environment variable names,
-// resolved at Start (RUNTIME.md §9.4).
+// resolved at Start.
 type envSource interface{ envVariables() bool }
 
 // warner is an optional ConfigSource capability: problems found while
@@ -81,7 +81,7 @@ func FromMap(m map[string]string) ConfigSource {
 // FromEnv returns the process environment as a source (ordinal 300): the
 // variables starting with MP_MESSAGING_, MP_HEALTH_ or BABELQUEUE_MESSAGING_
 // (or literally named like a key), resolved at Start against the known
-// channel, connector and attribute names (RUNTIME.md §9.4).
+// channel, connector and attribute names.
 func FromEnv() ConfigSource { return FromEnvVars(os.Environ()) }
 
 // FromEnvVars is FromEnv over explicit "NAME=value" entries (for tests).

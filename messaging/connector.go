@@ -46,7 +46,7 @@ const (
 	AttrList
 )
 
-// Attribute declares a channel attribute a connector reads (RUNTIME.md §8).
+// Attribute declares a channel attribute a connector reads.
 type Attribute struct {
 	Name        string
 	Default     string // "" means no default
@@ -146,7 +146,7 @@ type ChannelConfig interface {
 	Keys() []string
 }
 
-// Reserved attribute names, valid with any connector (RUNTIME.md §9.1).
+// Reserved attribute names, valid with any connector.
 const (
 	AttrChannelName   = "channel-name"
 	AttrConnector     = "connector"
@@ -180,7 +180,7 @@ type channelConfig struct {
 
 // NewChannelConfig returns the ChannelConfig the runtime would pass to a connector
 // declaring decl for a channel configured with attrs (channel attributes), for connector
-// tests. It flattens like the resolver (RUNTIME.md §9.3): declared and reserved defaults,
+// tests. It flattens like the resolver: declared and reserved defaults,
 // aliases mapped to their names, only the attributes decl declares for d plus the
 // runtime's reserved ones ("connector", "channel-name", "codec", "enabled",
 // "health-enabled", outgoing "merge"), whether declared or not. Unlike Start it cannot

@@ -1,7 +1,7 @@
 // Package messaging is the broker-neutral reactive messaging runtime of
-// babelqueue-go-pulsar, after MicroProfile Reactive Messaging (RUNTIME.md
-// §4–§11): messages with typed metadata and settle-once acknowledgement,
-// stages registered with generic functions on named channels, emitters,
+// babelqueue-go-pulsar, after MicroProfile Reactive Messaging: messages with
+// typed metadata and settle-once acknowledgement, stages registered with
+// generic functions on named (optionally typed) channels, emitters,
 // connectors configured by mp.messaging.* keys, health and lifecycle.
 //
 //	package main
@@ -40,21 +40,43 @@
 //
 // It imports reactive, the standard library and zap only; connectors (such as
 // package pulsar's babelqueue-pulsar, or [inmemory] for tests) plug in through
-// the connector SPI ([IncomingConnector], [OutgoingConnector], [Source],
-// [Sink]). The optional capabilities [CodecProvider] and [ConnectorCloser] are
-// found by type assertion.
+// the connector SPI (see Writing a connector).
 //
 // # Stages and acknowledgement
 //
-// Consume, ConsumeMessage, Subscribe, Process, ProcessMessage, FlatMap,
-// Transform, Produce, Generate and Channel register stages; [NewEmitter]
-// registers an emitter. The acknowledgement strategies and their per-shape
-// defaults follow MP RM 2.0 (RUNTIME.md §5.2): payload functions are settled
-// by the runtime (Post by default: ack on success, nack with the returned
-// error or panic), message functions by the user (Manual). With Post, a
+// Every method shape of the MicroProfile Reactive Messaging signature tables
+// has a registration (default ack; allowed strategies):
+//
+//	void m(I), CompletionStage<?> m(I)            Consume            Post; None, Pre, Post
+//	CompletionStage<?> m(Message<I>)              ConsumeMessage     Manual; None, Pre, Post, Manual
+//	Subscriber<Message<I>> m()                    Subscribe          Manual; None, Pre, Post, Manual
+//	Subscriber<I> m()                             SubscribePayloads  Post; None, Pre, Post
+//	O m(I), CompletionStage<O> m(I)               Process            Post; None, Pre, Post
+//	Message<O> m(Message<I>)                      ProcessMessage     Manual; None, Pre, Manual
+//	Publisher<O> m(I)                             FlatMap            Pre; None, Pre
+//	Publisher<Message<O>> m(Message<I>)           FlatMapMessage     Manual; None, Pre, Manual
+//	Publisher<Message<O>> m(Publisher<Message<I>>) Transform        Manual; None, Pre, Manual
+//	Publisher<O> m(Publisher<I>), Processor<I,O>  TransformPayloads  Pre; None, Pre
+//	Publisher<Message<O>> m()                     Produce            no ack strategy
+//	Publisher<O> m()                              ProducePayloads    no ack strategy
+//	O m()                                         Generate           no ack strategy
+//	Message<O> m()                                GenerateMessage    no ack strategy
+//	@Channel Publisher<Message<I>>                Channel            Manual
+//	@Channel Emitter<T>                           NewEmitter         —
+//
+// Any other WithAck is an InvalidAckStrategy problem at Start. The defaults
+// follow MP RM 2.0: payload functions are settled by the runtime (Post by
+// default: ack on success, nack with the returned error or panic), message
+// functions by the user (Manual). With Post, a
 // processor's output carries its input's settlement, so the input is acked
 // when the output is acked downstream, and nacked when the function fails or
 // the output is nacked. Return [NackWith] to pass nack options.
+//
+// Typed channels: declare orders := ChannelOf[Order]("orders") once and
+// register with the On functions (ProcessOn, ConsumeOn, NewEmitterOn, …): a
+// payload type mismatch between two stages is then a compile error. The
+// string forms serve names from configuration; Start checks the payload
+// types of both ends of every channel either way.
 //
 // Every stage is a reactive.Processor or Subscriber built on reactive's Inlet
 // and Outlet: a consumer requests its prefetch (default: its concurrency) and
@@ -66,8 +88,8 @@
 //
 // Start resolves the configuration and validates the whole graph before any
 // connector object is created; every problem is reported in one
-// [*AssemblyError] whose problems unwrap to the Err<Kind> sentinels
-// (RUNTIME.md §7). Connector channels carry Message[[]byte]; a codec
+// [*AssemblyError] whose problems unwrap to the Err<Kind> sentinels.
+// Connector channels carry Message[[]byte]; a codec
 // (attribute "codec" or WithCodec; built-ins bytes, string, json) converts at
 // the channel boundary. A decode failure nacks with ErrDecode and
 // ToDeadLetter(); an encode failure nacks with ErrEncode.
@@ -99,10 +121,42 @@
 // OnSubscribe and, for connector channels, the connector's Health reports
 // Started (polled with a 1–50 ms backoff within Start's ctx).
 //
-// Health reports started/ready/live per channel; a channel whose stream
-// failed is not live. The runtime verdict Started turns true when Start
-// returned nil and every channel started, and then stays true.
-// HealthHandler serves the MicroProfile Health JSON.
+// Health reports started/ready/live per channel. Started: the channel's last
+// subscriber saw OnSubscribe and its connector created its consumer or
+// producer. Ready: started, no connection-class failure since the
+// connector's last successful broker interaction, and Shutdown not begun.
+// Live: no OnError, no Cancel outside Shutdown (by a Subscribe or Channel
+// subscriber, a sink or a Transform function) and no fatal failure reported
+// by the connector; a connector channel whose stream completed outside
+// Shutdown is not live either (it moves no more messages), an internal one
+// stays live. Run stops with ErrChannelFailed when a channel stops being
+// live. The runtime verdict Started turns true when Start returned nil and
+// every channel started, and then stays true. HealthHandler serves the
+// MicroProfile Health JSON.
+//
+// # Writing a connector
+//
+// A connector is a named factory ([IncomingConnector], [OutgoingConnector])
+// declaring the attributes it reads. Build its endpoints from the building
+// blocks, not from the raw Reactive Streams interfaces:
+//
+//   - [NewPullSource](channel, pull) calls pull(ctx) once per unit of
+//     demand on a goroutine of its own, bounds the unsettled messages
+//     ([WithMaxInflight]), cancels ctx on Cancel and Close, completes on
+//     io.EOF and fails on any other error; [NewChanSource] reads a Go
+//     channel, [NewSeqSource] an iter.Seq2.
+//   - [NewFuncSink](channel, send) calls send(ctx, m) for every message with
+//     bounded concurrency ([WithSendConcurrency]) within a request window
+//     ([WithSinkWindow]), acks on nil and nacks with the error.
+//
+// Both are a [Source] or [Sink] for T = []byte, answer Health by the rules
+// above (their [EndpointHealth] takes connection failures:
+// MarkConnectionFailed, MarkConnected) and pass the Reactive Streams TCK.
+// Package [inmemory] is written on them. A connector implementing [Source]
+// or [Sink] by hand records its health in an [EndpointHealth]: MarkStarted,
+// MarkFailed for fatal failures, MarkCompleted on OnComplete, MarkClosed in
+// Close. The optional capabilities [CodecProvider] and [ConnectorCloser] are
+// found by type assertion.
 //
 // # Performance
 //
@@ -124,7 +178,7 @@
 // WithConcurrency) for throughput. Against a broker round trip (milliseconds)
 // the overhead is small.
 //
-// # Deviations from RUNTIME.md
+// # Go-specific behaviour
 //
 //   - NewMessage's options are WithAckFunc and WithNackFunc: WithAck is the
 //     stage option choosing an AckStrategy, and Go has no overloading.
@@ -138,9 +192,8 @@
 //     may come after Start); such a channel, and the runtime verdict Started,
 //     turn true when that subscriber saw OnSubscribe. A channel not started
 //     within Start's ctx fails Start with an error wrapping ErrNotStarted,
-//     ctx.Err() and, for connector channels, ErrConnectorInit (the
-//     ConnectorInit class of RUNTIME.md §7, as a plain error: the graph was
-//     valid).
+//     ctx.Err() and, for connector channels, ErrConnectorInit (as a plain
+//     error, not an AssemblyError: the graph was valid).
 //   - FlatMap and Transform ignore WithConcurrency; Pre acknowledgement in
 //     FlatMap, Transform and Subscribe runs on the signalling goroutine.
 //   - A stage function that ignores its ctx cannot be stopped (it is the

@@ -11,7 +11,7 @@ import (
 )
 
 // OverflowStrategy is what an Emitter does with a value sent while its
-// downstream has no demand (RUNTIME.md §6).
+// downstream has no demand.
 type OverflowStrategy int
 
 // The overflow strategies, after MP RM @OnOverflow.

@@ -13,7 +13,7 @@ import (
 type invokeFunc[I, O any] func(m Message[I]) (out Message[O], emit bool)
 
 // engine is the per-message stage of Consume, ConsumeMessage, Process and
-// ProcessMessage (RUNTIME.md §5.2, §5.3): a Subscriber (consumers) or a unicast
+// ProcessMessage: a Subscriber (consumers) or a unicast
 // Processor (processors) built on an Inlet and an Outlet. Invocations run on
 // goroutines, at most concurrency at a time (one per key with key ordering);
 // a goroutine exits when no startable message is queued, so an idle stage has

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Sentinel errors of the package (RUNTIME.md §4.3, §6, §7).
+// Sentinel errors of the package.
 var (
 	// ErrAlreadySettled is returned by Ack or Nack on a message already settled.
 	ErrAlreadySettled = errors.New("messaging: message already acked or nacked")
@@ -53,7 +53,7 @@ var (
 	ErrNacked = errors.New("messaging: message nacked")
 )
 
-// ProblemKind classifies an assembly problem (RUNTIME.md §7).
+// ProblemKind classifies an assembly problem.
 type ProblemKind int
 
 // The problem kinds; each has a sentinel Err<Kind> that the Problem unwraps to.
@@ -127,7 +127,7 @@ func (k ProblemKind) String() string {
 func (k ProblemKind) Sentinel() error { return kindInfo[k].err }
 
 // Problem is one assembly problem: its kind, where it was found and its cause.
-type Problem struct { //nolint:errname // the name is RUNTIME.md §7's
+type Problem struct { //nolint:errname // Problem is the documented name of an assembly problem
 	Kind      ProblemKind
 	Channel   string
 	Stage     string // registration site, e.g. "Process(a→b) at app.go:42"
@@ -170,7 +170,7 @@ func (p *Problem) Unwrap() []error {
 	return out
 }
 
-// AssemblyError reports every problem found at Start together (RUNTIME.md §7).
+// AssemblyError reports every problem found at Start together.
 // Warnings are problems that did not prevent the start; they are only part of
 // the error when it is returned for other problems.
 type AssemblyError struct {

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Message is a payload with metadata and a settle-once acknowledgement
-// (RUNTIME.md §4.1). The first Ack or Nack on a message, or on a message
+// Message is a payload with metadata and a settle-once acknowledgement.
+// The first Ack or Nack on a message, or on a message
 // derived from it with [WithPayload] or [WithMetadataItems], settles it; later
 // calls return [ErrAlreadySettled] and run nothing.
 type Message[T any] interface {
@@ -43,7 +43,7 @@ const (
 	Drop
 )
 
-// NackOptions are the options of a nack (RUNTIME.md §4.3).
+// NackOptions are the options of a nack.
 type NackOptions struct {
 	// Delay: redeliver no sooner than this; 0 means the connector's default.
 	Delay time.Duration
@@ -105,7 +105,7 @@ func (e *NackError) Unwrap() error { return e.Err }
 
 // NackWith wraps err so that the runtime nacks the input with opts, e.g.
 // return messaging.NackWith(err, messaging.ToDeadLetter()) for a permanent
-// failure (RUNTIME.md §5.3). A nil err panics.
+// failure. A nil err panics.
 func NackWith(err error, opts ...NackOption) error {
 	if err == nil {
 		panic(fmt.Errorf("%w: NackWith error", ErrNilArgument))

@@ -7,7 +7,7 @@ import (
 )
 
 // Metadata is an immutable set of typed items attached to a message, at most
-// one item per dynamic type (RUNTIME.md §4.2). The zero value is empty and
+// one item per dynamic type. The zero value is empty and
 // ready to use. Items should be small struct values.
 type Metadata struct {
 	items []any

@@ -170,7 +170,7 @@ func TestMPRM_MessageProcessorAckTest(t *testing.T) {
 	assert.Equal(t, 1, n)
 }
 
-// The §5.3 deviation: an error returned by a Manual Message function while its
+// The Go deviation of Manual acknowledgement: an error returned by a Manual Message function while its
 // input is unsettled nacks the input; a settled input is left alone.
 func TestMPRM_ManualErrorNacksUnsettledInput(t *testing.T) {
 	rt, _ := newRuntime(t, nil)
@@ -232,7 +232,7 @@ func (p *ackProbe) observe() {
 	p.ran.Add(1)
 }
 
-// TestMPRM_AckMatrix checks every allowed strategy per shape (RUNTIME.md §5.2).
+// TestMPRM_AckMatrix checks every allowed strategy per shape.
 func TestMPRM_AckMatrix(t *testing.T) {
 	type outcome struct {
 		preAcked bool // acked before the function ran
@@ -343,7 +343,7 @@ func TestMPRM_AckMatrix(t *testing.T) {
 			}
 			if tc.want.acks+tc.want.nacks == 0 {
 				// Nothing may settle it: give the stage a moment, then the
-				// shutdown deadline nacks it with ErrShutdown (RUNTIME.md §11).
+				// shutdown deadline nacks it with ErrShutdown.
 				time.Sleep(20 * time.Millisecond)
 				a, n := p.c.counts()
 				assert.Zero(t, a+n, "settled although the strategy never settles")

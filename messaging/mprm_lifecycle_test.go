@@ -56,7 +56,7 @@ func TestShutdown_DrainsInFlightBeforeClosing(t *testing.T) {
 	for _, st := range src.Settlements() {
 		if !st.Acked {
 			assert.Equal(t, "late", string(st.Payload))
-			assert.ErrorIs(t, st.Reason, messaging.ErrClosed)
+			require.ErrorIs(t, st.Reason, messaging.ErrClosed)
 		}
 	}
 	assert.LessOrEqual(t, n, 1)

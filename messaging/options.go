@@ -4,7 +4,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// AckStrategy is a stage's acknowledgement strategy (RUNTIME.md §5.2).
+// AckStrategy is a stage's acknowledgement strategy.
 type AckStrategy int
 
 // The acknowledgement strategies. The zero value means "the shape's default".
@@ -66,8 +66,8 @@ type runtimeOpt func(o *runtimeOptions)
 
 func (f runtimeOpt) applyRuntime(o *runtimeOptions) { f(o) }
 
-// WithAck sets the stage's acknowledgement strategy. Default: per shape
-// (RUNTIME.md §5.2); a strategy the shape does not allow is an
+// WithAck sets the stage's acknowledgement strategy. Default: per shape;
+// a strategy the shape does not allow is an
 // InvalidAckStrategy problem at Start.
 func WithAck(s AckStrategy) StageOption { return stageOpt(func(o *stageOptions) { o.ack = s }) }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // The reserved attributes reach every connector whether or not it declares them, and
-// NewChannelConfig gives a connector what the runtime would (RUNTIME.md §8, §9.1).
+// NewChannelConfig gives a connector what the runtime would.
 func TestReservedAttributesReachTheConnector(t *testing.T) {
 	channelAttrs := map[messaging.Direction]map[string]string{
 		messaging.Incoming: {"connector": inmemory.Name, "codec": "string", "health-enabled": "false", "bogus": "x"},

@@ -18,7 +18,9 @@ type chanCfg struct {
 	health    bool
 }
 
-// resolution is the outcome of RUNTIME.md §9.3 for the whole configuration.
+// resolution is the resolved configuration of every channel: sources merged
+// per key, channel attributes flattened over connector ones and defaults,
+// and validated against the declared attributes.
 type resolution struct {
 	cfg      Config // with the environment resolved
 	incoming map[string]*chanCfg
@@ -53,7 +55,7 @@ func normalizeEnv(key string) string {
 }
 
 // resolveConfig resolves environment variables against the known names,
-// then flattens and validates every connector channel (RUNTIME.md §9.3, §9.4).
+// then flattens and validates every connector channel.
 func (r *Runtime) resolveConfig(channels []string) *resolution {
 	res := &resolution{cfg: r.cfg.clone(), incoming: map[string]*chanCfg{}, outgoing: map[string]*chanCfg{}}
 	if res.cfg.entries == nil {
@@ -195,7 +197,8 @@ func (r *Runtime) resolveChannel(res *resolution, dir Direction, ch string, attr
 	}
 }
 
-// flattened is one channel's configuration after RUNTIME.md §9.3 step 2.
+// flattened is one channel's configuration after flattening: channel
+// attributes, then connector-level attributes, then declared defaults.
 type flattened struct {
 	cfg        *channelConfig
 	declared   map[string]Attribute // the connector's attributes of the direction
@@ -206,7 +209,7 @@ type flattened struct {
 // flatten merges the attributes of one channel: declared and reserved defaults <
 // connector level < channel level (channel beats connector whatever the ordinals),
 // aliases mapped to their names. Only attributes the connector declares for the
-// direction and the runtime's reserved attributes (§9.1) are kept, so every connector
+// direction and the runtime's reserved attributes are kept, so every connector
 // sees "connector", "channel-name", "codec", "enabled", "health-enabled" and, outgoing,
 // "merge", whether or not it declares them; a declaration of a reserved name wins. Both
 // the resolver and NewChannelConfig use it.

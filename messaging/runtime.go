@@ -32,7 +32,7 @@ const (
 )
 
 // Runtime holds the stages, emitters and connectors of an application and
-// runs them (RUNTIME.md §11). Register stages, then Start (or Run); a runtime
+// runs them. Register stages, then Start (or Run); a runtime
 // is started once.
 type Runtime struct {
 	cfg        Config
@@ -186,8 +186,8 @@ func (b *builder) input(ctx context.Context, n *node) (any, error) {
 }
 
 // Start validates the graph and the configuration, creates sinks then
-// sources within ctx and subscribes every stream from the sinks upstream
-// (RUNTIME.md §11). All problems are returned together in one
+// sources within ctx and subscribes every stream from the sinks upstream.
+// All problems are returned together in one
 // *AssemblyError; a failed runtime cannot be restarted.
 func (r *Runtime) Start(ctx context.Context) error {
 	r.mu.Lock()
@@ -261,8 +261,8 @@ func (r *Runtime) Start(ctx context.Context) error {
 	return nil
 }
 
-// awaitStarted waits until every channel reports started (RUNTIME.md §10:
-// its last subscriber saw OnSubscribe, its connector created its consumer or
+// awaitStarted waits until every channel reports started (its last
+// subscriber saw OnSubscribe, its connector created its consumer or
 // producer), polling the connectors' Health with a backoff of 1 to 50 ms.
 // Channels read by Channel are not awaited: their subscriber may come after
 // Start. If ctx ends first, the error names the channels not started and
@@ -438,7 +438,7 @@ func (r *Runtime) closeConnectors(ctx context.Context, b *builder) error {
 	return errors.Join(errs...)
 }
 
-// Shutdown stops the runtime (RUNTIME.md §11): readiness goes down and
+// Shutdown stops the runtime: readiness goes down and
 // emitters stop accepting; sources, emitters and producers stop feeding the
 // graph; in-flight messages are drained until ctx ends; then stage
 // subscriptions are cancelled and sinks, sources and connectors closed. If ctx
@@ -572,7 +572,7 @@ func (r *Runtime) deadReason() string {
 }
 
 // Health reports the started/ready/live state of every channel and the
-// runtime's verdict (RUNTIME.md §10).
+// runtime's verdict.
 func (r *Runtime) Health() HealthReport {
 	r.mu.Lock()
 	b := r.b

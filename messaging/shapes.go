@@ -93,7 +93,7 @@ func SubscribePayloads[T any](r *Runtime, in string, s reactive.Subscriber[T], o
 	n := &node{shape: shapeSubscribePayloads, name: siteName("SubscribePayloads", in, "", opts), in: newInPort[T](in), opts: opts}
 	n.consume = func(ctx context.Context, b *builder, up any) {
 		w := &ackSubscriber[T]{s: payloadSubscriber[T]{s: s}, ack: n.ack, obs: b.state(in), who: "SubscribePayloads subscriber", settle: func(m Message[T]) {
-			b.settled(n, "ack", m.Ack(ctx))
+			b.acked(n, m.Ack(ctx))
 		}}
 		b.cancels = append(b.cancels, w.cancel)
 		asPub[T](up).Subscribe(w)
@@ -127,7 +127,7 @@ func TransformPayloads[I, O any](r *Runtime, in, out string, f func(reactive.Pub
 			return nil, err
 		}
 		p, err := newTransformPayloadsProcessor(n.name, n.ack, b.state(in), func(m Message[I]) {
-			b.settled(n, "ack", m.Ack(ctx))
+			b.acked(n, m.Ack(ctx))
 		}, f)
 		if err != nil {
 			return nil, err

@@ -2,7 +2,6 @@ package messaging_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -37,7 +36,7 @@ func receive[T any](t *testing.T, ch chan T, n int) []T {
 	return out
 }
 
-// @Outgoing Publisher<O> m()
+// Shape: @Outgoing Publisher<O> m().
 func TestShape_ProducePayloads(t *testing.T) {
 	rt, _ := newRuntime(t, nil)
 	messaging.ProducePayloads(rt, "a", reactive.FromSlice(1, 2, 3))
@@ -77,7 +76,9 @@ func TestShape_GenerateMessage(t *testing.T) {
 
 func TestShape_GenerateMessageNilFailsTheStream(t *testing.T) {
 	rt, _ := newRuntime(t, nil)
-	messaging.GenerateMessage(rt, "a", func(context.Context) (messaging.Message[string], error) { return nil, nil })
+	messaging.GenerateMessage(rt, "a", func(context.Context) (messaging.Message[string], error) {
+		return nil, nil //nolint:nilnil // the faulty generator under test
+	})
 	failed := make(chan error, 1)
 	messaging.Subscribe[string](rt, "a", &errSubscriber{err: failed})
 	start(t, rt)
@@ -224,10 +225,10 @@ func newUpperProcessor() *upperProcessor {
 
 type emitterSubscriber struct{ em *messaging.Emitter[string] }
 
-func (e *emitterSubscriber) OnSubscribe(s reactive.Subscription) { s.Request(reactive.Unbounded) }
-func (e *emitterSubscriber) OnNext(v string)                     { _, _ = e.em.Emit(v) }
-func (e *emitterSubscriber) OnError(err error)                   { e.em.Fail(err) }
-func (e *emitterSubscriber) OnComplete()                         { e.em.Complete() }
+func (*emitterSubscriber) OnSubscribe(s reactive.Subscription) { s.Request(reactive.Unbounded) }
+func (e *emitterSubscriber) OnNext(v string)                   { _, _ = e.em.Emit(v) }
+func (e *emitterSubscriber) OnError(err error)                 { e.em.Fail(err) }
+func (e *emitterSubscriber) OnComplete()                       { e.em.Complete() }
 
 // Publisher<Message<O>> m(Message<I>): default Manual; outputs derived with
 // WithPayload settle the input once.
@@ -292,11 +293,12 @@ func TestShape_InvalidAckStrategies(t *testing.T) {
 	stages := map[string]bool{}
 	for _, p := range ae.Problems {
 		assert.Equal(t, messaging.InvalidAckStrategy, p.Kind, p.Error())
-		stages[p.Stage[:strings.Index(p.Stage, "(")]] = true
+		kind, _, _ := strings.Cut(p.Stage, "(")
+		stages[kind] = true
 	}
 	assert.Equal(t, map[string]bool{
 		"ProducePayloads": true, "GenerateMessage": true, "SubscribePayloads": true,
 		"TransformPayloads": true, "FlatMapMessage": true,
 	}, stages)
-	assert.True(t, errors.Is(err, messaging.ErrInvalidAckStrategy))
+	assert.ErrorIs(t, err, messaging.ErrInvalidAckStrategy)
 }

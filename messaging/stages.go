@@ -48,14 +48,14 @@ var (
 		shapeSubscribePayloads: {AckNone, AckPre, AckPost},
 		shapeTransformPayloads: {AckNone, AckPre},
 		shapeFlatMapMessage:    {AckNone, AckPre, AckManual},
-		shapeConsume:        {AckNone, AckPre, AckPost},
-		shapeConsumeMessage: {AckNone, AckPre, AckPost, AckManual},
-		shapeSubscribe:      {AckNone, AckPre, AckPost, AckManual},
-		shapeProcess:        {AckNone, AckPre, AckPost},
-		shapeProcessMessage: {AckNone, AckPre, AckManual},
-		shapeFlatMap:        {AckNone, AckPre},
-		shapeTransform:      {AckNone, AckPre, AckManual},
-		shapeChannel:        {AckManual},
+		shapeConsume:           {AckNone, AckPre, AckPost},
+		shapeConsumeMessage:    {AckNone, AckPre, AckPost, AckManual},
+		shapeSubscribe:         {AckNone, AckPre, AckPost, AckManual},
+		shapeProcess:           {AckNone, AckPre, AckPost},
+		shapeProcessMessage:    {AckNone, AckPre, AckManual},
+		shapeFlatMap:           {AckNone, AckPre},
+		shapeTransform:         {AckNone, AckPre, AckManual},
+		shapeChannel:           {AckManual},
 	}
 	defaultAck = map[shape]AckStrategy{
 		shapeConsume: AckPost, shapeConsumeMessage: AckManual, shapeSubscribe: AckManual,
@@ -280,7 +280,7 @@ func nackFor[T any](ctx context.Context, m Message[T], err error) error {
 	return m.Nack(ctx, err, nackOptionsFrom(err)...)
 }
 
-func (b *builder) settled(n *node, op string, err error) { b.env(n).settled(op, err) }
+func (b *builder) acked(n *node, err error) { b.env(n).settled("ack", err) }
 
 func (b *builder) failed(n *node, err error) { b.env(n).failed(err) }
 
@@ -342,7 +342,7 @@ func consumeInvoke[T any](ctx context.Context, s stageEnv, h func(ctx context.Co
 
 // ConsumeMessage registers a consumer of the messages of channel in. Default
 // ack: Manual (h settles; an error returned while the message is unsettled
-// nacks it, the Go deviation of RUNTIME.md §5.3); allowed: None, Pre, Post,
+// nacks it, a Go deviation from MP RM: no message stays in flight); allowed: None, Pre, Post,
 // Manual.
 func ConsumeMessage[T any](r *Runtime, in string, h func(ctx context.Context, m Message[T]) error, o ...StageOption) {
 	mustRuntime(r)
@@ -408,7 +408,7 @@ func Subscribe[T any](r *Runtime, in string, s reactive.Subscriber[Message[T]], 
 	n := &node{shape: shapeSubscribe, name: siteName("Subscribe", in, "", opts), in: newInPort[T](in), opts: opts}
 	n.consume = func(ctx context.Context, b *builder, up any) {
 		w := &ackSubscriber[T]{s: s, ack: n.ack, obs: b.state(in), who: "Subscribe subscriber", settle: func(m Message[T]) {
-			b.settled(n, "ack", m.Ack(ctx))
+			b.acked(n, m.Ack(ctx))
 		}}
 		b.cancels = append(b.cancels, w.cancel)
 		asPub[T](up).Subscribe(w)
@@ -574,7 +574,7 @@ func FlatMap[I, O any](r *Runtime, in, out string, f func(ctx context.Context, p
 			return nil, err
 		}
 		p := newFlatMapProcessor(ctx, n.ack, b.state(in), func(m Message[I]) {
-			b.settled(n, "ack", m.Ack(ctx))
+			b.acked(n, m.Ack(ctx))
 		}, func(p I) reactive.Publisher[O] {
 			var pub reactive.Publisher[O]
 			err := callSafely(n.name, func() error { pub = f(ctx, p); return nil })
@@ -620,7 +620,7 @@ func Transform[I, O any](r *Runtime, in, out string, f func(reactive.Publisher[M
 			return nil, err
 		}
 		p, err := newTransformProcessor(n.name, n.ack, b.state(in), func(m Message[I]) {
-			b.settled(n, "ack", m.Ack(ctx))
+			b.acked(n, m.Ack(ctx))
 		}, f)
 		if err != nil {
 			return nil, err

@@ -59,7 +59,7 @@ func newSlowRuntime(t *testing.T) (*messaging.Runtime, *slowConnector) {
 	return rt, conn
 }
 
-// Start returns only once every channel started (RUNTIME.md §11).
+// Start returns only once every channel started.
 func TestStart_WaitsUntilEveryChannelStarted(t *testing.T) {
 	rt, conn := newSlowRuntime(t)
 	done := make(chan error, 1)

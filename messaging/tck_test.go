@@ -14,7 +14,8 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive/tck"
 )
 
-// The messaging rows of the TCK matrix, RUNTIME.md §13.1.
+// The TCK runs of the messaging runtime: emitters, stages, merged inputs,
+// the new shapes and the connector building blocks.
 var tckOptions = tck.Options{
 	DefaultTimeout:   2 * time.Second,
 	NoSignalsTimeout: 25 * time.Millisecond,
@@ -27,7 +28,7 @@ var errTCK = errors.New("tck: failed state")
 func element(i int) messaging.Message[int] { return messaging.NewMessage(i) }
 
 // prefillMax is the largest n the emitter factory sends before returning the
-// emitter (sending before subscription is allowed, RUNTIME.md §6); larger
+// emitter (sending before subscription is allowed); larger
 // streams, up to the math.MaxInt32 of required_spec317, come from a sender
 // goroutine that sends only while the emitter has demand.
 const prefillMax = 1024

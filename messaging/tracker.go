@@ -6,8 +6,8 @@ import (
 )
 
 // tracker counts the messages in flight in the graph: from the moment a
-// source or an emitter hands one in until its settlement function returned
-// (RUNTIME.md §4.1 rule 4). Shutdown waits on it and, at the deadline, nacks
+// source or an emitter hands one in until its settlement function returned.
+// Shutdown waits on it and, at the deadline, nacks
 // the rest.
 type tracker struct {
 	mu    sync.Mutex

@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// validate checks the graph against the resolved configuration (RUNTIME.md
-// §7) and records producers and codecs in b. Problems go to res.
+// validate checks the graph against the resolved configuration and
+// records producers and codecs in b. Problems go to res.
 func (r *Runtime) validate(nodes []*node, res *resolution, b *builder) {
 	add := func(p *Problem) { res.problems = append(res.problems, p) }
 	consumers := map[string][]*node{}

@@ -17,7 +17,7 @@
 //
 // # Rules in Go
 //
-// Java exceptions map onto Go as follows (RUNTIME.md §2.2):
+// Java exceptions map onto Go as follows:
 //   - a nil Subscriber, Subscription, error or nillable element (pointer,
 //     interface, map, chan, func; slices are exempt) panics synchronously with
 //     an error wrapping [ErrNilArgument] (rules 1.9, 2.13);
@@ -101,11 +101,10 @@
 // element (or per buffer). Request(1) per element adds one demand round trip
 // through Map to the source.
 //
-// # Deviations from RUNTIME.md
+// # Design notes
 //
 //   - The [PollFunc] answers are named [PollReady], [PollEmpty] and [PollDone]
-//     (the specification says Ready, Empty, Done): Empty is taken by the
-//     [Empty] source.
+//     rather than Ready, Empty and Done: Empty is taken by the [Empty] source.
 //   - [Outlet] has two additions: Err reports a recovered subscriber panic to
 //     the owner, and the Done channel of [FromFunc] and [FromChan]
 //     subscriptions closes only after their goroutine exited.

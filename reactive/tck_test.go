@@ -12,7 +12,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive/tck"
 )
 
-// The TCK matrix of RUNTIME.md §13.1 for package reactive. Timeouts: a
+// The TCK runs of package reactive: every shipped publisher and subscriber. Timeouts: a
 // generous DefaultTimeout (it is only waited out on failure) and short
 // no-signal waits, which suffice for in-process publishers.
 var tckOptions = tck.Options{

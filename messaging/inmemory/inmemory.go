@@ -198,7 +198,7 @@ func (s *Source) pull(ctx context.Context) (messaging.Message[[]byte], error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("inmemory: source %q: %w", s.channel, ctx.Err())
 		}
 	}
 }

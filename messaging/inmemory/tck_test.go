@@ -39,6 +39,7 @@ func newTCKSource(t *testing.T) (*inmemory.Source, messaging.Source) {
 func TestTCK_Source(t *testing.T) {
 	tck.VerifyPublisher(t, tck.PublisherFactory[messaging.Message[[]byte]]{
 		Create: func(t *testing.T, n int64) reactive.Publisher[messaging.Message[[]byte]] {
+			t.Helper()
 			h, src := newTCKSource(t)
 			if n <= 1024 {
 				for i := range n {
@@ -68,6 +69,7 @@ func TestTCK_Source(t *testing.T) {
 			return src
 		},
 		CreateFailed: func(t *testing.T) reactive.Publisher[messaging.Message[[]byte]] {
+			t.Helper()
 			_, src := newTCKSource(t)
 			require.NoError(t, src.Close(t.Context()))
 			return src
@@ -78,6 +80,7 @@ func TestTCK_Source(t *testing.T) {
 func TestTCK_SinkBlackbox(t *testing.T) {
 	tck.VerifySubscriberBlackbox(t, tck.BlackboxFactory[messaging.Message[[]byte]]{
 		Create: func(t *testing.T) reactive.Subscriber[messaging.Message[[]byte]] {
+			t.Helper()
 			c := inmemory.New()
 			sink, err := c.NewSink(context.Background(), cfg(c, "tck", messaging.Outgoing, nil))
 			require.NoError(t, err)

@@ -18,8 +18,7 @@ type BlackboxFactory[T any] struct {
 }
 
 // VerifySubscriberBlackbox runs every test of the Java
-// SubscriberBlackboxVerification as a subtest named like the Java method
-// (RUNTIME.md §3.7, §3.9).
+// SubscriberBlackboxVerification as a subtest named like the Java method.
 func VerifySubscriberBlackbox[T any](t *testing.T, f BlackboxFactory[T], o Options) {
 	t.Helper()
 	verifyBlackbox(realT{t: t}, f, o)

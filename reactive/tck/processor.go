@@ -25,7 +25,7 @@ type ProcessorFactory[T any] struct {
 // IdentityProcessorVerification as a subtest named like the Java method: the
 // publisher tests on the processor fed by a helper publisher, the whitebox
 // subscriber tests on the processor observed downstream, and the processor's
-// own tests (RUNTIME.md §3.8). MaxSubscribers: 1 declares a unicast processor.
+// own tests. MaxSubscribers: 1 declares a unicast processor.
 func VerifyIdentityProcessor[T any](t *testing.T, f ProcessorFactory[T], o Options) {
 	t.Helper()
 	verifyProcessor(realT{t: t}, f, o)

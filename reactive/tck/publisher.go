@@ -25,7 +25,7 @@ type PublisherFactory[T any] struct {
 }
 
 // VerifyPublisher runs every test of the Java PublisherVerification as a
-// subtest named like the Java method (RUNTIME.md §3.5, §3.9).
+// subtest named like the Java method.
 func VerifyPublisher[T any](t *testing.T, f PublisherFactory[T], o Options) {
 	t.Helper()
 	verifyPublisher(realT{t: t}, f, o)
@@ -102,7 +102,7 @@ func (v *pv[T]) checkRunnable(e *env, n int64, completion bool) {
 }
 
 // optional runs body on its own goroutine against a recording runner; a
-// failure becomes a skip carrying the failure text (RUNTIME.md §3.9).
+// failure becomes a skip carrying the failure text.
 func optional(e *env, skipPrefix string, body func(e *env)) {
 	e.r.Helper()
 	soft := newSoftRunner(e.r.T(), e.r.Name()+"/optional")

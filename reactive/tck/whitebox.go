@@ -54,8 +54,7 @@ type WhiteboxFactory[T any] struct {
 }
 
 // VerifySubscriberWhitebox runs every test of the Java
-// SubscriberWhiteboxVerification as a subtest named like the Java method
-// (RUNTIME.md §3.6, §3.9).
+// SubscriberWhiteboxVerification as a subtest named like the Java method.
 func VerifySubscriberWhitebox[T any](t *testing.T, f WhiteboxFactory[T], o Options) {
 	t.Helper()
 	verifyWhitebox(realT{t: t}, f, o)
