@@ -93,6 +93,9 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 	if t.terminated.Load() {
 		return addResult{code: TopicTerminatedError, msg: "Topic was already terminated", outs: outs}
 	}
+	if code, msg, refused := t.quotaRefusalLocked(); refused {
+		return addResult{code: code, msg: msg, outs: outs}
+	}
 	a := &t.access
 	p.exclusive = mode != wire.ProducerAccessMode_Shared
 	busyExclusive := "Topic has an existing exclusive producer: " + a.exclusiveName

@@ -52,6 +52,7 @@ func (a *adminServer) registerMore(mux *http.ServeMux, base string) {
 	mux.HandleFunc("GET "+schema, a.getSchema)
 	mux.HandleFunc("GET "+schema+"/{version}", a.getSchema)
 	mux.HandleFunc("DELETE "+schema, a.deleteSchema)
+	a.registerQuota(mux) // backlog_quota.go
 }
 
 func nsOf(r *http.Request) string { return r.PathValue("tenant") + "/" + r.PathValue("namespace") }

@@ -53,6 +53,8 @@ type Broker struct {
 	gcStop func() bool // guarded by mu
 	admin  *adminServer
 
+	quotas quotaState // backlog_quota.go
+
 	tlsLn         net.Listener // WithTLS (tls.go)
 	tlsServiceURL string
 
@@ -177,6 +179,7 @@ func (b *Broker) Close() error {
 		b.life.Unlock()
 		err = b.ln.Close()
 		b.closeTLSListeners(nil)
+		b.stopQuotaCheck()
 		if b.admin != nil {
 			b.admin.close()
 		}

@@ -32,6 +32,9 @@ const (
 	AuthorizationError    = ServerError(wire.ServerError_AuthorizationError)
 	UnsupportedVersion    = ServerError(wire.ServerError_UnsupportedVersionError)
 	ProducerQuotaExceeded = ServerError(wire.ServerError_ProducerBlockedQuotaExceededException)
+	// ProducerQuotaExceededError refuses a producer under producer_request_hold (ProducerQuotaExceeded:
+	// producer_exception).
+	ProducerQuotaExceededError = ServerError(wire.ServerError_ProducerBlockedQuotaExceededError)
 )
 
 // String returns the wire name of the error code.

@@ -45,8 +45,9 @@ type options struct {
 	retention              Retention     // retention.go
 	trimInterval           time.Duration // retention.go
 	adminAddr              string
-	tls                    tlsOptions // tls.go
-	auth                   *Auth      // auth.go
+	tls                    tlsOptions    // tls.go
+	auth                   *Auth         // auth.go
+	quotaCheck             time.Duration // backlog_quota.go
 	hook                   func(CommandInfo) Verdict
 	batchIndexAck          bool
 	clusterName            string

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -55,6 +56,7 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		"how Key_Shared (AUTO_SPLIT) maps key hashes to consumers: `consistent-hashing` (Pulsar's default) or auto-split")
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -addr (there is no authentication)")
 	verbose := fs.Bool("v", false, "trace every command in and out on standard error")
+	quotaCheck := fs.Duration("backlog-quota-check-interval", time.Minute, "how often backlog quotas are enforced (Pulsar's backlogQuotaCheckIntervalInSeconds)")
 	var sec securityFlags
 	sec.register(fs)
 	fs.Usage = func() {
@@ -108,6 +110,7 @@ Flags:
 		pulsartest.WithRedeliveryOnDisconnect(*redeliver),
 		pulsartest.WithBatchIndexAck(*batchAck),
 		pulsartest.WithKeySharedSelector(selector),
+		pulsartest.WithBacklogQuotaCheck(*quotaCheck),
 	}
 	secOpts, err := sec.options()
 	if err != nil {

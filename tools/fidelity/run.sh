@@ -76,7 +76,7 @@ conf="$tmp/client/integration-tests"
 	--auth-token-secret-file "$conf/tokens/secret.key" --auth-basic admin:123456 \
 	--anonymous-role anonymous --super-user localhost --super-user superUser --super-user admin \
 	--grant private/auth=token-principal --grant public/default=anonymous \
-	--max-message-size 1048576 --batch-index-ack --key-shared-selector auto-split \
+	--max-message-size 1048576 --batch-index-ack --key-shared-selector auto-split --backlog-quota-check-interval 5s \
 	>"$tmp/broker.out" 2>"$tmp/broker.log" &
 broker_pid=$!
 for _ in $(seq 100); do
