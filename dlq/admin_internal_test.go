@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"encoding/binary"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -132,4 +133,23 @@ func FuzzParsePeeked(f *testing.F) {
 			t.Fatal("no error and no message")
 		}
 	})
+}
+
+func TestSubscriptionFailureNamesTheFix(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]string{
+		"server error: SubscriptionNotFound: Subscription does not exist": "allowAutoSubscriptionCreation=false",
+		"server error: TopicNotFound: Topic does not exist":               "pulsar-admin topics create orders.dlq",
+		"server error: AuthorizationError: not authorized":                "consume permission",
+		"connection refused": "bq subscription create --topic orders.dlq --name bq-dlq",
+	} {
+		err := subscriptionFailure("orders.dlq", "bq-dlq", errors.New(msg))
+		var se *SubscriptionError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "orders.dlq", se.Topic)
+		assert.Equal(t, "bq-dlq", se.Subscription)
+		assert.Contains(t, err.Error(), want, msg)
+		assert.Contains(t, err.Error(), msg, "the client's error is kept")
+		require.ErrorIs(t, err, ErrSubscription)
+	}
 }

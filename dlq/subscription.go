@@ -129,6 +129,8 @@ func WithSubscriptionType(t apulsar.SubscriptionType) EnsureOption {
 // another type (ConsumerBusy) exists, which is all it checks. It creates the topic when it
 // does not exist and the broker allows that.
 //
+// Each attach is bounded by the client's operation timeout; ctx is checked before each.
+//
 // It returns a *[SubscriptionError] naming the topic, the subscription and the fix when the
 // broker refuses (auto subscription or topic creation off, no permission), and a
 // *[TopicError] or ErrInvalidOptions for bad arguments.
