@@ -1,0 +1,187 @@
+package bqotel
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// ScopeName is the instrumentation scope of the tracer and the meter: the import path of
+// this package.
+const ScopeName = "github.com/babelqueue/babelqueue-go-pulsar/bqotel"
+
+// ErrInvalidOption is wrapped by the errors of [New] and of the Register methods for a
+// refused argument.
+var ErrInvalidOption = errors.New("bqotel: invalid option")
+
+// Option configures [New].
+type Option func(*config) error
+
+type config struct {
+	tp         trace.TracerProvider
+	mp         metric.MeterProvider
+	prop       propagation.TextMapPropagator
+	urnMetrics bool
+	tracing    bool
+	metrics    bool
+}
+
+// WithTracerProvider sets the tracer provider spans are created with. Default: the global
+// one (otel.GetTracerProvider), which creates no spans until an SDK is installed. A nil
+// provider is refused.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) error {
+		if tp == nil {
+			return fmt.Errorf("%w: nil tracer provider", ErrInvalidOption)
+		}
+		c.tp = tp
+		return nil
+	}
+}
+
+// WithMeterProvider sets the meter provider the instruments are created with. Default: the
+// global one (otel.GetMeterProvider). A nil provider is refused.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return fmt.Errorf("%w: nil meter provider", ErrInvalidOption)
+		}
+		c.mp = mp
+		return nil
+	}
+}
+
+// WithPropagator sets the propagator that injects the producer span's context into the
+// message properties and extracts it on delivery. Default: W3C Trace Context and Baggage
+// (traceparent, tracestate and baggage properties). The global propagator is not used by
+// default: it is a no-op until an application sets one, and a trace would then silently
+// stop at the broker. A nil propagator is refused.
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(c *config) error {
+		if p == nil {
+			return fmt.Errorf("%w: nil propagator", ErrInvalidOption)
+		}
+		c.prop = p
+		return nil
+	}
+}
+
+// WithURNMetricAttribute adds the routing URN (babelqueue.urn) to the metrics' attributes.
+// Off by default: the URNs are bounded by the application's handlers, but a producer that
+// sends arbitrary URNs would make a time series per URN. Spans always carry the URN.
+func WithURNMetricAttribute() Option {
+	return func(c *config) error {
+		c.urnMetrics = true
+		return nil
+	}
+}
+
+// WithoutTracing turns the spans off: the hooks only record metrics, and no trace context
+// is injected or extracted.
+func WithoutTracing() Option {
+	return func(c *config) error {
+		c.tracing = false
+		return nil
+	}
+}
+
+// WithoutMetrics turns the metrics off: the hooks only trace.
+func WithoutMetrics() Option {
+	return func(c *config) error {
+		c.metrics = false
+		return nil
+	}
+}
+
+// Telemetry traces and measures consumers and publishers of package pulsar through its
+// hooks. Build it once with [New] and hand its options to every consumer and publisher
+// ([Telemetry.ConsumerOptions], [Telemetry.PublisherOptions]), or its hooks to endpoints
+// that take them one by one ([Telemetry.DeliveryHook], [Telemetry.Observer],
+// [Telemetry.PublishHook]). It is safe for concurrent use.
+type Telemetry struct {
+	cfg    config
+	tracer trace.Tracer
+	m      *instruments // nil without metrics
+
+	gaugeMu    sync.Mutex
+	consumers  map[*gaugeEntry]struct{}
+	publishers map[*gaugeEntry]struct{}
+}
+
+// New returns a Telemetry configured by opts. Errors wrap [ErrInvalidOption] for a refused
+// option, or are the meter's error creating an instrument.
+func New(opts ...Option) (*Telemetry, error) {
+	cfg := config{tracing: true, metrics: true}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.tp == nil {
+		cfg.tp = otel.GetTracerProvider()
+	}
+	if cfg.mp == nil {
+		cfg.mp = otel.GetMeterProvider()
+	}
+	if cfg.prop == nil {
+		cfg.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	t := &Telemetry{
+		cfg:        cfg,
+		tracer:     cfg.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
+		consumers:  map[*gaugeEntry]struct{}{},
+		publishers: map[*gaugeEntry]struct{}{},
+	}
+	if cfg.metrics {
+		m, err := newInstruments(cfg.mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version)), t)
+		if err != nil {
+			return nil, err
+		}
+		t.m = m
+	}
+	return t, nil
+}
+
+// Version is the instrumentation version reported with the scope.
+const Version = "0.1.0"
+
+// ConsumerOptions returns the options that instrument a consumer: the delivery hook
+// (consumer spans) and the observer (metrics and span events). [bqpulsar.WithObserver]
+// keeps one observer, so a consumer that has its own should combine the two with
+// [Observers] instead of passing both.
+func (t *Telemetry) ConsumerOptions() []bqpulsar.ConsumerOption {
+	return []bqpulsar.ConsumerOption{bqpulsar.WithDeliveryHook(t.DeliveryHook()), bqpulsar.WithObserver(t.Observer())}
+}
+
+// PublisherOptions returns the options that instrument a publisher: the publish hook
+// (producer spans, trace context injection and the published counter).
+func (t *Telemetry) PublisherOptions() []bqpulsar.PublisherOption {
+	return []bqpulsar.PublisherOption{bqpulsar.WithPublishHook(t.PublishHook())}
+}
+
+// Observers returns one observer that hands every event to each of obs in order (nil
+// entries are skipped), for a consumer that has an observer of its own besides
+// [Telemetry.Observer].
+func Observers(obs ...bqpulsar.Observer) bqpulsar.Observer {
+	list := make([]bqpulsar.Observer, 0, len(obs))
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	return bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		for _, o := range list {
+			o.Observe(e)
+		}
+	})
+}

@@ -1,0 +1,521 @@
+package bqotel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/bqotel"
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
+
+const (
+	orderURN = "urn:babel:orders:created"
+	waitLong = 15 * time.Second
+)
+
+var topicSeq atomic.Int64
+
+// fixture is a broker, a client, an in-memory span recorder and a manual metric reader,
+// with a Telemetry over them.
+type fixture struct {
+	client apulsar.Client
+	spans  *tracetest.SpanRecorder
+	reader *sdkmetric.ManualReader
+	tel    *bqotel.Telemetry
+	topic  string
+	tp     *sdktrace.TracerProvider
+}
+
+func newFixture(t *testing.T, opts ...bqotel.Option) *fixture {
+	t.Helper()
+	b := pulsartest.NewBroker(t)
+	c, err := apulsar.NewClient(apulsar.ClientOptions{
+		URL: b.URL(), OperationTimeout: 5 * time.Second, ConnectionTimeout: 5 * time.Second,
+		Logger: bqpulsar.NewClientLogger(zap.NewNop()),
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	f := &fixture{client: c, spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
+	f.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
+	t.Cleanup(func() {
+		assert.NoError(t, f.tp.Shutdown(context.Background()))
+		assert.NoError(t, mp.Shutdown(context.Background()))
+	})
+	f.tel, err = bqotel.New(append([]bqotel.Option{bqotel.WithTracerProvider(f.tp), bqotel.WithMeterProvider(mp)}, opts...)...)
+	require.NoError(t, err)
+	name := strings.NewReplacer("/", "-").Replace(strings.ToLower(t.Name()))
+	f.topic = fmt.Sprintf("persistent://public/default/%s-%d", name, topicSeq.Add(1))
+	return f
+}
+
+func (f *fixture) publisher(t *testing.T) *bqpulsar.Publisher {
+	t.Helper()
+	opts := f.tel.PublisherOptions()
+	p, err := bqpulsar.NewPublisher(f.client, f.topic, opts[0])
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	return p
+}
+
+func (f *fixture) consumer(t *testing.T, h bqpulsar.HandlerFunc, opts ...bqpulsar.ConsumerOption) *bqpulsar.Consumer {
+	t.Helper()
+	all := []bqpulsar.ConsumerOption{
+		bqpulsar.WithTopic(f.topic),
+		bqpulsar.WithSubscription("billing", apulsar.Shared),
+		bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
+		bqpulsar.Handle(orderURN, h),
+		bqpulsar.WithRetry(retry.Policy{Strategy: retry.Republish}),
+	}
+	all = append(all, f.tel.ConsumerOptions()...)
+	c, err := bqpulsar.NewConsumer(f.client, append(all, opts...)...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+		assert.NoError(t, c.Close())
+	})
+	return c
+}
+
+// ended returns the ended spans of kind k, waiting until there are n of them.
+func (f *fixture) ended(t *testing.T, k trace.SpanKind, n int) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	var got []sdktrace.ReadOnlySpan
+	eventually(t, func() bool {
+		got = got[:0]
+		for _, s := range f.spans.Ended() {
+			if s.SpanKind() == k {
+				got = append(got, s)
+			}
+		}
+		return len(got) >= n
+	}, "%d of %d %s spans ended", len(got), n, k)
+	return got
+}
+
+func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("eventually: "+msg, args...)
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+}
+
+func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
+	for _, kv := range s.Attributes() {
+		if kv.Key == k {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
+}
+
+func eventNames(s sdktrace.ReadOnlySpan) []string {
+	var names []string
+	for _, e := range s.Events() {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+// counters returns the sum of every Int64 counter by instrument name.
+func (f *fixture) counters(t *testing.T) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, f.reader.Collect(context.Background(), &rm))
+	out := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range sum.DataPoints {
+					out[m.Name] += dp.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestConsumerSpanIsTheChildOfTheProducerSpan(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	type seen struct {
+		traceparent string
+		handlerSpan trace.SpanContext
+	}
+	got := make(chan seen, 1)
+	tracer := f.tp.Tracer("app")
+	f.consumer(t, func(ctx context.Context, _ *envelope.Envelope, msg apulsar.Message) error {
+		_, span := tracer.Start(ctx, "charge card")
+		span.End()
+		got <- seen{traceparent: msg.Properties()["traceparent"], handlerSpan: span.SpanContext()}
+		return nil
+	})
+	id, err := f.publisher(t).Publish(context.Background(), orderURN, map[string]any{"order_id": 7})
+	require.NoError(t, err)
+
+	var s seen
+	select {
+	case s = <-got:
+	case <-time.After(waitLong):
+		t.Fatal("the handler was not called")
+	}
+	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
+	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+
+	// The producer span: its context went out in the traceparent property.
+	assert.Equal(t, "send "+f.topic, producer.Name())
+	assert.Equal(t, "pulsar", attrOf(producer, "messaging.system").AsString())
+	assert.Equal(t, "send", attrOf(producer, "messaging.operation.type").AsString())
+	assert.Equal(t, f.topic, attrOf(producer, "messaging.destination.name").AsString())
+	assert.Equal(t, id, attrOf(producer, "messaging.message.id").AsString())
+	assert.Equal(t, orderURN, attrOf(producer, bqotel.AttrURN).AsString())
+	psc := producer.SpanContext()
+	assert.Equal(t, fmt.Sprintf("00-%s-%s-01", psc.TraceID(), psc.SpanID()), s.traceparent)
+
+	// The consumer span: exactly the producer span's child.
+	assert.Equal(t, psc.TraceID(), consumer.SpanContext().TraceID())
+	assert.Equal(t, psc.SpanID(), consumer.Parent().SpanID())
+	assert.True(t, consumer.Parent().IsRemote())
+	assert.Equal(t, "process "+f.topic, consumer.Name())
+	assert.Equal(t, "process", attrOf(consumer, "messaging.operation.type").AsString())
+	assert.Equal(t, "billing", attrOf(consumer, "messaging.destination.subscription.name").AsString())
+	assert.Equal(t, id, attrOf(consumer, "messaging.message.id").AsString())
+	assert.Equal(t, "acked", attrOf(consumer, bqotel.AttrOutcome).AsString())
+	assert.Equal(t, int64(1), attrOf(consumer, bqotel.AttrAttempt).AsInt64())
+	assert.Equal(t, codes.Unset, consumer.Status().Code)
+	require.Len(t, consumer.Links(), 1)
+	assert.Equal(t, psc.SpanID(), consumer.Links()[0].SpanContext.SpanID())
+
+	// The handler's own span nests under the consumer span.
+	assert.Equal(t, consumer.SpanContext().TraceID(), s.handlerSpan.TraceID())
+	var handler sdktrace.ReadOnlySpan
+	for _, sp := range f.spans.Ended() {
+		if sp.Name() == "charge card" {
+			handler = sp
+		}
+	}
+	require.NotNil(t, handler)
+	assert.Equal(t, consumer.SpanContext().SpanID(), handler.Parent().SpanID())
+
+	c := f.counters(t)
+	assert.Equal(t, int64(1), c[bqotel.MetricSent])
+	assert.Equal(t, int64(1), c[bqotel.MetricConsumed])
+	assert.Equal(t, int64(1), c[bqotel.MetricHandled])
+	assert.Equal(t, int64(1), c[bqotel.MetricSettled])
+	assert.Zero(t, c[bqotel.MetricFailed])
+}
+
+func TestFailedTwiceThenDeadLetteredHasThreeConsumerSpansAndCountersThatAddUp(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dlqTopic, err := dlq.TopicFor(f.topic)
+	require.NoError(t, err)
+	// Watch the dead-letter topic before anything is written to it.
+	dl, err := f.client.Subscribe(apulsar.ConsumerOptions{
+		Topic: dlqTopic, SubscriptionName: "watch",
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	require.NoError(t, err)
+	t.Cleanup(dl.Close)
+
+	var calls atomic.Int32
+	var mu sync.Mutex
+	var traceparents []string
+	f.consumer(t, func(_ context.Context, _ *envelope.Envelope, msg apulsar.Message) error {
+		mu.Lock()
+		traceparents = append(traceparents, msg.Properties()["traceparent"])
+		mu.Unlock()
+		return fmt.Errorf("card declined (call %d)", calls.Add(1))
+	}, bqpulsar.WithMaxAttempts(3))
+	_, err = f.publisher(t).Publish(context.Background(), orderURN, map[string]any{"order_id": 8})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	dead, err := dl.Receive(ctx)
+	require.NoError(t, err)
+	require.NoError(t, dl.Ack(dead))
+
+	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
+	psc := producer.SpanContext()
+	want := fmt.Sprintf("00-%s-%s-01", psc.TraceID(), psc.SpanID())
+	// The retry copies and the dead-letter copy keep the trace context.
+	assert.Equal(t, want, dead.Properties()["traceparent"])
+	mu.Lock()
+	assert.Equal(t, []string{want, want, want}, traceparents)
+	mu.Unlock()
+
+	spans := f.ended(t, trace.SpanKindConsumer, 3)
+	require.Len(t, spans, 3)
+	for i, s := range spans {
+		assert.Equal(t, psc.SpanID(), s.Parent().SpanID(), "span %d", i)
+		assert.Equal(t, psc.TraceID(), s.SpanContext().TraceID(), "span %d", i)
+		assert.Equal(t, int64(i+1), attrOf(s, bqotel.AttrAttempt).AsInt64(), "span %d", i)
+		assert.Equal(t, codes.Error, s.Status().Code, "span %d", i)
+		assert.Contains(t, s.Status().Description, "card declined", "span %d", i)
+		assert.Contains(t, eventNames(s), "exception", "span %d", i)
+	}
+	assert.Equal(t, "retried", attrOf(spans[0], bqotel.AttrOutcome).AsString())
+	assert.Equal(t, "retried", attrOf(spans[1], bqotel.AttrOutcome).AsString())
+	assert.Equal(t, "dead_lettered", attrOf(spans[2], bqotel.AttrOutcome).AsString())
+	assert.Contains(t, eventNames(spans[0]), bqotel.EventRetry)
+	assert.Contains(t, eventNames(spans[1]), bqotel.EventRetry)
+	assert.Contains(t, eventNames(spans[2]), bqotel.EventDeadLetter)
+	assert.NotContains(t, eventNames(spans[2]), bqotel.EventRetry)
+	assert.Equal(t, "failed", attrOf(spans[2], bqotel.AttrReason).AsString())
+
+	c := f.counters(t)
+	assert.Equal(t, int64(3), c[bqotel.MetricConsumed], "received")
+	assert.Equal(t, int64(3), c[bqotel.MetricFailed], "failed")
+	assert.Equal(t, int64(2), c[bqotel.MetricRetried], "retried")
+	assert.Equal(t, int64(1), c[bqotel.MetricDeadLettered], "dead-lettered")
+	assert.Zero(t, c[bqotel.MetricHandled], "handled")
+	assert.Equal(t, int64(3), c[bqotel.MetricSettled], "settled")
+	// The two retry copies and the dead-letter copy were sent by the consumer's own
+	// producers, not by an instrumented publisher: one send is counted.
+	assert.Equal(t, int64(1), c[bqotel.MetricSent], "sent")
+}
+
+func TestACallerTraceparentWins(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	got := make(chan string, 1)
+	f.consumer(t, func(_ context.Context, _ *envelope.Envelope, msg apulsar.Message) error {
+		got <- msg.Properties()["traceparent"]
+		return nil
+	})
+	const mine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	_, err := f.publisher(t).Publish(context.Background(), orderURN, nil,
+		bqpulsar.WithHeaders(map[string]string{"traceparent": mine}))
+	require.NoError(t, err)
+	select {
+	case tp := <-got:
+		assert.Equal(t, mine, tp)
+	case <-time.After(waitLong):
+		t.Fatal("the handler was not called")
+	}
+	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+	assert.Equal(t, "0af7651916cd43dd8448eb211c80319c", consumer.Parent().TraceID().String())
+	assert.Equal(t, "b7ad6b7169203331", consumer.Parent().SpanID().String())
+}
+
+func TestWithoutTraceparentTheConsumerSpanIsARootLinkedToTheTraceID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	done := make(chan struct{})
+	f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		close(done)
+		return nil
+	})
+	// A publisher without the hook: no traceparent, only bq-trace-id.
+	p, err := bqpulsar.NewPublisher(f.client, f.topic)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, p.Close()) }()
+	const traceID = "4BF92F35-77B3-4DA6-A3CE-929D0E0E4736"
+	_, err = p.Publish(context.Background(), orderURN, nil, bqpulsar.WithTraceID(traceID))
+	require.NoError(t, err)
+	select {
+	case <-done:
+	case <-time.After(waitLong):
+		t.Fatal("the handler was not called")
+	}
+	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+	assert.False(t, consumer.Parent().IsValid(), "a root span")
+	require.Len(t, consumer.Links(), 1)
+	link := consumer.Links()[0]
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", link.SpanContext.TraceID().String())
+	assert.Contains(t, link.Attributes, bqotel.AttrLinkSource.String("trace_id"))
+	assert.Equal(t, traceID, attrOf(consumer, bqotel.AttrTraceID).AsString())
+}
+
+func TestPoisonAndGateRejectionGetSpanEventsAndCounters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil })
+	prod, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: f.topic})
+	require.NoError(t, err)
+	defer prod.Close()
+	ctx := context.Background()
+	_, err = prod.Send(ctx, &apulsar.ProducerMessage{Payload: []byte("not json")})
+	require.NoError(t, err)
+	_, err = prod.Send(ctx, &apulsar.ProducerMessage{Payload: []byte("{}"), Properties: map[string]string{bqpulsar.PropSchemaVersion: "99"}})
+	require.NoError(t, err)
+
+	spans := f.ended(t, trace.SpanKindConsumer, 2)
+	var names []string
+	for _, s := range spans {
+		names = append(names, eventNames(s)...)
+		assert.Equal(t, codes.Error, s.Status().Code)
+		assert.Equal(t, "dead_lettered", attrOf(s, bqotel.AttrOutcome).AsString())
+	}
+	assert.Contains(t, names, bqotel.EventPoison)
+	assert.Contains(t, names, bqotel.EventGateRejected)
+	c := f.counters(t)
+	assert.Equal(t, int64(1), c[bqotel.MetricPoison])
+	assert.Equal(t, int64(1), c[bqotel.MetricGateRejected])
+	assert.Equal(t, int64(2), c[bqotel.MetricDeadLettered])
+}
+
+func TestGaugesObserveRegisteredEndpoints(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	c := f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		close(started)
+		<-release
+		return nil
+	})
+	unregister, err := f.tel.RegisterConsumer("billing", c)
+	require.NoError(t, err)
+	p := f.publisher(t)
+	unregisterPub, err := f.tel.RegisterPublisher(p)
+	require.NoError(t, err)
+	_, err = p.Publish(context.Background(), orderURN, nil)
+	require.NoError(t, err)
+	<-started
+
+	gauges := func() map[string]int64 {
+		var rm metricdata.ResourceMetrics
+		require.NoError(t, f.reader.Collect(context.Background(), &rm))
+		out := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if g, ok := m.Data.(metricdata.Gauge[int64]); ok {
+					for _, dp := range g.DataPoints {
+						out[m.Name] += dp.Value
+					}
+				}
+			}
+		}
+		return out
+	}
+	g := gauges()
+	assert.Equal(t, int64(1), g[bqotel.MetricInFlight])
+	assert.Contains(t, g, bqotel.MetricPublisherPend)
+	close(release)
+	eventually(t, func() bool { return gauges()[bqotel.MetricInFlight] == 0 }, "in-flight back to 0")
+	unregister()
+	unregisterPub()
+	unregister() // idempotent
+	assert.NotContains(t, gauges(), bqotel.MetricInFlight)
+
+	_, err = f.tel.RegisterConsumer("x", nil)
+	require.ErrorIs(t, err, bqotel.ErrInvalidOption)
+	_, err = f.tel.RegisterPublisher(nil)
+	require.ErrorIs(t, err, bqotel.ErrInvalidOption)
+}
+
+func TestURNMetricAttributeIsOptIn(t *testing.T) {
+	t.Parallel()
+	for _, optIn := range []bool{false, true} {
+		t.Run(fmt.Sprint(optIn), func(t *testing.T) {
+			t.Parallel()
+			var opts []bqotel.Option
+			if optIn {
+				opts = append(opts, bqotel.WithURNMetricAttribute())
+			}
+			f := newFixture(t, opts...)
+			_, err := f.publisher(t).Publish(context.Background(), orderURN, nil)
+			require.NoError(t, err)
+			var rm metricdata.ResourceMetrics
+			require.NoError(t, f.reader.Collect(context.Background(), &rm))
+			var found bool
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.Name != bqotel.MetricSent {
+						continue
+					}
+					sum, ok := m.Data.(metricdata.Sum[int64])
+					require.True(t, ok)
+					for _, dp := range sum.DataPoints {
+						v, ok := dp.Attributes.Value(bqotel.AttrURN)
+						assert.Equal(t, optIn, ok)
+						if ok {
+							assert.Equal(t, orderURN, v.AsString())
+						}
+						o, _ := dp.Attributes.Value(bqotel.AttrOutcome)
+						assert.Equal(t, "ok", o.AsString())
+						found = true
+					}
+				}
+			}
+			assert.True(t, found)
+		})
+	}
+}
+
+func TestNewRefusesNilProviders(t *testing.T) {
+	t.Parallel()
+	for _, o := range []bqotel.Option{
+		bqotel.WithTracerProvider(nil), bqotel.WithMeterProvider(nil), bqotel.WithPropagator(nil),
+	} {
+		_, err := bqotel.New(o)
+		require.ErrorIs(t, err, bqotel.ErrInvalidOption)
+	}
+	tel, err := bqotel.New(nil, bqotel.WithoutTracing(), bqotel.WithoutMetrics())
+	require.NoError(t, err)
+	assert.Nil(t, tel.PublishHook()(context.Background(), &bqpulsar.OutgoingMessage{Topic: "t"}),
+		"nothing to report with tracing and metrics off")
+}
+
+func TestObserversCallEachInOrder(t *testing.T) {
+	t.Parallel()
+	var got []string
+	o := bqotel.Observers(
+		bqpulsar.ObserverFunc(func(e bqpulsar.Event) { got = append(got, "a:"+e.Kind.String()) }),
+		nil,
+		bqpulsar.ObserverFunc(func(e bqpulsar.Event) { got = append(got, "b:"+e.Kind.String()) }),
+	)
+	o.Observe(bqpulsar.Event{Kind: bqpulsar.EventHandled})
+	assert.Equal(t, []string{"a:handled", "b:handled"}, got)
+}
+
+func TestFailedSendRecordsTheError(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	done := f.tel.PublishHook()(context.Background(), &bqpulsar.OutgoingMessage{
+		Topic: "persistent://public/default/x-partition-3", Message: &apulsar.ProducerMessage{},
+	})
+	require.NotNil(t, done)
+	done(nil, errors.New("broker said no"))
+	s := f.ended(t, trace.SpanKindProducer, 1)[0]
+	assert.Equal(t, codes.Error, s.Status().Code)
+	assert.Equal(t, "persistent://public/default/x", attrOf(s, "messaging.destination.name").AsString())
+	assert.Equal(t, "3", attrOf(s, "messaging.destination.partition.id").AsString())
+	c := f.counters(t)
+	assert.Equal(t, int64(1), c[bqotel.MetricSent])
+}

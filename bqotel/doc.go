@@ -1,0 +1,113 @@
+// Package bqotel traces and measures BabelQueue consumers and publishers with
+// OpenTelemetry: a producer span per message sent, a consumer span per delivery whose parent
+// is the producer span, and counters, a histogram and gauges of the consume pipeline. It
+// works through the hooks of package pulsar (a delivery hook, an observer and a publish
+// hook), so package pulsar has no OpenTelemetry dependency and a program that does not
+// import bqotel pays nothing for it.
+//
+//	tel, err := bqotel.New(bqotel.WithTracerProvider(tp), bqotel.WithMeterProvider(mp))
+//	…
+//	pub, err := pulsar.NewPublisher(client, topic, tel.PublisherOptions()...)
+//	con, err := pulsar.NewConsumer(client, append(opts, tel.ConsumerOptions()...)...)
+//	unregister, err := tel.RegisterConsumer("billing", con) // the in-flight gauge
+//
+// Without WithTracerProvider and WithMeterProvider the global providers are used. Endpoints
+// that take the hooks one by one (the connector's source and sink) get them from
+// [Telemetry.DeliveryHook], [Telemetry.Observer] and [Telemetry.PublishHook].
+//
+// # Producer spans
+//
+// Every message a publisher sends gets a span of kind PRODUCER named "send <topic>", the
+// child of the span in the context given to Publish, with the messaging semantic
+// conventions' attributes: messaging.system=pulsar, messaging.operation.name=send,
+// messaging.operation.type=send, messaging.destination.name (the topic, without a
+// "-partition-N" suffix, which goes to messaging.destination.partition.id),
+// messaging.message.id (the envelope's meta.id), messaging.message.body.size, and
+// babelqueue.urn and babelqueue.trace_id. Its context is injected into the message
+// properties (traceparent and tracestate with the default W3C propagator; see
+// [WithPropagator]). A property the caller already set, with pulsar.WithHeaders say, is
+// never overwritten: an explicit traceparent wins, and the consumer span is then the child
+// of the span it names. The span ends with the broker's receipt; a failed send sets the
+// status to Error and error.type.
+//
+// # Consumer spans
+//
+// Every delivery gets a span of kind CONSUMER named "process <topic>", opened before the
+// schema-version gate and ended when the delivery is settled. Its parent is the span the
+// message's traceparent names (the producer span), which it is also linked to
+// (babelqueue.link.source=traceparent). A message without a usable traceparent gets a root
+// span, linked to the trace its trace_id names when it names one: a UUID trace_id's 32 hex
+// digits (or a trace_id of 32 hex digits) are the trace id of the link, whose span id is
+// unknown (zero); the link carries babelqueue.link.source=trace_id and babelqueue.trace_id.
+// This is the rule [TraceIDFrom] implements, the same by which the connector's sink derives
+// a traceparent from a trace_id.
+//
+// Attributes: messaging.system, messaging.operation.name and .type (process),
+// messaging.destination.name (and .partition.id), messaging.destination.subscription.name,
+// messaging.message.id (meta.id, from the bq-message-id property), messaging.message.body.size,
+// babelqueue.urn, babelqueue.trace_id, babelqueue.redelivery_count (Pulsar's count), and
+// at settlement babelqueue.attempt (the counted delivery, 1 for the first),
+// babelqueue.outcome (acked, retried, dead_lettered, dropped, nacked) and
+// babelqueue.dead_letter.reason. Every outcome but acked sets the status to Error (with the
+// failure's message) and error.type (the failure's Go type). A handler failure is recorded
+// as an "exception" event; the span events babelqueue.retry, babelqueue.dead_letter,
+// babelqueue.dropped, babelqueue.poison, babelqueue.gate_rejected and
+// babelqueue.unknown_urn say what the pipeline did.
+//
+// The handler's context carries the consumer span, so the spans the handler starts are its
+// children. Retry and dead-letter copies keep the original properties, traceparent
+// included: each redelivery's consumer span is another child of the same producer span. A
+// message moved back by dlq.Redrive keeps them too, so its new deliveries join the
+// original trace; to mark the redrive itself, run it inside a span of your own and add a
+// link to each moved message's context (extract it from [dlq.Message] Properties with the
+// propagator).
+//
+// # Metrics
+//
+// The instruments, with the attributes of their data points (all have messaging.system):
+//
+//	name                                  kind       unit        attributes
+//	messaging.client.sent.messages        counter    {message}   destination, operation.name=send, babelqueue.outcome (ok, error), error.type on failure
+//	messaging.client.consumed.messages    counter    {message}   destination, subscription, operation.name=process
+//	messaging.process.duration            histogram  s           destination, subscription, babelqueue.outcome (handled, failed)
+//	babelqueue.consumer.handled           counter    {message}   destination, subscription
+//	babelqueue.consumer.failed            counter    {message}   destination, subscription
+//	babelqueue.consumer.retried           counter    {message}   destination, subscription
+//	babelqueue.consumer.dead_lettered     counter    {message}   destination, subscription, babelqueue.dead_letter.reason
+//	babelqueue.consumer.dropped           counter    {message}   destination, subscription, babelqueue.dead_letter.reason
+//	babelqueue.consumer.poison            counter    {message}   destination, subscription
+//	babelqueue.consumer.gate_rejected     counter    {message}   destination, subscription
+//	babelqueue.consumer.unknown_urn       counter    {message}   destination, subscription
+//	babelqueue.consumer.settled           counter    {delivery}  destination, subscription, babelqueue.outcome (acked, retried, dead_lettered, dropped, nacked)
+//	babelqueue.consumer.in_flight         gauge      {message}   subscription (consumers given to RegisterConsumer)
+//	babelqueue.publisher.pending          gauge      {message}   destination (publishers given to RegisterPublisher)
+//
+// destination is messaging.destination.name (the topic without its partition suffix) and
+// subscription messaging.destination.subscription.name. Every attribute is bounded by the
+// application's topics and subscriptions; the routing URN (babelqueue.urn) is added only
+// with [WithURNMetricAttribute]. The duration buckets run from 1 ms to 60 s. With the
+// OpenTelemetry Prometheus exporter the names become messaging_client_sent_messages_total,
+// messaging_process_duration_seconds, babelqueue_consumer_retried_total and so on.
+//
+// The counters add up per message: a message whose handler fails on each of three
+// deliveries (WithMaxAttempts(3)) counts consumed 3, failed 3, retried 2, dead_lettered 1
+// and settled 3.
+//
+// # Cost
+//
+// Without bqotel a consumer or publisher runs no hook and no observer (the handler's
+// clock is read only when an observer is set), so a program that does not use it pays
+// nothing per message. With it, each delivery and each send starts and ends a span and
+// adds a few counter increments over cached attribute sets. BenchmarkConsume and
+// BenchmarkPublish in this package measure both ways on the embedded broker, with every
+// span sampled and recorded but not exported; on a 2-core machine (go test -bench .
+// -benchmem -benchtime=2000x) they gave:
+//
+//	consume, plain     4.6 µs/msg    4.2 kB/msg   42 allocs/msg
+//	consume, bqotel   10.6 µs/msg    9.7 kB/msg   76 allocs/msg
+//	publish, plain    59 µs/msg     15.8 kB/msg  169 allocs/msg (a synchronous round trip)
+//	publish, bqotel   71 µs/msg     19.1 kB/msg  194 allocs/msg
+//
+// that is about 6 µs, 5.5 kB and 34 allocations more per delivery, and 3.3 kB and 25
+// allocations more per send; an exporter adds its own cost on top.
+package bqotel

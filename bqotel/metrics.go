@@ -1,0 +1,297 @@
+package bqotel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// The names of the instruments (see the package documentation for their units and
+// attributes).
+const (
+	MetricSent          = "messaging.client.sent.messages"
+	MetricConsumed      = "messaging.client.consumed.messages"
+	MetricProcess       = "messaging.process.duration"
+	MetricHandled       = "babelqueue.consumer.handled"
+	MetricFailed        = "babelqueue.consumer.failed"
+	MetricRetried       = "babelqueue.consumer.retried"
+	MetricDeadLettered  = "babelqueue.consumer.dead_lettered"
+	MetricDropped       = "babelqueue.consumer.dropped"
+	MetricPoison        = "babelqueue.consumer.poison"
+	MetricGateRejected  = "babelqueue.consumer.gate_rejected"
+	MetricUnknownURN    = "babelqueue.consumer.unknown_urn"
+	MetricSettled       = "babelqueue.consumer.settled"
+	MetricInFlight      = "babelqueue.consumer.in_flight"
+	MetricPublisherPend = "babelqueue.publisher.pending"
+)
+
+// durationBuckets are the handler-duration histogram's bounds, in seconds: from 1 ms to
+// 1 min, as handlers range from an in-memory update to a slow remote call.
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+type instruments struct {
+	urn bool
+
+	sent, consumed                                  metric.Int64Counter
+	handled, failed, retried, deadLettered, dropped metric.Int64Counter
+	poison, gateRejected, unknownURN, settledC      metric.Int64Counter
+	process                                         metric.Float64Histogram
+	inFlight, pending                               metric.Int64ObservableGauge
+
+	mu   sync.RWMutex
+	sets map[setKey]metric.MeasurementOption
+}
+
+// setKey identifies one attribute set; kind separates the shapes of sets.
+type setKey struct {
+	kind                            byte
+	topic, sub, urn, outcome, etype string
+}
+
+const (
+	kindSent byte = iota + 1
+	kindConsumer
+	kindOutcome
+	kindReason
+	kindProcess
+)
+
+func newInstruments(m metric.Meter, t *Telemetry) (*instruments, error) {
+	in := &instruments{urn: t.cfg.urnMetrics, sets: map[setKey]metric.MeasurementOption{}}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	in.sent = counter(MetricSent, "{message}", "Messages a publisher sent (error.type set when the send failed).")
+	in.consumed = counter(MetricConsumed, "{message}", "Messages a consumer received, before the schema-version gate.")
+	in.handled = counter(MetricHandled, "{message}", "Deliveries whose handler returned nil.")
+	in.failed = counter(MetricFailed, "{message}", "Deliveries whose handler returned an error or panicked.")
+	in.retried = counter(MetricRetried, "{message}", "Failed deliveries republished or negatively acknowledged for another delivery.")
+	in.deadLettered = counter(MetricDeadLettered, "{message}", "Messages written to their dead-letter topic.")
+	in.dropped = counter(MetricDropped, "{message}", "Messages acknowledged without being handled or dead-lettered.")
+	in.poison = counter(MetricPoison, "{message}", "Messages whose payload is not an acceptable envelope.")
+	in.gateRejected = counter(MetricGateRejected, "{message}", "Messages the schema-version gate rejected.")
+	in.unknownURN = counter(MetricUnknownURN, "{message}", "Messages no handler is registered for.")
+	in.settledC = counter(MetricSettled, "{delivery}", "Deliveries settled, by outcome.")
+	var err error
+	in.process, err = m.Float64Histogram(MetricProcess, metric.WithUnit("s"),
+		metric.WithDescription("Duration of the handler (with its middleware) per delivery."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	errs = append(errs, err)
+	in.inFlight, err = m.Int64ObservableGauge(MetricInFlight, metric.WithUnit("{message}"),
+		metric.WithDescription("Messages a registered consumer is handling or settling."))
+	errs = append(errs, err)
+	in.pending, err = m.Int64ObservableGauge(MetricPublisherPend, metric.WithUnit("{message}"),
+		metric.WithDescription("Asynchronous sends of a registered publisher awaiting their receipt."))
+	errs = append(errs, err)
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("bqotel: create instrument: %w", err)
+		}
+	}
+	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		t.observeGauges(in, o)
+		return nil
+	}, in.inFlight, in.pending); err != nil {
+		return nil, fmt.Errorf("bqotel: register gauge callback: %w", err)
+	}
+	return in, nil
+}
+
+// set returns the measurement option of k's attribute set, built once.
+func (in *instruments) set(k setKey) metric.MeasurementOption {
+	in.mu.RLock()
+	o, ok := in.sets[k]
+	in.mu.RUnlock()
+	if ok {
+		return o
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attrSystem, semconv.MessagingDestinationName(k.topic))
+	switch k.kind {
+	case kindSent:
+		attrs = append(attrs, attrNameSend, AttrOutcome.String(k.outcome))
+		if k.etype != "" {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(k.etype))
+		}
+	case kindOutcome, kindProcess:
+		attrs = append(attrs, AttrOutcome.String(k.outcome))
+	case kindReason:
+		attrs = append(attrs, AttrReason.String(k.outcome))
+	default:
+	}
+	if k.kind != kindSent {
+		attrs = append(attrs, attrNameProcess)
+		if k.sub != "" {
+			attrs = append(attrs, semconv.MessagingDestinationSubscriptionName(k.sub))
+		}
+	}
+	if k.urn != "" {
+		attrs = append(attrs, AttrURN.String(k.urn))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	in.mu.Lock()
+	if prev, ok := in.sets[k]; ok {
+		o = prev
+	} else {
+		in.sets[k] = o
+	}
+	in.mu.Unlock()
+	return o
+}
+
+func (in *instruments) urnOf(urn string) string {
+	if in.urn {
+		return urn
+	}
+	return ""
+}
+
+// event counts one observer event.
+func (in *instruments) event(e bqpulsar.Event) {
+	ctx := e.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	topic, _ := splitPartition(e.Topic)
+	k := setKey{kind: kindConsumer, topic: topic, sub: e.Subscription, urn: in.urnOf(e.URN)}
+	var c metric.Int64Counter
+	switch e.Kind {
+	case bqpulsar.EventReceived:
+		c = in.consumed
+	case bqpulsar.EventHandled:
+		k.kind, k.outcome = kindProcess, "handled"
+		in.process.Record(ctx, e.Latency.Seconds(), in.set(k))
+		k.kind, k.outcome = kindConsumer, ""
+		c = in.handled
+	case bqpulsar.EventFailed:
+		k.kind, k.outcome = kindProcess, "failed"
+		in.process.Record(ctx, e.Latency.Seconds(), in.set(k))
+		k.kind, k.outcome = kindConsumer, ""
+		c = in.failed
+	case bqpulsar.EventRetried:
+		c = in.retried
+	case bqpulsar.EventDeadLettered:
+		k.kind, k.outcome = kindReason, string(e.Reason)
+		c = in.deadLettered
+	case bqpulsar.EventDropped:
+		k.kind, k.outcome = kindReason, string(e.Reason)
+		c = in.dropped
+	case bqpulsar.EventPoison:
+		c = in.poison
+	case bqpulsar.EventGateRejected:
+		c = in.gateRejected
+	case bqpulsar.EventUnknownURN:
+		c = in.unknownURN
+	default:
+		return
+	}
+	c.Add(ctx, 1, in.set(k))
+}
+
+func (in *instruments) settlement(d *delivery, s bqpulsar.Settlement) {
+	topic, _ := splitPartition(d.topic)
+	in.settledC.Add(context.Background(), 1, in.set(setKey{kind: kindOutcome, topic: topic, sub: d.subscription, urn: in.urnOf(s.URN), outcome: string(s.Outcome)}))
+}
+
+func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessage, err error) {
+	topic, _ := splitPartition(m.Topic)
+	k := setKey{kind: kindSent, topic: topic, outcome: "ok"}
+	if err != nil {
+		k.outcome, k.etype = "error", errorType(err, "")
+	}
+	if m.Envelope != nil {
+		k.urn = in.urnOf(m.Envelope.URN())
+	}
+	in.sent.Add(ctx, 1, in.set(k))
+}
+
+// Observer returns the observer that counts the consume pipeline's events, records the
+// handler durations and adds the span events (retry, dead letter, poison, gate rejection,
+// …) to the delivery's consumer span.
+func (t *Telemetry) Observer() bqpulsar.Observer {
+	return bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		d := deliveryFrom(e.Context)
+		if d != nil {
+			if e.Kind == bqpulsar.EventReceived {
+				d.subscription = e.Subscription
+			}
+			spanEvent(d, e)
+		}
+		if t.m != nil {
+			t.m.event(e)
+		}
+	})
+}
+
+// InFlightReporter is what [Telemetry.RegisterConsumer] observes: a [bqpulsar.Consumer].
+type InFlightReporter interface {
+	InFlight() int
+}
+
+// PendingReporter is what [Telemetry.RegisterPublisher] observes: a [bqpulsar.Publisher].
+type PendingReporter interface {
+	Pending() int
+	Topic() string
+}
+
+type gaugeEntry struct {
+	value func() int
+	opt   metric.ObserveOption
+}
+
+// RegisterConsumer adds c to the in-flight gauge (babelqueue.consumer.in_flight), with the
+// subscription as its attribute. It returns the function that removes it again (call it
+// when the consumer is closed). A nil c is refused.
+func (t *Telemetry) RegisterConsumer(subscription string, c InFlightReporter) (func(), error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil consumer", ErrInvalidOption)
+	}
+	attrs := []attribute.KeyValue{attrSystem, semconv.MessagingDestinationSubscriptionName(subscription)}
+	return t.register(t.consumers, &gaugeEntry{value: c.InFlight, opt: metric.WithAttributeSet(attribute.NewSet(attrs...))}), nil
+}
+
+// RegisterPublisher adds p to the pending-sends gauge (babelqueue.publisher.pending), with
+// its topic as the attribute. It returns the function that removes it again. A nil p is
+// refused.
+func (t *Telemetry) RegisterPublisher(p PendingReporter) (func(), error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil publisher", ErrInvalidOption)
+	}
+	topic, _ := splitPartition(p.Topic())
+	attrs := []attribute.KeyValue{attrSystem, semconv.MessagingDestinationName(topic)}
+	return t.register(t.publishers, &gaugeEntry{value: p.Pending, opt: metric.WithAttributeSet(attribute.NewSet(attrs...))}), nil
+}
+
+func (t *Telemetry) register(set map[*gaugeEntry]struct{}, e *gaugeEntry) func() {
+	t.gaugeMu.Lock()
+	set[e] = struct{}{}
+	t.gaugeMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.gaugeMu.Lock()
+			delete(set, e)
+			t.gaugeMu.Unlock()
+		})
+	}
+}
+
+func (t *Telemetry) observeGauges(in *instruments, o metric.Observer) {
+	t.gaugeMu.Lock()
+	defer t.gaugeMu.Unlock()
+	for e := range t.consumers {
+		o.ObserveInt64(in.inFlight, int64(e.value()), e.opt)
+	}
+	for e := range t.publishers {
+		o.ObserveInt64(in.pending, int64(e.value()), e.opt)
+	}
+}

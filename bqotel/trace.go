@@ -1,0 +1,328 @@
+package bqotel
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// The BabelQueue attributes of spans (and, for URN, outcome and reason, of metrics).
+const (
+	// AttrURN is the routing URN.
+	AttrURN = attribute.Key("babelqueue.urn")
+	// AttrTraceID is the envelope's trace_id.
+	AttrTraceID = attribute.Key("babelqueue.trace_id")
+	// AttrAttempt is the counted delivery number (1 for the first delivery).
+	AttrAttempt = attribute.Key("babelqueue.attempt")
+	// AttrRedeliveryCount is Pulsar's redelivery count of the message.
+	AttrRedeliveryCount = attribute.Key("babelqueue.redelivery_count")
+	// AttrOutcome is how a delivery was settled (acked, retried, dead_lettered, dropped,
+	// nacked), or the result of a send (ok, error).
+	AttrOutcome = attribute.Key("babelqueue.outcome")
+	// AttrReason is the dead-letter reason (failed, poison, …).
+	AttrReason = attribute.Key("babelqueue.dead_letter.reason")
+	// AttrLinkSource says where a link of a consumer span comes from: "traceparent" (the
+	// producer span, also the parent) or "trace_id" (the trace derived from the
+	// envelope's trace_id, see [TraceIDFrom]).
+	AttrLinkSource = attribute.Key("babelqueue.link.source")
+)
+
+// The names of the span events a consumer span gets.
+const (
+	EventRetry        = "babelqueue.retry"
+	EventDeadLetter   = "babelqueue.dead_letter"
+	EventDropped      = "babelqueue.dropped"
+	EventPoison       = "babelqueue.poison"
+	EventGateRejected = "babelqueue.gate_rejected"
+	EventUnknownURN   = "babelqueue.unknown_urn"
+)
+
+var (
+	attrSystem      = semconv.MessagingSystemPulsar
+	attrOpProcess   = semconv.MessagingOperationTypeProcess
+	attrOpSend      = semconv.MessagingOperationTypeSend
+	attrNameProcess = semconv.MessagingOperationName("process")
+	attrNameSend    = semconv.MessagingOperationName("send")
+)
+
+// deliveryKey is the context key of a delivery's state.
+type deliveryKey struct{}
+
+// delivery is what the hook and the observer share about one delivery.
+type delivery struct {
+	span         trace.Span // nil without tracing
+	topic        string
+	subscription string
+}
+
+func deliveryFrom(ctx context.Context) *delivery {
+	if ctx == nil {
+		return nil
+	}
+	d, _ := ctx.Value(deliveryKey{}).(*delivery)
+	return d
+}
+
+// DeliveryHook returns the delivery hook that opens a consumer span per delivery (see the
+// package documentation for its parent, links and attributes) and ends it with the
+// delivery's settlement. The handler's context carries the span, so spans the handler
+// starts are its children.
+func (t *Telemetry) DeliveryHook() bqpulsar.DeliveryHook {
+	return func(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
+		d := &delivery{topic: msg.Topic()}
+		if t.cfg.tracing {
+			ctx = t.startConsumerSpan(ctx, msg, d)
+		}
+		ctx = context.WithValue(ctx, deliveryKey{}, d)
+		return ctx, func(s bqpulsar.Settlement) { t.settled(d, s) }
+	}
+}
+
+func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, d *delivery) context.Context {
+	props := msg.Properties()
+	pctx := t.cfg.prop.Extract(ctx, readCarrier(props))
+	remote := trace.SpanContextFromContext(pctx)
+	dest, partition := splitPartition(d.topic)
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs, attrSystem, attrOpProcess, attrNameProcess, semconv.MessagingDestinationName(dest),
+		semconv.MessagingMessageBodySize(len(msg.Payload())),
+		AttrRedeliveryCount.Int64(int64(msg.RedeliveryCount())))
+	if partition != "" {
+		attrs = append(attrs, semconv.MessagingDestinationPartitionID(partition))
+	}
+	if id := props[bqpulsar.PropMessageID]; id != "" {
+		attrs = append(attrs, semconv.MessagingMessageID(id))
+	}
+	if urn := props[bqpulsar.PropJob]; urn != "" {
+		attrs = append(attrs, AttrURN.String(urn))
+	}
+	traceID := props[bqpulsar.PropTraceID]
+	if traceID != "" {
+		attrs = append(attrs, AttrTraceID.String(traceID))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
+	switch {
+	case remote.IsValid() && remote.IsRemote():
+		// The producer span is the parent (one message per process span) and, as the
+		// messaging conventions ask of the creation context, a link too.
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: remote, Attributes: []attribute.KeyValue{AttrLinkSource.String("traceparent")}}))
+	default:
+		// No producer context: a root span, whatever the consumer's context carries,
+		// linked to the trace the envelope's trace_id names when it names one.
+		pctx = ctx
+		opts = append(opts, trace.WithNewRoot())
+		if tid, ok := TraceIDFrom(traceID); ok {
+			sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, Remote: true})
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{AttrLinkSource.String("trace_id"), AttrTraceID.String(traceID)}}))
+		}
+	}
+	ctx, d.span = t.tracer.Start(pctx, "process "+dest, opts...)
+	return ctx
+}
+
+// spanEvent records an observer event on the delivery's span.
+func spanEvent(d *delivery, e bqpulsar.Event) {
+	if d.span == nil {
+		return
+	}
+	switch e.Kind {
+	case bqpulsar.EventReceived:
+		if e.Subscription != "" {
+			d.span.SetAttributes(semconv.MessagingDestinationSubscriptionName(e.Subscription))
+		}
+	case bqpulsar.EventFailed:
+		d.span.RecordError(e.Err, trace.WithAttributes(AttrAttempt.Int(e.Attempt)))
+	case bqpulsar.EventRetried:
+		d.span.AddEvent(EventRetry, trace.WithAttributes(AttrAttempt.Int(e.Attempt)))
+	case bqpulsar.EventDeadLettered:
+		d.span.AddEvent(EventDeadLetter, trace.WithAttributes(AttrAttempt.Int(e.Attempt), AttrReason.String(string(e.Reason))))
+	case bqpulsar.EventDropped:
+		d.span.AddEvent(EventDropped, trace.WithAttributes(AttrAttempt.Int(e.Attempt), AttrReason.String(string(e.Reason))))
+	case bqpulsar.EventPoison:
+		d.span.AddEvent(EventPoison, trace.WithAttributes(errorMessage(e.Err)))
+	case bqpulsar.EventGateRejected:
+		d.span.AddEvent(EventGateRejected, trace.WithAttributes(errorMessage(e.Err)))
+	case bqpulsar.EventUnknownURN:
+		d.span.AddEvent(EventUnknownURN, trace.WithAttributes(AttrURN.String(e.URN)))
+	default:
+	}
+}
+
+func errorMessage(err error) attribute.KeyValue {
+	if err == nil {
+		return semconv.ExceptionMessage("")
+	}
+	return semconv.ExceptionMessage(err.Error())
+}
+
+// settled ends the delivery's span and counts the settlement.
+func (t *Telemetry) settled(d *delivery, s bqpulsar.Settlement) {
+	if t.m != nil {
+		t.m.settlement(d, s)
+	}
+	if d.span == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{AttrOutcome.String(string(s.Outcome)), AttrAttempt.Int(s.Attempt)}
+	if s.URN != "" {
+		attrs = append(attrs, AttrURN.String(s.URN))
+	}
+	if s.Reason != "" {
+		attrs = append(attrs, AttrReason.String(string(s.Reason)))
+	}
+	if s.Outcome != bqpulsar.OutcomeAcked {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(s.Err, string(s.Outcome))))
+		desc := string(s.Outcome)
+		if s.Err != nil {
+			desc = s.Err.Error()
+		}
+		d.span.SetStatus(codes.Error, desc)
+	}
+	d.span.SetAttributes(attrs...)
+	d.span.End()
+}
+
+// errorType is the error.type of a failure: the Go type of err, or fallback without one.
+func errorType(err error, fallback string) string {
+	if err == nil {
+		return fallback
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// PublishHook returns the publish hook that opens a producer span per message (a child of
+// the span in the Publish call's context), injects its context into the message properties
+// (traceparent and tracestate, with the default propagator; a property the caller set is
+// kept) and counts the send.
+func (t *Telemetry) PublishHook() bqpulsar.PublishHook {
+	return func(ctx context.Context, m *bqpulsar.OutgoingMessage) func(apulsar.MessageID, error) {
+		var span trace.Span
+		if t.cfg.tracing {
+			dest, partition := splitPartition(m.Topic)
+			attrs := make([]attribute.KeyValue, 0, 9)
+			attrs = append(attrs, attrSystem, attrOpSend, attrNameSend, semconv.MessagingDestinationName(dest))
+			if partition != "" {
+				attrs = append(attrs, semconv.MessagingDestinationPartitionID(partition))
+			}
+			if m.Message != nil {
+				attrs = append(attrs, semconv.MessagingMessageBodySize(len(m.Message.Payload)))
+			}
+			if e := m.Envelope; e != nil {
+				attrs = append(attrs, semconv.MessagingMessageID(e.Meta.ID), AttrURN.String(e.URN()), AttrTraceID.String(e.TraceID))
+			}
+			ctx, span = t.tracer.Start(ctx, "send "+dest, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+			if m.Message != nil {
+				t.cfg.prop.Inject(ctx, writeCarrier{m.Message})
+			}
+		}
+		if span == nil && t.m == nil {
+			return nil
+		}
+		return func(_ apulsar.MessageID, err error) {
+			if t.m != nil {
+				t.m.published(ctx, m, err)
+			}
+			if span == nil {
+				return
+			}
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+				span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err, "")))
+			}
+			span.End()
+		}
+	}
+}
+
+// splitPartition splits "topic-partition-N" into the topic and N ("" when not a partition).
+func splitPartition(topic string) (string, string) {
+	i := strings.LastIndex(topic, "-partition-")
+	if i < 0 {
+		return topic, ""
+	}
+	n := topic[i+len("-partition-"):]
+	if _, err := strconv.ParseUint(n, 10, 32); err != nil {
+		return topic, ""
+	}
+	return topic[:i], n
+}
+
+// readCarrier reads message properties for extraction.
+type readCarrier map[string]string
+
+func (c readCarrier) Get(key string) string { return c[key] }
+
+func (readCarrier) Set(string, string) {}
+
+func (c readCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// writeCarrier injects into a producer message's properties without overwriting a
+// property that is already there: a header the caller gave wins.
+type writeCarrier struct{ m *apulsar.ProducerMessage }
+
+func (c writeCarrier) Get(key string) string { return c.m.Properties[key] }
+
+func (c writeCarrier) Set(key, value string) {
+	if _, ok := c.m.Properties[key]; ok {
+		return
+	}
+	if c.m.Properties == nil {
+		c.m.Properties = map[string]string{}
+	}
+	c.m.Properties[key] = value
+}
+
+func (c writeCarrier) Keys() []string { return readCarrier(c.m.Properties).Keys() }
+
+// TraceIDFrom returns the OpenTelemetry trace id a BabelQueue trace_id names: a UUID (36
+// characters, hyphens at 8, 13, 18 and 23) or 32 hex digits, in either case, gives those 32
+// hex digits as the trace id. Anything else, and the all-zero id, names none (ok false).
+// It is the rule by which a consumer span without a traceparent is linked to the trace of
+// its trace_id, and it matches the connector sink's traceparent, whose trace id is the
+// UUID's 32 hex digits.
+func TraceIDFrom(traceID string) (trace.TraceID, bool) {
+	var id trace.TraceID
+	var digits [32]byte
+	switch len(traceID) {
+	case 32:
+		copy(digits[:], traceID)
+	case 36:
+		if traceID[8] != '-' || traceID[13] != '-' || traceID[18] != '-' || traceID[23] != '-' {
+			return id, false
+		}
+		n := 0
+		for i := 0; i < 36; i++ {
+			if i == 8 || i == 13 || i == 18 || i == 23 {
+				continue
+			}
+			digits[n] = traceID[i]
+			n++
+		}
+	default:
+		return id, false
+	}
+	if _, err := hex.Decode(id[:], digits[:]); err != nil {
+		return trace.TraceID{}, false
+	}
+	if !id.IsValid() {
+		return id, false
+	}
+	return id, true
+}
