@@ -46,30 +46,33 @@ type consumerOptionFunc func(c *consumerConfig) error
 func (f consumerOptionFunc) applyConsumer(c *consumerConfig) error { return f(c) }
 
 type consumerConfig struct {
-	topics          []string
-	subscription    string
-	subType         apulsar.SubscriptionType
-	subTypeSet      bool
-	handlers        map[string]HandlerFunc
-	policy          retry.Policy
-	maxAttempts     int // from WithMaxAttempts; 0 = policy's
-	deadLetter      dlq.Config
-	concurrency     int
-	onError         ErrorHook
-	onUnknown       UnknownURNHook
-	onMismatch      RoutingMismatchHook
-	logger          *zap.Logger
-	observer        Observer
-	closeTimeout    time.Duration
-	nackDelay       time.Duration
-	consumerOpts    func(*apulsar.ConsumerOptions)
-	senderOpts      func(*apulsar.ProducerOptions)
-	senderFactory   func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
-	middleware      []Middleware
-	deliveryHooks   []DeliveryHook
-	initialPosition apulsar.SubscriptionInitialPosition
-	noRetention     bool
-	retention       func(ctx context.Context, topic, deadLetterTopic string) error
+	topics             []string
+	subscription       string
+	subType            apulsar.SubscriptionType
+	subTypeSet         bool
+	handlers           map[string]HandlerFunc
+	policy             retry.Policy
+	maxAttempts        int // from WithMaxAttempts; 0 = policy's
+	deadLetter         dlq.Config
+	concurrency        int
+	maxInflight        int           // 0 = DefaultInflightPerWorker × concurrency
+	unreachableTimeout time.Duration // 0 = keep trying
+	onError            ErrorHook
+	onUnknown          UnknownURNHook
+	onMismatch         RoutingMismatchHook
+	logger             *zap.Logger
+	observer           Observer
+	closeTimeout       time.Duration
+	nackDelay          time.Duration
+	consumerOpts       func(*apulsar.ConsumerOptions)
+	senderOpts         func(*apulsar.ProducerOptions)
+	senderFactory      func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
+	middleware         []Middleware
+	deliveryHooks      []DeliveryHook
+	initialPosition    apulsar.SubscriptionInitialPosition
+	noRetention        bool
+	maxMessageSize     int
+	retention          func(ctx context.Context, topic, deadLetterTopic string) error
 }
 
 func defaultConsumerConfig() consumerConfig {
@@ -116,6 +119,26 @@ func WithInitialPosition(p apulsar.SubscriptionInitialPosition) ConsumerOption {
 func WithRetentionSubscription(on bool) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
 		c.noRetention = !on
+		return nil
+	})
+}
+
+// WithMaxMessageSize bounds what the consumer writes to settle a message, in bytes (payload
+// and properties). A dead-letter copy larger than n (a poison body re-escaped, a huge error
+// text) is replaced by a truncated, marked copy that fits: the dead-letter block, the
+// original's size and SHA-256 and its first 64 KiB (see envelope.TruncatedCopy); the
+// decision is logged at ERROR, reported to the error hook as a *[TruncatedError] and to the
+// observer as [EventTruncated], and the original is acknowledged once the copy is written.
+// A retry copy larger than n goes to the dead-letter path. A copy the broker refuses as too
+// big anyway is truncated further and written once more. Match it to the broker's
+// maxMessageSize. Default: 5 MiB less 64 KiB (Pulsar's default limit, with room for the
+// metadata). n < 64 KiB is refused.
+func WithMaxMessageSize(n int) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if n < 64<<10 {
+			return fmt.Errorf("%w: max message size %d is below 64 KiB", ErrInvalidOption, n)
+		}
+		c.maxMessageSize = n
 		return nil
 	})
 }
@@ -235,17 +258,63 @@ func WithDeadLetter(cfg dlq.Config) ConsumerOption {
 	})
 }
 
-// WithConcurrency handles up to n messages at once. Messages with the same ordering key (or,
-// without one, the same key) go to the same worker, so they are handled in the order
-// received; messages without a key go to any idle worker. In-flight messages are bounded by
-// n (plus the one the receive loop holds while every worker is busy). Default: 1, handled
-// one at a time on the receiving goroutine. n < 1 is refused.
+// WithConcurrency handles up to n messages at once, on n workers. Messages with the same
+// ordering key (or, without one, the same key) are handled one at a time, in the order
+// received; messages of other keys, and messages without a key, do not wait for them: each
+// idle worker takes the oldest received message whose key is not being handled. So a slow
+// handler or a blocked settlement (a dead-letter write waiting for its send timeout) holds
+// back only its own key, and the worker it occupies. The consumer holds at most
+// [WithMaxInflight] messages received but not yet settled (queued, being handled, or being
+// settled); when that many are held, it stops receiving until one is settled. Default: 1,
+// handled one at a time on the receiving goroutine (a slow message then holds back every
+// key). n < 1 is refused.
 func WithConcurrency(n int) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
 		if n < 1 {
 			return fmt.Errorf("%w: concurrency %d is below 1", ErrInvalidOption, n)
 		}
 		c.concurrency = n
+		return nil
+	})
+}
+
+// DefaultInflightPerWorker times the concurrency is the default of [WithMaxInflight].
+const DefaultInflightPerWorker = 4
+
+// WithMaxInflight bounds the messages a consumer with [WithConcurrency](n > 1) holds,
+// received but not yet settled: the ones queued behind a busy key or waiting for a worker,
+// and the ones being handled or settled. At the bound the consumer stops receiving (the
+// client's receiver queue then fills, and the broker stops dispatching) until one is
+// settled. Messages held but not yet started when the consumer stops are negatively
+// acknowledged, so the broker redelivers them. A larger bound lets more messages of other
+// keys pass a busy key, at the cost of memory and of redeliveries after a connection loss.
+// Default: [DefaultInflightPerWorker] × the concurrency. n below the concurrency is refused.
+func WithMaxInflight(n int) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: max in-flight %d is below 1", ErrInvalidOption, n)
+		}
+		c.maxInflight = n
+		return nil
+	})
+}
+
+// WithUnreachableTimeout says what [Consumer.Run] does when the broker is gone. The Pulsar
+// client does not tell: its Receive blocks while it reconnects in the background. So a
+// consumer made with a client that has received nothing for 5 s (or a quarter of d, if
+// shorter) asks the broker about its topic, and does so again at that interval while
+// nothing arrives. While those probes fail or go unanswered, the broker counts as
+// unreachable: the error hook gets an *[UnreachableError] when it starts, and
+// [Consumer.Health] is not ready, with the reason. With d = 0 Run goes on trying for ever
+// and the health recovers when the broker answers again; with d > 0 Run stops once the
+// broker has been unreachable for d and returns the *[UnreachableError] (it matches
+// [ErrUnreachable]). Default: 0. d < 0 is refused.
+func WithUnreachableTimeout(d time.Duration) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if d < 0 {
+			return fmt.Errorf("%w: unreachable timeout %s is negative", ErrInvalidOption, d)
+		}
+		c.unreachableTimeout = d
 		return nil
 	})
 }

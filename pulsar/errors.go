@@ -87,3 +87,13 @@ type SettleError = engine.SettleError
 // ReceiveError is a failed receive. It matches [ErrReceive] and unwraps to the client's
 // error.
 type ReceiveError = engine.ReceiveError
+
+// ErrTruncated is matched by the *[TruncatedError] reported when a dead-letter copy was too
+// large for the broker and a truncated copy was written instead.
+var ErrTruncated = engine.ErrTruncated
+
+// TruncatedError reports a dead-letter copy that would have exceeded the broker's message
+// size ([WithMaxMessageSize]): a truncated, marked copy (the dead-letter block, the
+// original's size and SHA-256, its first bytes) was written in its place, and the original
+// acknowledged. Its fields: Topic (the dead-letter topic), FullSize and Limit, OriginalSize.
+type TruncatedError = engine.TruncatedError

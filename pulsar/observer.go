@@ -30,6 +30,9 @@ const (
 	EventGateRejected = engine.EventGateRejected
 	// EventUnknownURN reports that no handler is registered for the routing URN.
 	EventUnknownURN = engine.EventUnknownURN
+	// EventTruncated reports that a dead-letter copy too large for the broker was replaced
+	// by a truncated, marked copy; Err is the *TruncatedError.
+	EventTruncated = engine.EventTruncated
 )
 
 // Event is one observation of the consume pipeline: its Kind, the Topic (partition) the

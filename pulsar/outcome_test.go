@@ -225,3 +225,62 @@ func TestHealthFollowsSettlementWritesAndAcks(t *testing.T) {
 	assert.False(t, hl.Live)
 	assert.Equal(t, []string{"stopped"}, hl.Reasons)
 }
+
+func TestPermanentRepublishErrorDeadLettersInsteadOfLooping(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(errors.New("x"))), WithMaxAttempts(3))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	var pm *apulsar.ProducerMessage
+	gomock.InOrder(
+		h.senders[testParent].EXPECT().Send(gomock.Any(), gomock.Any()).Return(nil, tooBig()),
+		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
+		h.settler.EXPECT().Ack(msg).Return(nil),
+	)
+	h.process(msg)
+	require.NotNil(t, pm, "dead-lettered, not nacked to loop")
+	assert.Equal(t, envelope.ReasonFailed, decodeDeadLetter(t, pm.Payload).DeadLetter.Reason)
+}
+
+func TestDeadLetterRefusedAsTooBigIsTruncatedAndWrittenOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(errors.New(strings.Repeat("e", 200_000)))), WithMaxAttempts(1))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	var pm *apulsar.ProducerMessage
+	gomock.InOrder(
+		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(nil, tooBig()),
+		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
+		h.settler.EXPECT().Ack(msg).Return(nil),
+	)
+	h.process(msg)
+	require.NotNil(t, pm)
+	assert.Contains(t, string(pm.Payload), `"truncated":true`)
+	assert.Contains(t, h.kinds(), EventTruncated)
+	var te *TruncatedError
+	found := false
+	for _, err := range h.errors() {
+		found = found || errors.As(err, &te)
+	}
+	assert.True(t, found, "the truncation is reported")
+}
+
+func TestRetryCopyTooLargeGoesToTheDeadLetterPath(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(errors.New("x"))), WithMaxAttempts(3), WithMaxMessageSize(64<<10))
+	env, err := envelope.Make(testURN, map[string]any{"blob": strings.Repeat("b", 70<<10)}, envelope.WithQueue("orders"))
+	require.NoError(t, err)
+	payload, err := env.Encode()
+	require.NoError(t, err)
+	msg := &fakeMessage{topic: testTopic, props: ProjectProperties(env), payload: payload}
+	var pm *apulsar.ProducerMessage
+	gomock.InOrder(
+		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
+		h.settler.EXPECT().Ack(msg).Return(nil),
+	)
+	h.process(msg)
+	require.NotNil(t, pm, "no republish was tried")
+}
+
+func tooBig() error {
+	// The client's own error for a message over the broker's limit.
+	return apulsar.ErrMessageTooLarge
+}

@@ -142,6 +142,10 @@ type SourceOptions struct {
 	// needs unless the namespace has a retention policy. Set it only where such a policy
 	// keeps the dead letters. Default: false.
 	NoRetentionSubscription bool
+	// MaxMessageSize bounds the settlement writes, as bqpulsar.WithMaxMessageSize does for
+	// a Consumer: a larger dead-letter copy is truncated, a larger retry copy dead-lettered.
+	// Default: 0, 5 MiB less 64 KiB.
+	MaxMessageSize int
 	// DeadLetterHook is called after a message was written to its dead-letter topic.
 	DeadLetterHook func(ctx context.Context, md IncomingMetadata, reason error)
 	// Envelopes says the payloads are BabelQueue envelopes (the babelqueue codec): under
@@ -285,20 +289,21 @@ func newSourceEngine(o *SourceOptions, client apulsar.Client, settler engine.Set
 		retention = engine.RetentionFor(client, o.DeadLetter)
 	}
 	return engine.New(engine.Config{
-		Subscription:  o.Consumer.SubscriptionName,
-		MaxAttempts:   o.MaxAttempts,
-		Policy:        retry.Policy{MaxAttempts: o.MaxAttempts, Strategy: o.RetryStrategy, Backoff: retry.Backoff{Initial: o.RetryDelay}},
-		BrokerDelay:   t == apulsar.Shared || t == apulsar.KeyShared,
-		DeadLetter:    o.DeadLetter,
-		SettleRejects: contract && o.Envelopes,
-		Gate:          contract,
-		Logger:        o.Logger,
-		Observer:      o.Observer,
-		OnError:       o.OnError,
-		OnMismatch:    o.OnRoutingMismatch,
-		DeliveryHooks: o.DeliveryHooks,
-		Senders:       engine.ClientSenders(client, o.SenderOptions),
-		Retention:     retention,
+		Subscription:   o.Consumer.SubscriptionName,
+		MaxAttempts:    o.MaxAttempts,
+		Policy:         retry.Policy{MaxAttempts: o.MaxAttempts, Strategy: o.RetryStrategy, Backoff: retry.Backoff{Initial: o.RetryDelay}},
+		BrokerDelay:    t == apulsar.Shared || t == apulsar.KeyShared,
+		DeadLetter:     o.DeadLetter,
+		SettleRejects:  contract && o.Envelopes,
+		Gate:           contract,
+		Logger:         o.Logger,
+		Observer:       o.Observer,
+		OnError:        o.OnError,
+		OnMismatch:     o.OnRoutingMismatch,
+		DeliveryHooks:  o.DeliveryHooks,
+		Senders:        engine.ClientSenders(client, o.SenderOptions),
+		Retention:      retention,
+		MaxMessageSize: o.MaxMessageSize,
 	}, settler)
 }
 

@@ -68,10 +68,19 @@ type Config struct {
 	// is the one the message was received on); it is called before the first write to each
 	// dead-letter topic, and again after a failure. Nil: no retention subscription.
 	Retention func(ctx context.Context, topic, deadLetterTopic string) error
+	// MaxMessageSize bounds what a settlement writes: a dead-letter copy larger than it
+	// (properties included) is replaced by a truncated copy, and a retry copy larger than it
+	// goes to the dead-letter path. 0 means [DefaultMaxMessageSize].
+	MaxMessageSize int
 	// ExtraSettle, when set, is called after every successful settlement write or ack,
 	// and with the error of every failed one (health of a front).
 	ExtraSettle func(err error)
 }
+
+// DefaultMaxMessageSize is the default bound of a settlement write: Apache Pulsar's default
+// maxMessageSize (5 MiB, metadata included) less 64 KiB of headroom for the message's
+// metadata.
+const DefaultMaxMessageSize = 5<<20 - 64<<10
 
 // Engine admits and settles the messages of one subscription. It is safe for concurrent
 // use: deliveries are independent.
@@ -92,6 +101,9 @@ func New(cfg Config, settler Settler) *Engine {
 	}
 	if cfg.MaxAttempts < 1 {
 		cfg.MaxAttempts = retry.DefaultMaxAttempts
+	}
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = DefaultMaxMessageSize
 	}
 	e := &Engine{cfg: cfg, settler: settler}
 	e.senders = newSenderCache(cfg.Senders)
@@ -365,9 +377,8 @@ func (e *Engine) poisoned(d *Delivery, perr error) {
 func (e *Engine) poisonCopy(d *Delivery, perr error) {
 	dlt, _ := e.deadLetterTopic(d)
 	queue, _ := dlq.QueueName(d.Msg.Topic())
-	body, err := envelope.PoisonCopy(d.Msg.Payload(), envelope.DeadLetterInfo{
-		Reason: envelope.ReasonPoison, Cause: perr, Queue: queue, Attempts: d.Counted,
-	})
+	info := envelope.DeadLetterInfo{Reason: envelope.ReasonPoison, Cause: perr, Queue: queue, Attempts: d.Counted}
+	body, err := envelope.PoisonCopy(d.Msg.Payload(), info)
 	if err != nil {
 		e.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, perr)
 		return
@@ -376,7 +387,7 @@ func (e *Engine) poisonCopy(d *Delivery, perr error) {
 	props[PropAttempts] = strconv.Itoa(d.Counted)
 	delete(props, PropDelay) // the copy is not delayed
 	pm := &apulsar.ProducerMessage{Payload: body, Properties: props, Key: d.Msg.Key(), OrderingKey: d.Msg.OrderingKey()}
-	e.deadLetter(d, pm, envelope.ReasonPoison, perr)
+	e.deadLetterFit(d, pm, info, envelope.ReasonPoison, perr)
 }
 
 // retry makes another delivery: a negative ack (after the delay, if any), or a republish of
@@ -424,7 +435,21 @@ func (e *Engine) retry(d *Delivery, cause error) {
 			return
 		}
 	}
+	if size := messageSize(pm); size > e.cfg.MaxMessageSize {
+		e.cfg.Logger.Error("retry copy too large for the broker; dead-lettering instead", zap.String("topic", d.Msg.Topic()),
+			zap.Int("size", size), zap.Int("limit", e.cfg.MaxMessageSize))
+		e.exhaust(d, envelope.ReasonFailed, cause)
+		return
+	}
 	if err := e.send(d.Ctx, topic, pm); err != nil {
+		if PermanentForMessage(err) {
+			// The queue will never take this copy (too big, not allowed, terminated): no
+			// retry can help, so the message goes to its dead-letter topic.
+			e.cfg.Logger.Error("retry republish refused for good; dead-lettering instead", zap.String("topic", topic), zap.Error(err))
+			e.Report(&SendError{Op: ErrRepublish, Topic: topic, Err: err}, d.Env, d.Msg)
+			e.exhaust(d, envelope.ReasonFailed, joinErrors(cause, err))
+			return
+		}
 		e.nackAfter(d, &SendError{Op: ErrRepublish, Topic: topic, Err: err}, cause)
 		return
 	}
@@ -453,7 +478,8 @@ func (e *Engine) exhaust(d *Delivery, reason envelope.Reason, cause error) {
 		return
 	}
 	queue, _ := dlq.QueueName(d.Msg.Topic())
-	cp := d.Env.ToDeadLetter(envelope.DeadLetterInfo{Reason: reason, Cause: cause, Queue: queue, Attempts: d.Counted})
+	info := envelope.DeadLetterInfo{Reason: reason, Cause: cause, Queue: queue, Attempts: d.Counted}
+	cp := d.Env.ToDeadLetter(info)
 	body, err := cp.Encode()
 	if err != nil {
 		e.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, cause)
@@ -467,13 +493,57 @@ func (e *Engine) exhaust(d *Delivery, reason envelope.Reason, cause error) {
 	}
 	delete(props, PropDelay) // the copy is not delayed
 	pm := &apulsar.ProducerMessage{Payload: body, Properties: props, Key: d.Msg.Key(), OrderingKey: d.Msg.OrderingKey()}
-	e.deadLetter(d, pm, reason, cause)
+	e.deadLetterFit(d, pm, info, reason, cause)
+}
+
+// deadLetterFit writes a built dead-letter copy that may be too large for the broker: a
+// copy over MaxMessageSize, or one the broker refuses as too big, is replaced by a
+// truncated, marked copy of the original payload (envelope.TruncatedCopy) that fits, which
+// is reported (ERROR log, *TruncatedError to the error hook, EventTruncated) and written.
+func (e *Engine) deadLetterFit(d *Delivery, pm *apulsar.ProducerMessage, info envelope.DeadLetterInfo, reason envelope.Reason, cause error) {
+	// The properties are kept as they are; the payload gets what is left, and at least
+	// 16 KiB (the original was accepted with the same properties, so they fit).
+	limit := max(e.cfg.MaxMessageSize-propsSize(pm.Properties), 16<<10)
+	if len(pm.Payload) > limit {
+		if !e.truncate(d, pm, info, limit, cause) {
+			return
+		}
+	}
+	e.deadLetterWith(d, pm, reason, cause, func(err error) bool {
+		// The broker's limit is below ours: truncate to a quarter of it and try once more.
+		return isTooBig(err) && e.truncate(d, pm, info, min(limit, len(pm.Payload))/4, cause)
+	})
+}
+
+// truncate replaces pm's payload by the truncated copy of the original within limit and
+// reports it; false when even that cannot be built (the message is then nacked).
+func (e *Engine) truncate(d *Delivery, pm *apulsar.ProducerMessage, info envelope.DeadLetterInfo, limit int, cause error) bool {
+	dlt, _ := e.deadLetterTopic(d)
+	body, err := envelope.TruncatedCopy(d.Msg.Payload(), info, limit)
+	if err != nil {
+		e.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, cause)
+		return false
+	}
+	terr := &TruncatedError{Topic: dlt, FullSize: len(pm.Payload), Limit: limit, OriginalSize: len(d.Msg.Payload())}
+	e.cfg.Logger.Error("dead-letter copy too large; writing a truncated copy", zap.String("topic", d.Msg.Topic()),
+		zap.String("dead_letter_topic", dlt), zap.Int("size", terr.FullSize), zap.Int("limit", limit),
+		zap.Int("original_size", terr.OriginalSize))
+	e.Report(terr, d.Env, d.Msg)
+	e.observe(d, Event{Kind: EventTruncated, Topic: d.Msg.Topic(), URN: d.URN, Attempt: d.Counted, Reason: info.Reason, Err: terr})
+	pm.Payload = body
+	return true
 }
 
 // deadLetter writes pm to the message's dead-letter topic and acks the original once the
 // write succeeded; a failed write is negatively acknowledged, never acknowledged. With
 // dead-lettering off the message is acked and the drop reported.
 func (e *Engine) deadLetter(d *Delivery, pm *apulsar.ProducerMessage, reason envelope.Reason, cause error) {
+	e.deadLetterWith(d, pm, reason, cause, nil)
+}
+
+// deadLetterWith is deadLetter with a second chance: when the write fails and again(err)
+// says so (having changed pm), it is tried once more.
+func (e *Engine) deadLetterWith(d *Delivery, pm *apulsar.ProducerMessage, reason envelope.Reason, cause error, again func(error) bool) {
 	dlt, on := e.deadLetterTopic(d)
 	if !on {
 		e.drop(d, reason, cause)
@@ -490,7 +560,14 @@ func (e *Engine) deadLetter(d *Delivery, pm *apulsar.ProducerMessage, reason env
 		e.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, cause)
 		return
 	}
-	if err := e.send(d.Ctx, dlt, pm); err != nil {
+	err := e.send(d.Ctx, dlt, pm)
+	if err != nil && again != nil && again(err) {
+		err = e.send(d.Ctx, dlt, pm)
+	}
+	if d.finished {
+		return // again settled it (a copy that cannot be built is nacked)
+	}
+	if err != nil {
 		e.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, cause)
 		return
 	}
@@ -685,3 +762,38 @@ func (e *Engine) SetReceiving(err error) {
 
 // SetFatal records a fatal failure: not live from now on.
 func (e *Engine) SetFatal(err error) { e.health.fatal(err) }
+
+// messageSize is the size of pm as the broker bounds it, near enough: payload and properties.
+func messageSize(pm *apulsar.ProducerMessage) int { return len(pm.Payload) + propsSize(pm.Properties) }
+
+func propsSize(p map[string]string) int {
+	n := 0
+	for k, v := range p {
+		n += len(k) + len(v) + 8 // the key-value framing
+	}
+	return n
+}
+
+func isTooBig(err error) bool {
+	var pe *apulsar.Error
+	return errors.As(err, &pe) && pe.Result() == apulsar.MessageTooBig
+}
+
+// PermanentForMessage reports whether a send error means this message will never be taken
+// by that topic, whatever is retried: a *apulsar.Error that retry.IsRetryable (the binding's
+// one classifier) does not call retryable, other than the lifecycle results of a closed
+// producer or client (which a fresh producer cures). Too big, invalid, not allowed,
+// terminated topic, authorisation and fencing are permanent; timeouts, connection errors
+// and a full queue are not.
+func PermanentForMessage(err error) bool {
+	var pe *apulsar.Error
+	if !errors.As(err, &pe) || retry.IsRetryable(err) {
+		return false
+	}
+	switch pe.Result() {
+	case apulsar.ProducerClosed, apulsar.AlreadyClosedError, apulsar.ConsumerClosed, apulsar.ProducerNotInitialized:
+		return false
+	default:
+		return true
+	}
+}

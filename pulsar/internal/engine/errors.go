@@ -182,3 +182,28 @@ func (*ReceiveError) Is(target error) bool { return target == ErrReceive }
 // joinErrors is errors.Join for two non-nil errors, kept in one place so that every
 // "failure plus failed settlement" report has the same shape: the failure first.
 func joinErrors(failure, settle error) error { return errors.Join(failure, settle) }
+
+// ErrTruncated is matched by the *[TruncatedError] reported when a dead-letter copy was too
+// large for the broker and a truncated copy was written instead.
+var ErrTruncated = errors.New("pulsar: dead-letter copy truncated")
+
+// TruncatedError reports a dead-letter copy that would have exceeded the broker's message
+// size: a truncated, marked copy (the dead-letter block, the original's size and SHA-256,
+// and its first bytes) was written in its place. It matches [ErrTruncated].
+type TruncatedError struct {
+	// Topic is the dead-letter topic.
+	Topic string
+	// FullSize is the size of the copy that did not fit; Limit the bound it had to fit.
+	FullSize, Limit int
+	// OriginalSize is the size of the received payload.
+	OriginalSize int
+}
+
+// Error implements error.
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("pulsar: dead-letter copy for %q truncated: %d bytes would exceed the limit of %d (original payload %d bytes)",
+		e.Topic, e.FullSize, e.Limit, e.OriginalSize)
+}
+
+// Is reports whether target is [ErrTruncated].
+func (*TruncatedError) Is(target error) bool { return target == ErrTruncated }

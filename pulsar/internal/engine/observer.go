@@ -33,6 +33,10 @@ const (
 	EventGateRejected
 	// EventUnknownURN reports that no handler is registered for the routing URN.
 	EventUnknownURN
+	// EventTruncated reports that a dead-letter copy too large for the broker was replaced
+	// by a truncated, marked copy (the original's size, SHA-256 and first bytes); Err is the
+	// *TruncatedError. An EventDeadLettered follows when the copy is written.
+	EventTruncated
 )
 
 // String returns the kind's name in lower case ("received", "handled", …).
@@ -56,6 +60,8 @@ func (k EventKind) String() string {
 		return "gate_rejected"
 	case EventUnknownURN:
 		return "unknown_urn"
+	case EventTruncated:
+		return "truncated"
 	default:
 		return "unknown"
 	}
