@@ -37,7 +37,7 @@ func connectOpts(url string) apulsar.ClientOptions {
 	return apulsar.ClientOptions{
 		URL: url, ConnectionTimeout: 2 * time.Second, OperationTimeout: 300 * time.Millisecond,
 		KeepAliveInterval: time.Second, // also bounds the client's wait for a silent broker's handshake
-		Logger: plog.DefaultNopLogger(),
+		Logger:            plog.DefaultNopLogger(),
 	}
 }
 
