@@ -3,12 +3,14 @@ package pulsar
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // healthState tracks liveness and readiness: not live after a fatal failure or a stop; not
 // ready while any area (receive, ack, settlement write) failed last.
 type healthState struct {
-	mu     sync.Mutex
+	nfailed atomic.Int32 // len(failed), read without the lock on the hot path
+	mu      sync.Mutex
 	dead   string           // why not live ("" while live)
 	failed map[string]error // area → its last error, while failing
 }
@@ -18,12 +20,18 @@ func (h *healthState) init() { h.failed = map[string]error{} }
 func (h *healthState) failing(area string, err error) {
 	h.mu.Lock()
 	h.failed[area] = err
+	h.nfailed.Store(int32(len(h.failed))) //nolint:gosec // a handful of areas
 	h.mu.Unlock()
 }
 
+// ok clears area's failure; with nothing failing (the steady state) it takes no lock.
 func (h *healthState) ok(area string) {
+	if h.nfailed.Load() == 0 {
+		return
+	}
 	h.mu.Lock()
 	delete(h.failed, area)
+	h.nfailed.Store(int32(len(h.failed))) //nolint:gosec // a handful of areas
 	h.mu.Unlock()
 }
 
