@@ -2,7 +2,9 @@ package messaging_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
@@ -25,7 +27,52 @@ func BenchmarkPipeline(b *testing.B) {
 	payload := []byte(`{"id":"order-1","amount":42}`)
 	b.Run("runtime", func(b *testing.B) { benchRuntime(b, payload) })
 	b.Run("runtime-prefetch64", func(b *testing.B) { benchRuntime(b, payload, messaging.WithPrefetch(64)) })
-	b.Run("chan", func(b *testing.B) {
+	b.Run("chan", func(b *testing.B) { benchChan(b, payload) })
+}
+
+// cpuTime is the process's user+system CPU time (getrusage): it counts the
+// work of every goroutine, which ns/op (wall time) does not on 2 cores.
+func cpuTime(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measureCPU reports the CPU time per message of f (which processes b.N
+// messages) as cpu-ns/msg.
+func measureCPU(b *testing.B, f func()) {
+	b.Helper()
+	start := cpuTime(b)
+	f()
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/msg")
+}
+
+// BenchmarkPipelineCPU interleaves the runtime and the plain-channel
+// baseline (runtime, chan, runtime, chan, ... with -count) and reports
+// allocs/op and cpu-ns/msg for both.
+func BenchmarkPipelineCPU(b *testing.B) {
+	payload := []byte(`{"id":"order-1","amount":42}`)
+	for _, prefetch := range []int64{1, 64} {
+		b.Run("runtime-prefetch"+itoa(prefetch), func(b *testing.B) {
+			benchRuntime(b, payload, messaging.WithPrefetch(prefetch))
+		})
+		b.Run("chan", func(b *testing.B) { benchChan(b, payload) })
+	}
+}
+
+func itoa(n int64) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+func benchChan(b *testing.B, payload []byte) {
+	b.Helper()
+	{
 		ctx := b.Context()
 		in, out := make(chan []byte, 256), make(chan []byte, 256)
 		go func() {
@@ -37,21 +84,23 @@ func BenchmarkPipeline(b *testing.B) {
 		}()
 		b.ReportAllocs()
 		b.ResetTimer()
-		go func() {
-			defer close(in)
-			for range b.N {
-				in <- payload
-			}
-		}()
 		n := 0
-		for range out {
-			n++
-		}
+		measureCPU(b, func() {
+			go func() {
+				defer close(in)
+				for range b.N {
+					in <- payload
+				}
+			}()
+			for range out {
+				n++
+			}
+		})
 		b.StopTimer()
 		if n != b.N {
 			b.Fatalf("got %d of %d", n, b.N)
 		}
-	})
+	}
 }
 
 func benchRuntime(b *testing.B, payload []byte, opts ...messaging.StageOption) {
@@ -73,12 +122,14 @@ func benchRuntime(b *testing.B, payload []byte, opts ...messaging.StageOption) {
 	src, sink := conn.Source("in"), conn.Sink("out")
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
-		src.Send(payload)
-	}
-	if err := src.WaitSettled(ctx, b.N); err != nil {
-		b.Fatal(err)
-	}
+	measureCPU(b, func() {
+		for range b.N {
+			src.Send(payload)
+		}
+		if err := src.WaitSettled(ctx, b.N); err != nil {
+			b.Fatal(err)
+		}
+	})
 	b.StopTimer()
 	if got := len(sink.Messages()); got != b.N {
 		b.Fatalf("sink got %d of %d", got, b.N)

@@ -61,7 +61,7 @@ type PullSource[T any] struct {
 	failure    error
 	pump       *pullPump[T]
 	inflight   int
-	changed    chan struct{} // closed and replaced when inflight changes
+	changed    chan struct{} // created by a waiter, closed when inflight changes
 }
 
 var _ Source = (*PullSource[[]byte])(nil)
@@ -81,7 +81,7 @@ func NewPullSource[T any](channel string, pull func(ctx context.Context) (Messag
 	closing, cancel := context.WithCancel(context.Background()) //nolint:gosec // cancel is s.close, called by Close
 	return &PullSource[T]{
 		channel: channel, pull: pull, max: o.maxInflight, health: NewEndpointHealth(channel, Incoming),
-		closing: closing, close: cancel, changed: make(chan struct{}),
+		closing: closing, close: cancel,
 	}
 }
 
@@ -319,15 +319,26 @@ func (s *PullSource[T]) next(ctx context.Context) (Message[T], error) {
 	s.mu.Lock()
 	s.inflight++
 	s.mu.Unlock()
-	return NewMessage(m.Payload(), WithMetadata(m.Metadata()),
-		WithAckFunc(func(ctx context.Context) error {
-			defer s.release()
-			return m.Ack(ctx)
-		}),
-		WithNackFunc(func(ctx context.Context, reason error, o NackOptions) error {
-			defer s.release()
-			return m.Nack(ctx, reason, func(x *NackOptions) { *x = o })
-		})), nil
+	pm := &pulled[T]{src: m, s: s}
+	return pm.init(m.Payload(), m.Metadata(), pm), nil
+}
+
+// pulled is a delivered message: settling it settles the pulled one, then
+// frees its in-flight slot. One allocation per message.
+type pulled[T any] struct {
+	relay[T]
+	src Message[T]
+	s   *PullSource[T]
+}
+
+func (m *pulled[T]) Ack(ctx context.Context) error {
+	defer m.s.release()
+	return m.src.Ack(ctx)
+}
+
+func (m *pulled[T]) Nack(ctx context.Context, reason error, o NackOptions) error {
+	defer m.s.release()
+	return m.src.Nack(ctx, reason, withNackOptions(o))
 }
 
 // ended classifies the error that ends the stream: io.EOF and Close
@@ -353,7 +364,11 @@ func (s *PullSource[T]) waitRoom(ctx context.Context) error {
 	}
 	for {
 		s.mu.Lock()
-		room, ch := s.inflight < s.max, s.changed
+		room := s.inflight < s.max
+		var ch chan struct{}
+		if !room {
+			ch = s.waitChanLocked()
+		}
 		s.mu.Unlock()
 		if room {
 			return nil
@@ -369,9 +384,19 @@ func (s *PullSource[T]) waitRoom(ctx context.Context) error {
 func (s *PullSource[T]) release() {
 	s.mu.Lock()
 	s.inflight--
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.changed != nil { // someone waits
+		close(s.changed)
+		s.changed = nil
+	}
 	s.mu.Unlock()
+}
+
+// waitChanLocked returns the channel closed at the next change of inflight.
+func (s *PullSource[T]) waitChanLocked() chan struct{} {
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
 }
 
 // InFlight returns the number of delivered, unsettled messages.
@@ -399,7 +424,11 @@ func (s *PullSource[T]) Close(ctx context.Context) error {
 	s.close()
 	for {
 		s.mu.Lock()
-		n, ch := s.inflight, s.changed
+		n := s.inflight
+		var ch chan struct{}
+		if n > 0 {
+			ch = s.waitChanLocked()
+		}
 		s.mu.Unlock()
 		if n == 0 {
 			return nil

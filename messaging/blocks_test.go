@@ -367,3 +367,29 @@ func (p *demandLog) outstanding(delivered int) int64 {
 	defer p.mu.Unlock()
 	return p.requested - int64(delivered)
 }
+
+type countingSettler struct{ acks, nacks atomic.Int32 }
+
+func (c *countingSettler) Ack(context.Context) error { c.acks.Add(1); return nil }
+func (c *countingSettler) Nack(_ context.Context, _ error, o messaging.NackOptions) error {
+	if o.Disposition == messaging.DeadLetter {
+		c.nacks.Add(1)
+	}
+	return nil
+}
+
+// A message settled through a Settler settles once, also through a derived
+// message, and passes the nack options.
+func TestNewSettledMessage(t *testing.T) {
+	s := &countingSettler{}
+	m := messaging.NewSettledMessage([]byte("x"), messaging.NewMetadata(tag("md")), s)
+	tg, ok := messaging.MetadataOf[tag](m.Metadata())
+	assert.True(t, ok)
+	assert.Equal(t, tag("md"), tg)
+	d := messaging.WithPayload(m, "derived")
+	require.NoError(t, d.Nack(t.Context(), errBoom, messaging.ToDeadLetter()))
+	require.ErrorIs(t, m.Ack(t.Context()), messaging.ErrAlreadySettled)
+	assert.Equal(t, int32(0), s.acks.Load())
+	assert.Equal(t, int32(1), s.nacks.Load())
+	assert.Panics(t, func() { messaging.NewSettledMessage(1, messaging.Metadata{}, nil) })
+}

@@ -145,6 +145,40 @@ type settlement struct {
 	done atomic.Bool
 	ack  AckFunc
 	nack NackFunc
+	via  Settler // when set, it settles instead of ack and nack
+}
+
+// Settler settles a message built by NewSettledMessage. Connectors use it to
+// attach settlement without a closure per message: one value (typically a
+// small struct holding the broker handle) implements both methods.
+type Settler interface {
+	Ack(ctx context.Context) error
+	Nack(ctx context.Context, reason error, o NackOptions) error
+}
+
+// NewSettledMessage returns a message of payload with metadata md whose
+// first Ack or Nack (or that of a message derived from it) calls s; later
+// ones return ErrAlreadySettled. A nil s panics with an error wrapping
+// ErrNilArgument.
+func NewSettledMessage[T any](payload T, md Metadata, s Settler) Message[T] {
+	if isNilValue(s) {
+		panic(fmt.Errorf("%w: settler", ErrNilArgument))
+	}
+	return &message[T]{payload: payload, md: md, s: &settlement{via: s}}
+}
+
+// relay is a message settled through a Settler, allocated in one piece with
+// its settlement: the internal wrappers (tracking, in-flight bounds) embed it.
+type relay[T any] struct {
+	msg message[T]
+	set settlement
+}
+
+// init makes r a message of payload and md settled by via.
+func (r *relay[T]) init(payload T, md Metadata, via Settler) Message[T] {
+	r.set.via = via
+	r.msg = message[T]{payload: payload, md: md, s: &r.set}
+	return &r.msg
 }
 
 type message[T any] struct {
@@ -195,11 +229,14 @@ func (m *message[T]) Payload() T         { return m.payload }
 func (m *message[T]) Metadata() Metadata { return m.md }
 
 func (m *message[T]) Ack(ctx context.Context) error {
-	if m.s.ack == nil && m.s.nack == nil {
+	if m.s.ack == nil && m.s.nack == nil && m.s.via == nil {
 		return nil
 	}
 	if !m.s.done.CompareAndSwap(false, true) {
 		return ErrAlreadySettled
+	}
+	if m.s.via != nil {
+		return settleResult(ctx, m.s.via.Ack(ctx))
 	}
 	if m.s.ack == nil {
 		return ctxErr(ctx)
@@ -211,11 +248,14 @@ func (m *message[T]) Nack(ctx context.Context, reason error, opts ...NackOption)
 	if reason == nil {
 		panic(fmt.Errorf("%w: nack reason", ErrNilArgument))
 	}
-	if m.s.ack == nil && m.s.nack == nil {
+	if m.s.ack == nil && m.s.nack == nil && m.s.via == nil {
 		return nil
 	}
 	if !m.s.done.CompareAndSwap(false, true) {
 		return ErrAlreadySettled
+	}
+	if m.s.via != nil {
+		return settleResult(ctx, m.s.via.Nack(ctx, reason, NackOptionsOf(opts...)))
 	}
 	if m.s.nack == nil {
 		return ctxErr(ctx)

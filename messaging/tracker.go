@@ -11,31 +11,34 @@ import (
 // the rest.
 type tracker struct {
 	mu    sync.Mutex
-	items map[*token]func(ctx context.Context, reason error)
+	items map[inflight]struct{}
 	zero  chan struct{} // closed while no message is in flight
 }
 
-type token struct{ _ byte }
+// inflight is a tracked message: abort nacks it at the shutdown deadline.
+type inflight interface {
+	abort(ctx context.Context, reason error)
+}
 
 func newTracker() *tracker {
 	z := make(chan struct{})
 	close(z)
-	return &tracker{items: map[*token]func(context.Context, error){}, zero: z}
+	return &tracker{items: map[inflight]struct{}{}, zero: z}
 }
 
-func (t *tracker) add(tok *token, nack func(ctx context.Context, reason error)) {
+func (t *tracker) add(it inflight) {
 	t.mu.Lock()
 	if len(t.items) == 0 {
 		t.zero = make(chan struct{})
 	}
-	t.items[tok] = nack
+	t.items[it] = struct{}{}
 	t.mu.Unlock()
 }
 
-func (t *tracker) done(tok *token) {
+func (t *tracker) done(it inflight) {
 	t.mu.Lock()
-	if _, ok := t.items[tok]; ok {
-		delete(t.items, tok)
+	if _, ok := t.items[it]; ok {
+		delete(t.items, it)
 		if len(t.items) == 0 {
 			close(t.zero)
 		}
@@ -64,31 +67,43 @@ func (t *tracker) wait(ctx context.Context) error {
 // nackAll nacks every message still in flight with reason.
 func (t *tracker) nackAll(ctx context.Context, reason error) int {
 	t.mu.Lock()
-	fs := make([]func(context.Context, error), 0, len(t.items))
-	for _, f := range t.items {
-		fs = append(fs, f)
+	its := make([]inflight, 0, len(t.items))
+	for it := range t.items {
+		its = append(its, it)
 	}
 	t.mu.Unlock()
-	for _, f := range fs {
-		f(ctx, reason)
+	for _, it := range its {
+		it.abort(ctx, reason)
 	}
-	return len(fs)
+	return len(its)
 }
+
+// tracked is a message of the graph settling its source message src and
+// counted in flight until then; one allocation per message.
+type tracked[T, U any] struct {
+	relay[U]
+	src Message[T]
+	t   *tracker
+}
+
+func (m *tracked[T, U]) Ack(ctx context.Context) error {
+	defer m.t.done(m)
+	return m.src.Ack(ctx)
+}
+
+func (m *tracked[T, U]) Nack(ctx context.Context, reason error, o NackOptions) error {
+	defer m.t.done(m)
+	return m.src.Nack(ctx, reason, withNackOptions(o))
+}
+
+func (m *tracked[T, U]) abort(ctx context.Context, reason error) { _ = m.msg.Nack(ctx, reason) }
 
 // trackMessage returns a message of payload p settling m, counted in flight
 // until settled.
 func trackMessage[T, U any](t *tracker, m Message[T], p U) Message[U] {
-	tok := &token{}
-	out := NewMessage(p, WithMetadata(m.Metadata()),
-		WithAckFunc(func(ctx context.Context) error {
-			defer t.done(tok)
-			return m.Ack(ctx)
-		}),
-		WithNackFunc(func(ctx context.Context, reason error, o NackOptions) error {
-			defer t.done(tok)
-			return m.Nack(ctx, reason, withNackOptions(o))
-		}))
-	t.add(tok, func(ctx context.Context, reason error) { _ = out.Nack(ctx, reason) })
+	tm := &tracked[T, U]{src: m, t: t}
+	out := tm.init(p, m.Metadata(), tm)
+	t.add(tm)
 	return out
 }
 

@@ -72,7 +72,7 @@ func (c *Connector) Source(ch string) *Source {
 	defer c.mu.Unlock()
 	s, ok := c.sources[ch]
 	if !ok {
-		s = &Source{channel: ch, maxInflight: 256, changed: make(chan struct{})}
+		s = &Source{channel: ch, maxInflight: 256}
 		c.sources[ch] = s
 	}
 	return s
@@ -84,7 +84,7 @@ func (c *Connector) Sink(ch string) *Sink {
 	defer c.mu.Unlock()
 	s, ok := c.sinks[ch]
 	if !ok {
-		s = &Sink{channel: ch, autoAck: true, window: 16, changed: make(chan struct{})}
+		s = &Sink{channel: ch, autoAck: true, window: 16}
 		c.sinks[ch] = s
 	}
 	return s
@@ -160,7 +160,7 @@ type Source struct {
 	pending     []pendingMsg
 	completed   bool
 	settled     []Settlement
-	changed     chan struct{}
+	changed     chan struct{} // created by a waiter, closed at the next change
 }
 
 type pendingMsg struct {
@@ -193,7 +193,7 @@ func (s *Source) pull(ctx context.Context) (messaging.Message[[]byte], error) {
 			s.mu.Unlock()
 			return nil, io.EOF
 		}
-		ch := s.changed
+		ch := s.waitChanLocked()
 		s.mu.Unlock()
 		select {
 		case <-ch:
@@ -233,15 +233,23 @@ func (s *Source) Subscribe(sub reactive.Subscriber[messaging.Message[[]byte]]) {
 }
 
 func (s *Source) wrap(p pendingMsg) messaging.Message[[]byte] {
-	return messaging.NewMessage(p.payload, messaging.WithMetadata(p.md),
-		messaging.WithAckFunc(func(context.Context) error {
-			s.settle(Settlement{Payload: p.payload, Acked: true})
-			return nil
-		}),
-		messaging.WithNackFunc(func(_ context.Context, reason error, o messaging.NackOptions) error {
-			s.settle(Settlement{Payload: p.payload, Reason: reason, Options: o})
-			return nil
-		}))
+	return messaging.NewSettledMessage(p.payload, p.md, &recorder{s: s, payload: p.payload})
+}
+
+// recorder records the settlement of one delivered message.
+type recorder struct {
+	s       *Source
+	payload []byte
+}
+
+func (r *recorder) Ack(context.Context) error {
+	r.s.settle(Settlement{Payload: r.payload, Acked: true})
+	return nil
+}
+
+func (r *recorder) Nack(_ context.Context, reason error, o messaging.NackOptions) error {
+	r.s.settle(Settlement{Payload: r.payload, Reason: reason, Options: o})
+	return nil
 }
 
 func (s *Source) settle(st Settlement) {
@@ -251,9 +259,19 @@ func (s *Source) settle(st Settlement) {
 	s.mu.Unlock()
 }
 
+// waitChanLocked returns the channel closed at the next change.
+func (s *Source) waitChanLocked() chan struct{} {
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
 func (s *Source) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.changed != nil { // someone waits
+		close(s.changed)
+		s.changed = nil
+	}
 }
 
 // Settlements returns the settlements so far, in settlement order.
@@ -282,7 +300,7 @@ func (s *Source) InFlight() int { return s.source().InFlight() }
 func (s *Source) WaitSettled(ctx context.Context, n int) error {
 	for {
 		s.mu.Lock()
-		got, ch := len(s.settled), s.changed
+		got, ch := len(s.settled), s.waitChanLocked()
 		s.mu.Unlock()
 		if got >= n {
 			return nil
@@ -323,7 +341,7 @@ type Sink struct {
 	received  []messaging.Message[[]byte]
 	completed bool
 	failure   error
-	changed   chan struct{}
+	changed   chan struct{} // created by a waiter, closed at the next change
 }
 
 // sink returns the building block, created on first use.
@@ -372,9 +390,19 @@ func (s *Sink) OnComplete() {
 	s.mu.Unlock()
 }
 
+// waitChanLocked returns the channel closed at the next change.
+func (s *Sink) waitChanLocked() chan struct{} {
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
 func (s *Sink) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.changed != nil { // someone waits
+		close(s.changed)
+		s.changed = nil
+	}
 }
 
 // Messages returns the messages received so far.
@@ -400,7 +428,7 @@ func (s *Sink) Wait(ctx context.Context, n int) error {
 	drained := s.sink().Drained()
 	for {
 		s.mu.Lock()
-		got, ended, ch := len(s.received), s.completed || s.failure != nil, s.changed
+		got, ended, ch := len(s.received), s.completed || s.failure != nil, s.waitChanLocked()
 		s.mu.Unlock()
 		if got >= n {
 			return nil
