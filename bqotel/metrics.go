@@ -159,7 +159,7 @@ func (in *instruments) urnOf(urn string) string {
 func (in *instruments) event(e bqpulsar.Event) {
 	ctx := e.Context
 	if ctx == nil {
-		ctx = context.Background()
+		return // every event of a delivery has its context; there is no other kind
 	}
 	topic, _ := splitPartition(e.Topic)
 	k := setKey{kind: kindConsumer, topic: topic, sub: e.Subscription, urn: in.urnOf(e.URN)}
@@ -199,7 +199,7 @@ func (in *instruments) event(e bqpulsar.Event) {
 
 func (in *instruments) settlement(d *delivery, s bqpulsar.Settlement) {
 	topic, _ := splitPartition(d.topic)
-	in.settledC.Add(context.Background(), 1, in.set(setKey{kind: kindOutcome, topic: topic, sub: d.subscription, urn: in.urnOf(s.URN), outcome: string(s.Outcome)}))
+	in.settledC.Add(d.ctx, 1, in.set(setKey{kind: kindOutcome, topic: topic, sub: d.subscription, urn: in.urnOf(s.URN), outcome: string(s.Outcome)}))
 }
 
 func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessage, err error) {

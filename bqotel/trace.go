@@ -60,7 +60,8 @@ type deliveryKey struct{}
 
 // delivery is what the hook and the observer share about one delivery.
 type delivery struct {
-	span         trace.Span // nil without tracing
+	span         trace.Span      // nil without tracing
+	ctx          context.Context //nolint:containedctx // the delivery's, for its settlement's measurement; it lives as long as the delivery
 	topic        string
 	subscription string
 }
@@ -84,6 +85,7 @@ func (t *Telemetry) DeliveryHook() bqpulsar.DeliveryHook {
 			ctx = t.startConsumerSpan(ctx, msg, d)
 		}
 		ctx = context.WithValue(ctx, deliveryKey{}, d)
+		d.ctx = ctx
 		return ctx, func(s bqpulsar.Settlement) { t.settled(d, s) }
 	}
 }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
+)
+
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
+
+type spanID struct {
+	TraceID string `json:"TraceID"`
+	SpanID  string `json:"SpanID"`
+}
+
+// span is what the test reads of the stdout exporter's JSON.
+type span struct {
+	Name        string `json:"Name"`
+	SpanContext spanID `json:"SpanContext"`
+	Parent      spanID `json:"Parent"`
+	Events      []struct {
+		Name string `json:"Name"`
+	} `json:"Events"`
+}
+
+func TestObservability(t *testing.T) {
+	t.Setenv("PULSAR_URL", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, &out))
+	s := out.String()
+	assert.Contains(t, s, "broker: embedded Pulsar-protocol broker at pulsar://127.0.0.1:")
+	assert.Contains(t, s, "published 3 orders to persistent://public/default/observability-orders\n")
+	assert.Contains(t, s, "GET /health/ready: 200 OK\n")
+	assert.True(t, strings.HasSuffix(s, "done\n"), s)
+
+	var spans []span
+	for line := range strings.Lines(s) {
+		if js, ok := strings.CutPrefix(line, "span: "); ok {
+			var sp span
+			require.NoError(t, json.Unmarshal([]byte(js), &sp), js)
+			spans = append(spans, sp)
+		}
+	}
+	byName := map[string][]span{}
+	for _, sp := range spans {
+		byName[sp.Name] = append(byName[sp.Name], sp)
+	}
+	const dest = "persistent://public/default/observability-orders"
+	require.Len(t, byName["checkout"], 1)
+	require.Len(t, byName["send "+dest], 3)
+	require.Len(t, byName["process "+dest], 4, "three orders, one retried")
+	require.Len(t, byName["reserve stock"], 4)
+	checkout := byName["checkout"][0]
+	sends := map[string]bool{}
+	for _, p := range byName["send "+dest] {
+		assert.Equal(t, checkout.SpanContext.SpanID, p.Parent.SpanID, "a producer span is the checkout's child")
+		sends[p.SpanContext.SpanID] = true
+	}
+	processes := map[string]bool{}
+	retries := 0
+	for _, c := range byName["process "+dest] {
+		assert.Equal(t, checkout.SpanContext.TraceID, c.SpanContext.TraceID)
+		assert.True(t, sends[c.Parent.SpanID], "a consumer span is a producer span's child")
+		processes[c.SpanContext.SpanID] = true
+		for _, e := range c.Events {
+			if e.Name == "babelqueue.retry" {
+				retries++
+			}
+		}
+	}
+	assert.Equal(t, 1, retries)
+	for _, h := range byName["reserve stock"] {
+		assert.True(t, processes[h.Parent.SpanID], "the handler's span is a consumer span's child")
+	}
+
+	// The scrape: BabelQueue's metrics and the client's, from one registry.
+	assert.Contains(t, s, "GET /metrics: 200 OK")
+	for _, want := range []string{
+		`messaging_client_sent_messages_total{babelqueue_outcome="ok",messaging_destination_name="` + dest + `",messaging_operation_name="send",messaging_system="pulsar"} 3`,
+		`messaging_client_consumed_messages_total{`,
+		`babelqueue_consumer_handled_total{`,
+		`babelqueue_consumer_failed_total{`,
+		`babelqueue_consumer_retried_total{`,
+		`babelqueue_consumer_settled_total{babelqueue_outcome="acked"`,
+		`messaging_process_duration_seconds_count{`,
+		`babelqueue_consumer_in_flight{`,
+		`pulsar_client_messages_published{`,
+	} {
+		assert.Contains(t, s, want)
+	}
+}
