@@ -2,8 +2,8 @@ package pulsar
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +24,15 @@ type Consumer struct {
 	recv        Receiver
 	settler     Settler
 	ownConsumer apulsar.Consumer // the consumer NewConsumer subscribed; nil when wrapped
-	seed        maphash.Seed
-	inflight    atomic.Int64 // messages being handled or settled
+	inflight    atomic.Int64     // messages being handled or settled
+
+	// The unreachable-broker watchdog (watchdog.go): probe asks the broker about a topic
+	// (nil without a client); lastReceive is the time of the last message received
+	// (UnixNano); probeTopic the topic of the first one, for a wrapped consumer.
+	probe       func(topic string) error
+	lastReceive atomic.Int64
+	probeTopic  atomic.Pointer[string]
+	probes      sync.WaitGroup // probes still running (the client bounds each one)
 
 	mu      sync.Mutex
 	closed  bool
@@ -34,6 +41,9 @@ type Consumer struct {
 	runDone chan struct{}      // closed when Run returns
 
 	closeOnce sync.Once
+	closeErr  error
+	teardown  chan struct{} // closed when Close's teardown ended, possibly after Close returned
+	stage     atomic.Pointer[string]
 }
 
 // NewConsumer subscribes to the configured topics on client and returns a consumer that
@@ -81,6 +91,7 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 	}
 	c := newConsumer(cfg, pc, pc, clientSenders(client, cfg))
 	c.ownConsumer = pc
+	c.probe = topicProbe(client)
 	return c, nil
 }
 
@@ -116,7 +127,11 @@ func WrapConsumer(client apulsar.Client, pc apulsar.Consumer, opts ...ConsumerOp
 			}
 		}
 	}
-	return newConsumer(cfg, pc, pc, factory), nil
+	c := newConsumer(cfg, pc, pc, factory)
+	if client != nil {
+		c.probe = topicProbe(client)
+	}
+	return c, nil
 }
 
 func consumerSetup(opts []ConsumerOption) (consumerConfig, error) {
@@ -131,6 +146,10 @@ func consumerSetup(opts []ConsumerOption) (consumerConfig, error) {
 	}
 	if len(cfg.handlers) == 0 && cfg.onUnknown == nil {
 		return cfg, fmt.Errorf("%w: no handler (use Handle or OnUnknownURN)", ErrInvalidOption)
+	}
+	if cfg.maxInflight > 0 && cfg.maxInflight < cfg.concurrency {
+		return cfg, fmt.Errorf("%w: max in-flight %d is below the concurrency %d", ErrInvalidOption,
+			cfg.maxInflight, cfg.concurrency)
 	}
 	if len(cfg.middleware) > 0 {
 		for urn, h := range cfg.handlers {
@@ -178,19 +197,20 @@ func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory fun
 		eng:     eng,
 		recv:    recv,
 		settler: settler,
-		seed:    maphash.MakeSeed(),
 	}
 }
 
 // MaxAttempts returns the configured number of deliveries, the first included.
 func (c *Consumer) MaxAttempts() int { return c.eng.MaxAttempts() }
 
-// Run receives and handles messages until ctx ends, [Consumer.Close] is called, or the
-// Pulsar consumer fails for good (it was closed). It then stops receiving, lets in-flight
-// messages finish within the close timeout ([WithCloseTimeout]; after it their ctx is
-// cancelled), and returns ctx.Err(), [ErrClosed], or the fatal *[ReceiveError]. A message
-// received but not yet started when Run stops is negatively acknowledged. Run may be called
-// again after it returned, but not concurrently ([ErrRunning]).
+// Run receives and handles messages until ctx ends, [Consumer.Close] is called, the Pulsar
+// consumer fails for good (it was closed), or the broker stayed unreachable for the
+// [WithUnreachableTimeout] (off by default: Run goes on trying). It then stops receiving,
+// negatively acknowledges the messages received but not yet started (the broker redelivers
+// them), lets in-flight messages finish within the close timeout ([WithCloseTimeout]; after
+// it their ctx is cancelled), and returns ctx.Err(), [ErrClosed], the fatal *[ReceiveError]
+// or the *[UnreachableError]. Run may be called again after it returned, but not
+// concurrently ([ErrRunning]).
 func (c *Consumer) Run(ctx context.Context) error {
 	c.mu.Lock()
 	switch {
@@ -201,7 +221,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.mu.Unlock()
 		return ErrRunning
 	}
-	rctx, stop := context.WithCancel(ctx)
+	rctx, stopCause := context.WithCancelCause(ctx)
+	stop := func() { stopCause(nil) }
 	c.running, c.stop, c.runDone = true, stop, make(chan struct{})
 	done := c.runDone
 	c.mu.Unlock()
@@ -236,32 +257,58 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		timerMu.Unlock()
 	}()
+	c.lastReceive.Store(time.Now().UnixNano())
+	watchDone := c.watch(rctx, stopCause)
 	var pool *workerPool
 	if c.cfg.concurrency > 1 {
-		pool = newWorkerPool(c.cfg.concurrency, func(msg apulsar.Message) { c.process(wctx, msg) })
+		pool = newWorkerPool(c.cfg.concurrency, c.maxInflight(), func(msg apulsar.Message) { c.process(wctx, msg) })
 	}
 	fatal := c.receiveLoop(rctx, wctx, pool)
+	stop()
+	<-watchDone
 	if pool != nil {
-		pool.close()
-		<-pool.done
+		for _, msg := range pool.close() {
+			c.settler.Nack(msg) // received, never started: the broker redelivers it
+		}
+		pool.wg.Wait()
 	}
+	var unreachable *UnreachableError
 	switch {
 	case fatal != nil:
 		return fatal
 	case ctx.Err() != nil:
 		return ctx.Err() //nolint:wrapcheck // Run documents that it returns ctx.Err() as is
+	case errors.As(context.Cause(rctx), &unreachable):
+		return unreachable
 	default:
 		return ErrClosed
 	}
 }
 
+// maxInflight is the bound of the worker pool: [WithMaxInflight], or 4 × the concurrency.
+func (c *Consumer) maxInflight() int {
+	if c.cfg.maxInflight > 0 {
+		return c.cfg.maxInflight
+	}
+	return DefaultInflightPerWorker * c.cfg.concurrency
+}
+
 func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) error {
-	return c.eng.Pump(rctx, c.recv, nil, func(msg apulsar.Message) bool {
+	var wait func(context.Context) bool
+	if pool != nil {
+		wait = pool.wait
+	}
+	return c.eng.Pump(rctx, c.recv, wait, func(msg apulsar.Message) bool {
+		c.lastReceive.Store(time.Now().UnixNano())
+		if c.probeTopic.Load() == nil {
+			topic := msg.Topic()
+			c.probeTopic.Store(&topic)
+		}
 		if pool == nil {
 			c.process(wctx, msg)
 			return true
 		}
-		if !pool.submit(rctx, msg, c.keyIndex(msg, pool.n)) {
+		if !pool.submit(msg, orderingKey(msg)) {
 			c.settler.Nack(msg)
 			return false
 		}
@@ -269,41 +316,93 @@ func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) err
 	})
 }
 
-// keyIndex returns the worker of a keyed message, or -1 for any worker.
-func (c *Consumer) keyIndex(msg apulsar.Message, n int) int {
-	key := msg.OrderingKey()
-	if key == "" {
-		key = msg.Key()
+// orderingKey returns the key whose messages are handled in order: the ordering key, else
+// the message key; "" for none.
+func orderingKey(msg apulsar.Message) string {
+	if key := msg.OrderingKey(); key != "" {
+		return key
 	}
-	if key == "" {
-		return -1
-	}
-	return int(maphash.String(c.seed, key) % uint64(n)) //nolint:gosec // n is a small positive int
+	return msg.Key()
 }
 
-// Close stops the consumer, in this order: the receive loop stops; in-flight messages
-// finish within the close timeout ([WithCloseTimeout]), after which their ctx is cancelled;
-// the producers created for retries and dead letters are closed; and the Pulsar consumer is
-// closed when [NewConsumer] subscribed it (a wrapped one is left open). It waits for every
-// goroutine the consumer started, including a producer creation in progress (bounded by the
-// client's operation timeout), is idempotent, and returns nil.
+// closeGrace is how long Close waits, after the close timeout, for the settlements of the
+// handlers cancelled at the drain deadline and for the producers and the Pulsar consumer to
+// close.
+const closeGrace = 500 * time.Millisecond
+
+// Close stops the consumer, in this order: the receive loop stops, and the messages
+// received but not yet started are negatively acknowledged; in-flight messages finish
+// within the close timeout ([WithCloseTimeout]), after which their ctx is cancelled; the
+// producers created for retries and dead letters are closed; and the Pulsar consumer is
+// closed when [NewConsumer] subscribed it (a wrapped one is left open).
+//
+// Close returns within the close timeout plus half a second, even when the broker is gone
+// (the client's Close of a consumer then waits for its reconnection attempts, up to the
+// client's operation timeout). When that deadline passes, Close logs what it is still
+// waiting for, leaves that step to finish on its own goroutine (which ends when the client
+// gives up, or when the client is closed), and returns a *[CloseTimeoutError]. Otherwise it
+// returns nil. It is idempotent: later calls return the first call's result at once.
 func (c *Consumer) Close() error {
 	c.closeOnce.Do(func() {
+		deadline := time.Now().Add(c.cfg.closeTimeout + closeGrace)
 		c.mu.Lock()
 		c.closed = true
 		stop, done := c.stop, c.runDone
 		c.mu.Unlock()
 		if stop != nil {
 			stop()
-			<-done
 		}
-		c.eng.Close()
-		if c.ownConsumer != nil {
-			c.ownConsumer.Close()
+		finished := make(chan struct{})
+		c.teardown = finished
+		c.setStage("the drain of in-flight messages")
+		go func() {
+			defer close(finished)
+			if done != nil {
+				<-done
+			}
+			c.setStage("the closing of the retry and dead-letter producers")
+			c.eng.Close()
+			if c.ownConsumer != nil {
+				c.setStage("the Pulsar consumer's Close")
+				c.ownConsumer.Close()
+			}
+			c.setStage("a broker probe")
+			c.probes.Wait()
+		}()
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		select {
+		case <-finished:
+		case <-timer.C:
+			pending := *c.stage.Load()
+			c.cfg.logger.Warn("close deadline passed; abandoning the rest of the close to a goroutine",
+				zap.Duration("timeout", c.cfg.closeTimeout+closeGrace), zap.String("waiting_for", pending))
+			c.closeErr = &CloseTimeoutError{Timeout: c.cfg.closeTimeout + closeGrace, Pending: pending}
 		}
 	})
-	return nil
+	return c.closeErr
 }
+
+func (c *Consumer) setStage(s string) { c.stage.Store(&s) }
+
+// ErrCloseTimeout is matched by the *[CloseTimeoutError] that [Consumer.Close] returns when
+// its deadline passed.
+var ErrCloseTimeout = errors.New("pulsar: close timed out")
+
+// CloseTimeoutError is returned by [Consumer.Close] when the close timeout (plus half a
+// second) passed before the close ended. Pending names the step still running; it goes on
+// in the background and ends on its own. It matches [ErrCloseTimeout].
+type CloseTimeoutError struct {
+	Timeout time.Duration
+	Pending string
+}
+
+func (e *CloseTimeoutError) Error() string {
+	return fmt.Sprintf("pulsar: close timed out after %s, still waiting for %s", e.Timeout, e.Pending)
+}
+
+// Is reports whether target is [ErrCloseTimeout].
+func (*CloseTimeoutError) Is(target error) bool { return target == ErrCloseTimeout }
 
 // nackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy.
 type nackBackoff struct{ b retry.Backoff }
@@ -312,72 +411,10 @@ func (n nackBackoff) Next(redeliveryCount uint32) time.Duration {
 	return n.b.Delay(int(min(redeliveryCount, 1<<20)) + 1)
 }
 
-// workerPool runs handlers on n goroutines. Keyed messages go to their worker's channel, so
-// one key is handled in order; others go to the shared channel, served by any idle worker.
-type workerPool struct {
-	n      int
-	keyed  []chan apulsar.Message
-	shared chan apulsar.Message
-	done   chan struct{}
-}
-
-func newWorkerPool(n int, work func(apulsar.Message)) *workerPool {
-	p := &workerPool{n: n, keyed: make([]chan apulsar.Message, n), shared: make(chan apulsar.Message), done: make(chan struct{})}
-	var wg sync.WaitGroup
-	for i := range n {
-		p.keyed[i] = make(chan apulsar.Message)
-		wg.Add(1)
-		go func(own chan apulsar.Message) {
-			defer wg.Done()
-			shared := p.shared
-			for own != nil || shared != nil {
-				select {
-				case m, ok := <-own:
-					if !ok {
-						own = nil
-						continue
-					}
-					work(m)
-				case m, ok := <-shared:
-					if !ok {
-						shared = nil
-						continue
-					}
-					work(m)
-				}
-			}
-		}(p.keyed[i])
-	}
-	go func() {
-		wg.Wait()
-		close(p.done)
-	}()
-	return p
-}
-
-func (p *workerPool) submit(ctx context.Context, msg apulsar.Message, idx int) bool {
-	ch := p.shared
-	if idx >= 0 {
-		ch = p.keyed[idx]
-	}
-	select {
-	case ch <- msg:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (p *workerPool) close() {
-	for _, ch := range p.keyed {
-		close(ch)
-	}
-	close(p.shared)
-}
-
 // Health reports the consumer's health: live until it is closed or its Pulsar consumer
-// failed for good; ready while live and its last receive, acknowledgement and settlement
-// write (retry republish, dead-letter write) succeeded. Reasons name what failed.
+// failed for good; ready while live, the broker answers (see [WithUnreachableTimeout]), and
+// its last receive, acknowledgement and settlement write (retry republish, dead-letter
+// write) succeeded. Reasons name what failed.
 func (c *Consumer) Health() Health { return c.eng.Health() }
 
 // InFlight returns the number of messages the consumer is handling or settling now.

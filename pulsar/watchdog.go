@@ -1,0 +1,154 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+)
+
+// The Pulsar client hides a broker that is gone: Receive blocks while the consumer tries to
+// reconnect in the background, for ever. So while no message arrives, the consumer asks the
+// broker about its topic (a partitioned-metadata lookup, which a live broker answers at once)
+// every probe interval, and counts the broker unreachable while those probes fail or go
+// unanswered.
+
+// probeInterval is the time without a message after which the consumer probes the broker,
+// and between probes; with [WithUnreachableTimeout] it is at most a quarter of the timeout.
+const probeInterval = 5 * time.Second
+
+// ErrUnreachable is matched by the *[UnreachableError] that the consumer reports to the
+// error hook when the broker stops answering, and that [Consumer.Run] returns when it
+// stayed unreachable for the [WithUnreachableTimeout].
+var ErrUnreachable = errors.New("pulsar: broker unreachable")
+
+// UnreachableError says that the broker has not answered the consumer's probes for For. Err
+// is the last probe's error. It matches [ErrUnreachable] and unwraps to Err.
+type UnreachableError struct {
+	For time.Duration
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	if e.For == 0 {
+		return fmt.Sprintf("pulsar: broker unreachable: %v", e.Err)
+	}
+	return fmt.Sprintf("pulsar: broker unreachable for %s: %v", e.For.Round(time.Millisecond), e.Err)
+}
+
+// Unwrap returns the last probe's error.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrUnreachable].
+func (*UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+var errNoAnswer = errors.New("no answer to a lookup within the probe interval")
+
+// topicProbe asks the broker for the partitions of a topic.
+func topicProbe(client apulsar.Client) func(topic string) error {
+	return func(topic string) error {
+		_, err := client.TopicPartitions(topic)
+		return err //nolint:wrapcheck // wrapped in an UnreachableError by the watchdog
+	}
+}
+
+func (c *Consumer) probeEvery() time.Duration {
+	if d := c.cfg.unreachableTimeout; d > 0 {
+		return min(probeInterval, max(d/4, 50*time.Millisecond))
+	}
+	return probeInterval
+}
+
+// watch runs the unreachable-broker watchdog until ctx ends; the returned channel is closed
+// when it has. When the broker stayed unreachable for the configured timeout, it cancels
+// the receive loop with the *UnreachableError as the cause.
+func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-chan struct{} {
+	done := make(chan struct{})
+	if c.probe == nil {
+		close(done) // no client to ask
+		return done
+	}
+	every := c.probeEvery()
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(every)
+		defer ticker.Stop()
+		results := make(chan error, 1) // one probe at a time: its send never blocks
+		var (
+			probing    bool
+			probeStart time.Time
+			since      time.Time // first failure of the current episode; zero while reachable
+		)
+		verdict := func(err error) {
+			now := time.Now()
+			if err == nil {
+				if !since.IsZero() {
+					c.cfg.logger.Info("broker reachable again", zap.Duration("after", now.Sub(since)))
+					c.eng.SetReceiving(nil)
+					since = time.Time{}
+				}
+				return
+			}
+			if since.IsZero() {
+				since = now
+				uerr := &UnreachableError{Err: err}
+				c.cfg.logger.Warn("broker unreachable", zap.Error(err))
+				c.eng.Report(uerr, nil, nil)
+			}
+			uerr := &UnreachableError{For: now.Sub(since), Err: err}
+			c.eng.SetReceiving(uerr)
+			if d := c.cfg.unreachableTimeout; d > 0 && uerr.For >= d {
+				c.cfg.logger.Error("broker unreachable for the unreachable timeout; stopping", zap.Error(uerr),
+					zap.Duration("timeout", d))
+				stop(uerr)
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case err := <-results:
+				probing = false
+				verdict(err)
+				continue
+			case <-ticker.C:
+			}
+			if probing {
+				if time.Since(probeStart) >= every {
+					verdict(errNoAnswer)
+				}
+				continue
+			}
+			if time.Since(time.Unix(0, c.lastReceive.Load())) < every {
+				verdict(nil) // a message arrived: the broker is there
+				continue
+			}
+			topic := c.probeTarget()
+			if topic == "" {
+				continue // a wrapped consumer that has not received anything yet
+			}
+			probing, probeStart = true, time.Now()
+			c.probes.Add(1)
+			go func() {
+				defer c.probes.Done()
+				results <- c.probe(topic)
+			}()
+		}
+	}()
+	return done
+}
+
+// probeTarget is the topic to ask about: the first configured one, else the topic of the
+// first message received.
+func (c *Consumer) probeTarget() string {
+	if len(c.cfg.topics) > 0 {
+		return c.cfg.topics[0]
+	}
+	if t := c.probeTopic.Load(); t != nil {
+		return *t
+	}
+	return ""
+}

@@ -1,0 +1,181 @@
+package pulsar
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+)
+
+// workerPool runs handlers on n goroutines without head-of-line blocking. Each received
+// message is queued; an idle worker takes the oldest queued message whose key is not in
+// progress, so one key is handled in the order received while a busy key (a slow handler, a
+// blocked dead-letter write) holds back only its own messages. Messages without a key are
+// taken by any idle worker, oldest first. The pool holds at most max messages (queued,
+// being handled or being settled); the receive loop waits in wait until one is settled.
+type workerPool struct {
+	work func(apulsar.Message)
+	max  int
+
+	mu       sync.Mutex
+	cond     *sync.Cond            // signalled when ready gains a message or the pool closes
+	ready    readyQueue            // runnable messages, oldest first
+	behind   map[string][]poolItem // key in progress (or ready) → its later messages, in order
+	inflight int                   // messages in the pool: ready, behind, or in a worker
+	seq      uint64
+	closed   bool
+	space    chan struct{} // capacity 1: a message left the pool
+	wg       sync.WaitGroup
+}
+
+type poolItem struct {
+	msg apulsar.Message
+	key string
+	seq uint64
+}
+
+func newWorkerPool(n, maxInflight int, work func(apulsar.Message)) *workerPool {
+	p := &workerPool{
+		work:   work,
+		max:    max(maxInflight, 1),
+		behind: map[string][]poolItem{},
+		space:  make(chan struct{}, 1),
+	}
+	p.cond = sync.NewCond(&p.mu)
+	p.wg.Add(n)
+	for range n {
+		go p.worker()
+	}
+	return p
+}
+
+// wait blocks until the pool can take another message, and reports false when ctx ended
+// first. It is the receive loop's wait: only that goroutine adds messages.
+func (p *workerPool) wait(ctx context.Context) bool {
+	for {
+		p.mu.Lock()
+		room := p.inflight < p.max || p.closed
+		p.mu.Unlock()
+		if room {
+			return true
+		}
+		select {
+		case <-p.space:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// submit queues msg under key ("" for none); it reports false once the pool is closed.
+func (p *workerPool) submit(msg apulsar.Message, key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.seq++
+	it := poolItem{msg: msg, key: key, seq: p.seq}
+	p.inflight++
+	if key != "" {
+		if q, busy := p.behind[key]; busy {
+			p.behind[key] = append(q, it)
+			return true
+		}
+		p.behind[key] = nil // the key is now in progress (or about to be)
+	}
+	heap.Push(&p.ready, it)
+	p.cond.Signal()
+	return true
+}
+
+func (p *workerPool) worker() {
+	defer p.wg.Done()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		for p.ready.Len() == 0 && !p.closed {
+			p.cond.Wait()
+		}
+		if p.ready.Len() == 0 {
+			return // closed, and nothing left to start
+		}
+		it, _ := heap.Pop(&p.ready).(poolItem) // readyQueue holds poolItems only
+		p.mu.Unlock()
+		p.work(it.msg)
+		p.mu.Lock()
+		p.finish(it)
+	}
+}
+
+// finish releases a handled message: the next message of its key becomes runnable.
+func (p *workerPool) finish(it poolItem) {
+	p.inflight--
+	select {
+	case p.space <- struct{}{}:
+	default:
+	}
+	if it.key == "" {
+		return
+	}
+	q, ok := p.behind[it.key]
+	switch {
+	case !ok:
+		return // the pool was closed: the key's later messages were handed back
+	case len(q) == 0:
+		delete(p.behind, it.key)
+		return
+	}
+	next := q[0]
+	q[0] = poolItem{}
+	p.behind[it.key] = q[1:]
+	heap.Push(&p.ready, next)
+	p.cond.Signal()
+}
+
+// close stops the pool: it takes no more messages, returns the queued ones not yet started
+// (for the caller to negatively acknowledge), and lets the workers finish the messages they
+// hold. Wait for them with p.wg.Wait.
+func (p *workerPool) close() []apulsar.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	var left []apulsar.Message
+	for _, it := range p.ready {
+		left = append(left, it.msg)
+	}
+	p.ready = nil
+	for _, q := range p.behind {
+		for _, it := range q {
+			left = append(left, it.msg)
+		}
+	}
+	clear(p.behind)
+	p.inflight -= len(left)
+	p.cond.Broadcast()
+	return left
+}
+
+// readyQueue is a min-heap of poolItems by arrival.
+type readyQueue []poolItem
+
+func (q *readyQueue) Len() int           { return len(*q) }
+func (q *readyQueue) Less(i, j int) bool { return (*q)[i].seq < (*q)[j].seq }
+func (q *readyQueue) Swap(i, j int)      { (*q)[i], (*q)[j] = (*q)[j], (*q)[i] }
+
+func (q *readyQueue) Push(x any) {
+	it, _ := x.(poolItem) // heap.Push is given poolItems only
+	*q = append(*q, it)
+}
+
+func (q *readyQueue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	old[len(old)-1] = poolItem{}
+	*q = old[:len(old)-1]
+	return it
+}
