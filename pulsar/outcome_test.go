@@ -3,6 +3,7 @@ package pulsar
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -283,4 +284,42 @@ func TestRetryCopyTooLargeGoesToTheDeadLetterPath(t *testing.T) {
 func tooBig() error {
 	// The client's own error for a message over the broker's limit.
 	return apulsar.ErrMessageTooLarge
+}
+
+// TestCopiesCarryExactlyTheDocumentedProperties pins what the package doc says each copy
+// carries: the poison copy keeps the original properties, with bq-attempts set to the counted
+// delivery and bq-delay removed, and nothing added; the gate-rejection copy keeps payload and
+// properties byte for byte.
+func TestCopiesCarryExactlyTheDocumentedProperties(t *testing.T) {
+	t.Parallel()
+	t.Run("poison", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, Handle(testURN, handlerReturning(nil)))
+		in := map[string]string{"traceparent": traceparent, "x-app": "kept", PropAttempts: "4", PropDelay: "250", PropJob: "urn:x"}
+		msg := &fakeMessage{topic: testTopic, payload: []byte("not json"), props: in, key: "k", orderingKey: "ok"}
+		var pm *apulsar.ProducerMessage
+		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm))
+		h.settler.EXPECT().Ack(msg).Return(nil)
+		h.process(msg)
+		require.NotNil(t, pm)
+		assert.Equal(t, map[string]string{"traceparent": traceparent, "x-app": "kept", PropAttempts: "5", PropJob: "urn:x"}, pm.Properties)
+		assert.Equal(t, "k", pm.Key)
+		assert.Equal(t, "ok", pm.OrderingKey)
+		assert.Zero(t, pm.DeliverAfter)
+	})
+	t.Run("gate rejection", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, Handle(testURN, handlerReturning(nil)))
+		msg, _ := newMessage(t, testURN, 0, 3)
+		msg.props[PropSchemaVersion] = "2"
+		msg.props[PropDelay] = "250"
+		want := maps.Clone(msg.props)
+		var pm *apulsar.ProducerMessage
+		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm))
+		h.settler.EXPECT().Ack(msg).Return(nil)
+		h.process(msg)
+		require.NotNil(t, pm)
+		assert.Equal(t, want, pm.Properties, "properties unchanged, bq-attempts and bq-delay included")
+		assert.Equal(t, msg.payload, pm.Payload, "payload byte for byte, no dead_letter block")
+	})
 }
