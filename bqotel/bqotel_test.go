@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -518,4 +519,59 @@ func TestFailedSendRecordsTheError(t *testing.T) {
 	assert.Equal(t, "3", attrOf(s, "messaging.destination.partition.id").AsString())
 	c := f.counters(t)
 	assert.Equal(t, int64(1), c[bqotel.MetricSent])
+}
+
+func TestRedriveSpanIsLinkedToTheMovedMessages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dlqTopic, err := dlq.TopicFor(f.topic)
+	require.NoError(t, err)
+	var calls atomic.Int32
+	handled := make(chan struct{})
+	f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		if calls.Add(1) == 1 {
+			return bqpulsar.DeadLetter(errors.New("no such customer"))
+		}
+		close(handled)
+		return nil
+	})
+	_, err = f.publisher(t).Publish(context.Background(), orderURN, map[string]any{"order_id": 9})
+	require.NoError(t, err)
+	f.ended(t, trace.SpanKindConsumer, 1) // dead-lettered
+
+	rep, err := f.tel.Redrive(context.Background(), f.client, dlq.RedriveOptions{Topic: dlqTopic, IdleTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 1)
+	select {
+	case <-handled:
+	case <-time.After(waitLong):
+		t.Fatal("the redriven message was not handled")
+	}
+	psc := f.ended(t, trace.SpanKindProducer, 1)[0].SpanContext()
+	var redrive sdktrace.ReadOnlySpan
+	for _, s := range f.spans.Ended() {
+		if s.Name() == "redrive "+dlqTopic {
+			redrive = s
+		}
+	}
+	require.NotNil(t, redrive)
+	require.Len(t, redrive.Links(), 1)
+	assert.Equal(t, psc.SpanID(), redrive.Links()[0].SpanContext.SpanID())
+	assert.Equal(t, int64(1), attrOf(redrive, bqotel.AttrRedriveMoved).AsInt64())
+	// The redriven delivery is still a child of the original producer span.
+	spans := f.ended(t, trace.SpanKindConsumer, 2)
+	assert.Equal(t, psc.SpanID(), spans[1].Parent().SpanID())
+	assert.Equal(t, "acked", attrOf(spans[1], bqotel.AttrOutcome).AsString())
+}
+
+func TestPulsarHasNoOpenTelemetryDependency(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	out, err := exec.CommandContext(t.Context(), goTool, "list", "-deps", "github.com/babelqueue/babelqueue-go-pulsar/pulsar").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "github.com/apache/pulsar-client-go/pulsar", "the listing worked")
+	assert.NotContains(t, string(out), "go.opentelemetry.io", "a program that does not import bqotel pays nothing for it")
 }

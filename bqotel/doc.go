@@ -58,9 +58,8 @@
 // children. Retry and dead-letter copies keep the original properties, traceparent
 // included: each redelivery's consumer span is another child of the same producer span. A
 // message moved back by dlq.Redrive keeps them too, so its new deliveries join the
-// original trace; to mark the redrive itself, run it inside a span of your own and add a
-// link to each moved message's context (extract it from [dlq.Message] Properties with the
-// propagator).
+// original trace. [Telemetry.Redrive] runs dlq.Redrive inside a new span ("redrive
+// <dead-letter topic>") linked to each moved message's original producer span.
 //
 // # Metrics
 //
