@@ -5,7 +5,7 @@ TOOL      := $(GO) tool -modfile=tools/go.mod
 SUITE     ?= ../shared/babelqueue-conformance
 FUZZTIME  ?= 30s
 
-.PHONY: all check test race lint vet bench fuzz cover generate generate-check tidy-check conformance fidelity ci
+.PHONY: all check test race lint vet bench bench-compare fuzz cover generate generate-check tidy-check conformance fidelity ci
 
 all: check
 
@@ -29,6 +29,14 @@ lint:
 ## bench: codec and publish/consume costs (compare the sdk and baseline sub-benchmarks of one run)
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## bench-compare: SDK against the raw client in one process, interleaved and repeated (ratios for the README)
+## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison, BENCH_OUT a copy of the tables)
+BENCH_N       ?= 20000
+BENCH_REPEATS ?= 5
+bench-compare:
+	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_OUT="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))" \
+		$(GO) test -count=1 -timeout=30m -run='^TestCompare$$' -v ./internal/benchcompare
 
 ## fuzz: a short pass over every fuzz target (FUZZTIME each)
 fuzz:

@@ -1,0 +1,511 @@
+//go:build unix
+
+package benchcompare_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+)
+
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
+
+var (
+	compare = flag.Bool("compare", os.Getenv("BENCH_COMPARE") != "", "run the SDK/raw comparison (make bench-compare)")
+	msgs    = flag.Int("compare.n", envInt("BENCH_N", 20000), "messages per window (env BENCH_N)")
+	repeats = flag.Int("compare.repeats", envInt("BENCH_REPEATS", 5), "repeats of every variant (env BENCH_REPEATS)")
+	only    = flag.String("compare.only", os.Getenv("BENCH_ONLY"), "run only the comparisons whose name contains this (env BENCH_ONLY)")
+	outFile = flag.String("compare.out", os.Getenv("BENCH_OUT"), "also write the tables to this file (env BENCH_OUT)")
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+const urn = "urn:babel:bench:ok"
+
+// data is pre-encoded JSON, as the raw side's payload is: both sides pay for the envelope,
+// not for encoding/json.
+var data = json.RawMessage(`{"order":42,"customer":"c-1","amount":12.5}`)
+
+// sample is what one window measured.
+type sample struct {
+	n       int
+	wall    time.Duration
+	cpu     time.Duration // user + system time of the whole process
+	mallocs uint64
+}
+
+func (s sample) perSec() float64      { return float64(s.n) / s.wall.Seconds() }
+func (s sample) cpuPerMsg() float64   { return float64(s.cpu.Nanoseconds()) / float64(s.n) / 1e3 }
+func (s sample) allocPerMsg() float64 { return float64(s.mallocs) / float64(s.n) }
+
+// variant is one way of doing a comparison's work. prepare runs outside the measured window
+// (filling a topic); run is the window and must return once n messages are done.
+type variant struct {
+	name    string
+	prepare func(n int) error
+	run     func(n int) error
+}
+
+// comparison is a raw variant and the SDK variants measured against it.
+type comparison struct {
+	name string
+	kind string // "consume" or "publish": which target applies
+	raw  variant
+	sdks []variant
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure runs one window of v: prepare, a collection so that no earlier garbage is paid
+// for inside, then run between two snapshots.
+func measure(v variant, n int) (sample, error) {
+	if v.prepare != nil {
+		if err := v.prepare(n); err != nil {
+			return sample{}, err
+		}
+	}
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	c0, t0 := cpuTime(), time.Now()
+	err := v.run(n)
+	wall, c1 := time.Since(t0), cpuTime()
+	runtime.ReadMemStats(&m1)
+	return sample{n: n, wall: wall, cpu: c1 - c0, mallocs: m1.Mallocs - m0.Mallocs}, err
+}
+
+func TestCompare(t *testing.T) {
+	if !*compare {
+		t.Skip("the SDK/raw comparison runs with -compare or BENCH_COMPARE=1 (make bench-compare)")
+	}
+	broker := pulsartest.NewBroker(t)
+	client, err := apulsar.NewClient(apulsar.ClientOptions{
+		URL: broker.URL(), OperationTimeout: 10 * time.Second, ConnectionTimeout: 10 * time.Second,
+		Logger: bqpulsar.NewClientLogger(zap.NewNop()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	h := &harness{t: t, broker: broker, client: client}
+	comps := h.comparisons()
+	n, reps := *msgs, *repeats
+
+	start := time.Now()
+	for _, c := range comps { // a short warm-up of every variant, not counted
+		for _, v := range append([]variant{c.raw}, c.sdks...) {
+			if _, err := measure(v, min(n/10+1, 2000)); err != nil {
+				t.Fatalf("%s / %s: warm-up: %v", c.name, v.name, err)
+			}
+		}
+	}
+	results := make([][][]sample, len(comps)) // comparison → variant (raw first) → repeat
+	for ci, c := range comps {
+		results[ci] = make([][]sample, 1+len(c.sdks))
+	}
+	for r := range reps {
+		for ci, c := range comps {
+			vs := append([]variant{c.raw}, c.sdks...)
+			for k := range vs { // rotating order: variant (r+k) mod len first
+				vi := (r + k) % len(vs)
+				s, err := measure(vs[vi], n)
+				if err != nil {
+					t.Fatalf("%s / %s: %v", c.name, vs[vi].name, err)
+				}
+				results[ci][vi] = append(results[ci][vi], s)
+				broker.TrimAll() // what was acknowledged or never subscribed to is let go
+			}
+		}
+	}
+	report := render(comps, results, n, reps, time.Since(start))
+	_, _ = fmt.Fprint(os.Stdout, report)
+	if *outFile != "" {
+		if err := os.WriteFile(*outFile, []byte(report), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type harness struct {
+	t      *testing.T
+	broker *pulsartest.Broker
+	client apulsar.Client
+	seq    int
+}
+
+func (h *harness) topic(name string) string {
+	h.seq++
+	return fmt.Sprintf("persistent://public/default/compare-%s-%d", name, h.seq)
+}
+
+// rawMessage is what the raw side sends and what every consume topic is filled with: an
+// envelope encoded once, with its six bq-* properties.
+func rawMessage(t *testing.T) *apulsar.ProducerMessage {
+	t.Helper()
+	env, err := envelope.Make(urn, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := env.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &apulsar.ProducerMessage{Payload: payload, Properties: bqpulsar.ProjectProperties(env)}
+}
+
+func (h *harness) comparisons() []comparison {
+	all := []comparison{
+		h.consume("consume, no-op handler", 1),
+		h.consume("consume, no-op handler, WithConcurrency(4)", 4),
+		h.publish("sync publish, key-based batch builder", false, keyBased, keyBased),
+		h.publish("sync publish, batching disabled", false, noBatching, noBatching),
+		h.publish("async publish, key-based batch builder", true, keyBased, keyBased),
+		h.publish("async publish, batching disabled", true, noBatching, noBatching),
+		h.publish("async publish, defaults of each", true, nil, nil),
+	}
+	var out []comparison
+	for _, c := range all {
+		if *only == "" || strings.Contains(c.name, *only) {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		h.t.Fatalf("no comparison matches %q", *only)
+	}
+	return out
+}
+
+func keyBased(o *apulsar.ProducerOptions)   { o.BatcherBuilderType = apulsar.KeyBasedBatchBuilder }
+func noBatching(o *apulsar.ProducerOptions) { o.DisableBatching = true }
+
+// consume compares Receive + Ack in a loop with a Consumer whose handler does nothing. Each
+// window fills both topics while their dispatch is paused, so that neither starts with
+// prefetched messages, and resumes the dispatch inside the window.
+func (h *harness) consume(name string, concurrency int) comparison {
+	t := h.t
+	msg := rawMessage(t)
+	ctx := context.Background()
+
+	rawTopic := h.topic("consume-raw")
+	rawC, err := h.client.Subscribe(apulsar.ConsumerOptions{
+		Topic: rawTopic, SubscriptionName: "bench", Type: apulsar.Exclusive,
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rawC.Close)
+	raw := variant{
+		name:    "raw Receive + Ack",
+		prepare: h.fill(rawTopic, msg),
+		run: func(n int) error {
+			h.broker.ResumeDispatch(rawTopic)
+			for range n {
+				m, err := rawC.Receive(ctx)
+				if err != nil {
+					return err
+				}
+				if err := rawC.Ack(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+
+	sdkTopic := h.topic("consume-sdk")
+	var handled, target atomic.Int64
+	reached := make(chan struct{}, 1)
+	c, err := bqpulsar.NewConsumer(h.client,
+		bqpulsar.WithTopic(sdkTopic), bqpulsar.WithSubscription("bench", apulsar.Exclusive),
+		bqpulsar.WithConcurrency(concurrency),
+		bqpulsar.Handle(urn, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			if handled.Add(1) == target.Load() {
+				reached <- struct{}{}
+			}
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Error(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	fillSDK := h.fill(sdkTopic, msg)
+	label := "SDK Consumer"
+	if concurrency > 1 {
+		label = fmt.Sprintf("SDK Consumer, WithConcurrency(%d)", concurrency)
+	}
+	sdk := variant{
+		name: label,
+		prepare: func(n int) error {
+			target.Add(int64(n))
+			return fillSDK(n)
+		},
+		run: func(int) error {
+			h.broker.ResumeDispatch(sdkTopic)
+			select {
+			case <-reached:
+				return nil
+			case <-time.After(2 * time.Minute):
+				return fmt.Errorf("handled %d of %d", handled.Load(), target.Load())
+			}
+		},
+	}
+	return comparison{name: name, kind: "consume", raw: raw, sdks: []variant{sdk}}
+}
+
+// fill returns a prepare function that pauses the topic's dispatch and publishes n copies
+// of msg to it.
+func (h *harness) fill(topic string, msg *apulsar.ProducerMessage) func(int) error {
+	p, err := h.client.CreateProducer(apulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(p.Close)
+	return func(n int) error {
+		h.broker.PauseDispatch(topic)
+		var wg sync.WaitGroup
+		var failed atomic.Pointer[error]
+		wg.Add(n)
+		for range n {
+			p.SendAsync(context.Background(), msg, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+				if err != nil {
+					failed.Store(&err)
+				}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+		if e := failed.Load(); e != nil {
+			return *e
+		}
+		return nil
+	}
+}
+
+// publish compares a raw producer sending a prepared message with a Publisher building and
+// sending an envelope, both created with the same producer options (nil: the defaults of
+// each, which differ: the Publisher batches per key).
+func (h *harness) publish(name string, async bool, rawOpts, sdkOpts func(*apulsar.ProducerOptions)) comparison {
+	t := h.t
+	msg := rawMessage(t)
+	ctx := context.Background()
+	po := apulsar.ProducerOptions{Topic: h.topic("publish-raw")}
+	if rawOpts != nil {
+		rawOpts(&po)
+	}
+	rawP, err := h.client.CreateProducer(po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rawP.Close)
+	var popts []bqpulsar.PublisherOption
+	if sdkOpts != nil {
+		popts = append(popts, bqpulsar.WithProducerOptions(sdkOpts))
+	}
+	pub, err := bqpulsar.NewPublisher(h.client, h.topic("publish-sdk"), popts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pub.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	raw := variant{name: "raw Send"}
+	sdk := variant{name: "SDK Publish"}
+	if !async {
+		raw.run = func(n int) error {
+			for range n {
+				if _, err := rawP.Send(ctx, msg); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		sdk.run = func(n int) error {
+			for range n {
+				if _, err := pub.Publish(ctx, urn, data); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	} else {
+		raw.name, sdk.name = "raw SendAsync", "SDK PublishAsync"
+		raw.run = func(n int) error {
+			var wg sync.WaitGroup
+			var failed atomic.Int64
+			wg.Add(n)
+			for range n {
+				rawP.SendAsync(ctx, msg, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+					if err != nil {
+						failed.Add(1)
+					}
+					wg.Done()
+				})
+			}
+			wg.Wait()
+			return failures(failed.Load())
+		}
+		sdk.run = func(n int) error {
+			var wg sync.WaitGroup
+			var failed atomic.Int64
+			wg.Add(n)
+			for i := range n {
+				if err := pub.PublishAsync(ctx, urn, data, func(_ string, err error) {
+					if err != nil {
+						failed.Add(1)
+					}
+					wg.Done()
+				}); err != nil {
+					wg.Add(i - n)
+					wg.Wait()
+					return err
+				}
+			}
+			wg.Wait()
+			return failures(failed.Load())
+		}
+	}
+	return comparison{name: name, kind: "publish", raw: raw, sdks: []variant{sdk}}
+}
+
+func failures(n int64) error {
+	if n > 0 {
+		return fmt.Errorf("%d sends failed", n)
+	}
+	return nil
+}
+
+// Targets: consume costs at most 1.15× the raw CPU per message and at most 2 allocations
+// more; publish reaches at least 0.95× the raw throughput.
+const (
+	consumeCPUTarget    = 1.15
+	consumeAllocsTarget = 2.0
+	publishRateTarget   = 0.95
+)
+
+// ratioHeader is the header of the ratio table, which the README's performance section
+// quotes (TestReadmeQuotesTheTable checks it).
+const ratioHeader = "| Comparison | SDK variant | CPU/msg SDK/raw, median (min–max) | throughput SDK/raw, median (min–max) | allocs/msg SDK − raw | Target | Met |"
+
+func render(comps []comparison, results [][][]sample, n, reps int, took time.Duration) string {
+	var b strings.Builder
+	load := ""
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = ", load average " + strings.Join(strings.Fields(string(l))[:3], " ")
+	}
+	fmt.Fprintf(&b, "\nbench-compare: %d repeats × %d messages per variant, interleaved in rotating order, GOMAXPROCS=%d, %s/%s%s, %s\n\n",
+		reps, n, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, load, took.Round(time.Second))
+	b.WriteString("Absolute figures (median of the repeats; process-wide, embedded broker included):\n\n")
+	b.WriteString("| Comparison | Variant | msgs/s | CPU µs/msg | allocs/msg |\n| --- | --- | --- | --- | --- |\n")
+	for ci, c := range comps {
+		for vi, v := range append([]variant{c.raw}, c.sdks...) {
+			ss := results[ci][vi]
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %.2f | %.1f |\n", c.name, v.name,
+				median(each(ss, sample.perSec)), median(each(ss, sample.cpuPerMsg)), median(each(ss, sample.allocPerMsg)))
+		}
+	}
+	b.WriteString("\nSDK against raw, repeat by repeat:\n\n")
+	b.WriteString(ratioHeader + "\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for ci, c := range comps {
+		raws := results[ci][0]
+		for si, v := range c.sdks {
+			sdks := results[ci][si+1]
+			cpu, rate, allocs := make([]float64, len(raws)), make([]float64, len(raws)), make([]float64, len(raws))
+			for r := range raws {
+				cpu[r] = sdks[r].cpuPerMsg() / raws[r].cpuPerMsg()
+				rate[r] = sdks[r].perSec() / raws[r].perSec()
+				allocs[r] = sdks[r].allocPerMsg() - raws[r].allocPerMsg()
+			}
+			var target, met string
+			switch c.kind {
+			case "consume":
+				target = fmt.Sprintf("CPU ≤ %.2f×, allocs ≤ +%.0f", consumeCPUTarget, consumeAllocsTarget)
+				met = yesNo(median(cpu) <= consumeCPUTarget && median(allocs) <= consumeAllocsTarget)
+			default:
+				target = fmt.Sprintf("throughput ≥ %.2f×", publishRateTarget)
+				met = yesNo(median(rate) >= publishRateTarget)
+			}
+			if c.name == "async publish, defaults of each" {
+				target, met = "— (the Publisher batches per key, the raw default does not)", "—"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %+.1f | %s | %s |\n", c.name, v.name, spread(cpu), spread(rate), median(allocs), target, met)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+func each(ss []sample, f func(sample) float64) []float64 {
+	out := make([]float64, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func spread(xs []float64) string {
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(xs), slices.Min(xs), slices.Max(xs))
+}

@@ -1,0 +1,14 @@
+// Package benchcompare holds the SDK-against-raw-client benchmark harness (`make
+// bench-compare`); the harness itself is a test of this package, so that it can use the
+// embedded broker of package pulsartest.
+//
+// In one process, against one embedded broker, it runs each variant of a comparison (the raw
+// pulsar-client-go loop and the SDK doing the same work with the same producer settings) in
+// windows of the same number of messages, in an order that rotates from one repeat to the
+// next, so that the load of a shared machine falls on every variant alike. For each window
+// it measures the wall-clock throughput, the process CPU time (user + system, from
+// getrusage) and the number of heap allocations (runtime.MemStats.Mallocs) per message, and
+// it reports each SDK variant against the raw one of the same repeat as the median and the
+// range of the ratios. A ratio is meaningful on a loaded machine where an absolute time is
+// not.
+package benchcompare
