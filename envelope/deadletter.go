@@ -46,7 +46,7 @@ func (info *DeadLetterInfo) block(reason Reason, queue string) *DeadLetter {
 	return dl
 }
 
-// ToDeadLetter returns the dead-letter copy of an acceptable message (CONTRACT §1.4): a
+// ToDeadLetter returns the dead-letter copy of an acceptable message: a
 // deep copy of e with top-level attempts = info.Attempts and a new dead_letter block
 // (replacing any earlier one) with lang "go". Data, unknown keys and the urn alias are kept
 // as received; forbidden keys stay dropped.
@@ -66,7 +66,7 @@ func (e *Envelope) ToDeadLetter(info DeadLetterInfo) *Envelope {
 	return c
 }
 
-// PoisonCopy returns the dead-letter copy of an unacceptable body (CONTRACT §1.4, ADR-0035):
+// PoisonCopy returns the dead-letter copy of an unacceptable body (ADR-0035):
 //
 //	{"raw":"<payload as a JSON string>","raw_base64":"<exact bytes>","dead_letter":{…}}
 //

@@ -22,7 +22,7 @@ const MaxMembers = 250_000
 // duplicate key; longer tables get a hash index, so decoding n unknown keys costs O(n).
 const linearMembers = 8
 
-// Decode parses payload strictly and losslessly (rules 1–4 and 7 of CONTRACT §1.3). It
+// Decode parses payload strictly and losslessly (acceptance rules 1–4 and 7 of the package doc). It
 // returns a *[PoisonError] (matching [ErrPoison]) when the payload is not valid UTF-8, not
 // exactly one JSON object, or a known member has the wrong JSON type. It does not check
 // rules 5–6 (URN, schema version, data, trace_id): use [Classify] to decide acceptance.
@@ -47,7 +47,7 @@ func Decode(payload []byte) (*Envelope, error) {
 	return e, nil
 }
 
-// Classify decides whether payload is acceptable (all rules of CONTRACT §1.3). A nil error
+// Classify decides whether payload is acceptable (all the acceptance rules of the package doc). A nil error
 // means the envelope may be handled; otherwise the error is a *[PoisonError] naming the
 // failed rule and the envelope is nil. It is a pure function.
 func Classify(payload []byte) (*Envelope, error) {

@@ -17,7 +17,7 @@
 //
 // # Acceptance
 //
-// A body is acceptable when all rules of CONTRACT §1.3 hold; [Classify] returns a
+// A body is acceptable when all the rules below hold; [Classify] returns a
 // *[PoisonError] naming the first failed [Rule] and, when known, the JSON pointer of the
 // member:
 //

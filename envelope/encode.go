@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Encode returns the canonical compact encoding of e (CONTRACT §1.2). It fails, returning
+// Encode returns the canonical compact encoding of e (see "Canonical encoding" in the package doc). It fails, returning
 // no bytes, only when Data is not a JSON object (wrapping [ErrInvalidData]).
 func (e *Envelope) Encode() ([]byte, error) {
 	out, err := e.AppendEncode(make([]byte, 0, e.sizeHint()))

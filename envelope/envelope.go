@@ -17,7 +17,7 @@ const Lang = "go"
 // Reason says why a message was dead-lettered (dead_letter.reason).
 type Reason string
 
-// The dead-letter reasons of CONTRACT §1.4.
+// The dead-letter reasons a dead_letter block records.
 const (
 	ReasonFailed     Reason = "failed"      // the handler returned an error until retries were exhausted
 	ReasonUnknownURN Reason = "unknown_urn" // no handler is registered for the URN
@@ -35,7 +35,7 @@ type Meta struct {
 	unknown string // unknown meta members as `,<key>:<value>`…, verbatim, in received order
 }
 
-// DeadLetter is the dead_letter block of a dead-lettered message (CONTRACT §1.4).
+// DeadLetter is the dead_letter block of a dead-lettered message.
 type DeadLetter struct {
 	Reason        Reason
 	Error         *string // nil = JSON null or absent

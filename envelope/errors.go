@@ -26,7 +26,7 @@ var ErrInvalidReason = errors.New("envelope: invalid dead-letter reason")
 // cannot hold even the dead-letter block and the truncation marker (a few hundred bytes).
 var ErrLimitTooSmall = errors.New("envelope: dead-letter limit too small")
 
-// Rule names the acceptance rule of CONTRACT §1.3 that a poison body failed.
+// Rule names the acceptance rule (see the package doc) that a poison body failed.
 type Rule string
 
 // The acceptance rules, in the order [Classify] checks them.

@@ -1,4 +1,4 @@
-// Reactive-pipeline is the invoicing service of RUNTIME.md §14 on the messaging runtime:
+// Reactive-pipeline is an invoicing service on the messaging runtime:
 // it reads orders from Pulsar (channel orders-in), turns each into an invoice and writes
 // it to Pulsar (channel invoices-out), configured by application.properties through the
 // babelqueue-pulsar connector. An order with a negative total fails: it is retried until

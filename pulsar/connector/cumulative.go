@@ -58,8 +58,7 @@ type ackLine struct {
 	hasAck  bool
 }
 
-// cumulativeSettler is the engine.Settler of a Source with ack-strategy=cumulative (RUNTIME.md
-// §12.5): it records the delivery order per topic (partition) and acknowledges
+// cumulativeSettler is the engine.Settler of a Source with ack-strategy=cumulative: it records the delivery order per topic (partition) and acknowledges
 // cumulatively up to the last message of the settled prefix, so that no cumulative
 // acknowledgement covers a message that may still be nacked. A nacked message makes the
 // broker of an Exclusive or Failover subscription rewind (it delivers again every

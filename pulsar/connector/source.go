@@ -26,7 +26,7 @@ const (
 	DefaultMaxInflight = 256
 )
 
-// FailureStrategy is what a Source does with a nacked message (RUNTIME.md §12.5).
+// FailureStrategy is what a Source does with a nacked message.
 type FailureStrategy string
 
 // The failure strategies a Source implements.
@@ -68,7 +68,7 @@ type IncomingMetadata struct {
 	EventTime       time.Time
 	RedeliveryCount uint32
 	ProducerName    string
-	// Attempts is the reconciled number of earlier deliveries (CONTRACT: max of a valid
+	// Attempts is the reconciled number of earlier deliveries (the larger of a valid
 	// bq-attempts, the envelope's attempts and the redelivery count).
 	Attempts int
 	// URN is the routing URN of a BabelQueue envelope (a usable bq-job property wins over
@@ -100,7 +100,7 @@ type SourceOptions struct {
 	// InitialPosition is where a new subscription starts; it replaces
 	// Consumer.SubscriptionInitialPosition. Default: [PositionEarliest].
 	InitialPosition InitialPosition
-	// MaxInflight bounds the delivered-but-unsettled messages (RUNTIME.md §12.4).
+	// MaxInflight bounds the delivered-but-unsettled messages.
 	// Default: 256.
 	MaxInflight int
 	// CompleteAtEnd completes the stream after the last message present when the source
@@ -119,8 +119,7 @@ type SourceOptions struct {
 	DeadLetter dlq.Config
 	// SenderOptions adjusts the options of the retry and dead-letter producers.
 	SenderOptions func(*apulsar.ProducerOptions)
-	// CumulativeAck acknowledges cumulatively (ack-strategy=cumulative, RUNTIME.md
-	// §12.5): AckCumulative on the last message of the settled prefix of each topic
+	// CumulativeAck acknowledges cumulatively (ack-strategy=cumulative): AckCumulative on the last message of the settled prefix of each topic
 	// (partition), in delivery order, so that no acknowledgement covers a message that
 	// may still be nacked. It needs an Exclusive or Failover subscription and cannot be
 	// combined with [FailureReconsumeLater] (the client acknowledges the original itself,
@@ -168,7 +167,7 @@ type SourceOptions struct {
 }
 
 // Source is a Pulsar subscription as a unicast reactive.Publisher of messages, the
-// incoming side of the babelqueue-pulsar connector (RUNTIME.md §12.4). A receive happens
+// incoming side of the babelqueue-pulsar connector. A receive happens
 // only while the subscriber's demand exceeds the received-but-undelivered messages and
 // fewer than MaxInflight messages are unsettled, so Request(reactive.Unbounded) never
 // means unbounded unsettled messages. Nacks are settled by the [Consumer]'s retry and
