@@ -125,4 +125,3 @@ func throughSource(t *testing.T, payload []byte, props map[string]string) apulsa
 	}()
 	return dead.wait(t, 1)[0]
 }
-
