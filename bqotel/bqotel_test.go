@@ -575,3 +575,17 @@ func TestPulsarHasNoOpenTelemetryDependency(t *testing.T) {
 	require.Contains(t, string(out), "github.com/apache/pulsar-client-go/pulsar", "the listing worked")
 	assert.NotContains(t, string(out), "go.opentelemetry.io", "a program that does not import bqotel pays nothing for it")
 }
+
+func TestTruncatedDeadLetterIsCountedAndMarked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		return bqpulsar.DeadLetter(errors.New("refused"))
+	}, bqpulsar.WithMaxMessageSize(64<<10))
+	big := strings.Repeat("x", 100<<10)
+	_, err := f.publisher(t).Publish(context.Background(), orderURN, map[string]any{"note": big})
+	require.NoError(t, err)
+	s := f.ended(t, trace.SpanKindConsumer, 1)[0]
+	assert.Contains(t, eventNames(s), bqotel.EventTruncated)
+	assert.Equal(t, int64(1), f.counters(t)[bqotel.MetricTruncated])
+}

@@ -52,7 +52,7 @@
 // failure's message) and error.type (the failure's Go type). A handler failure is recorded
 // as an "exception" event; the span events babelqueue.retry, babelqueue.dead_letter,
 // babelqueue.dropped, babelqueue.poison, babelqueue.gate_rejected and
-// babelqueue.unknown_urn say what the pipeline did.
+// babelqueue.unknown_urn and babelqueue.dead_letter.truncated say what the pipeline did.
 //
 // The handler's context carries the consumer span, so the spans the handler starts are its
 // children. Retry and dead-letter copies keep the original properties, traceparent
@@ -77,6 +77,7 @@
 //	babelqueue.consumer.poison            counter    {message}   destination, subscription
 //	babelqueue.consumer.gate_rejected     counter    {message}   destination, subscription
 //	babelqueue.consumer.unknown_urn       counter    {message}   destination, subscription
+//	babelqueue.consumer.truncated         counter    {message}   destination, subscription (dead-letter copies cut to fit)
 //	babelqueue.consumer.settled           counter    {delivery}  destination, subscription, babelqueue.outcome (acked, retried, dead_lettered, dropped, nacked)
 //	babelqueue.consumer.in_flight         gauge      {message}   subscription (consumers given to RegisterConsumer)
 //	babelqueue.publisher.pending          gauge      {message}   destination (publishers given to RegisterPublisher)

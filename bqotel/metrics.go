@@ -26,6 +26,7 @@ const (
 	MetricPoison        = "babelqueue.consumer.poison"
 	MetricGateRejected  = "babelqueue.consumer.gate_rejected"
 	MetricUnknownURN    = "babelqueue.consumer.unknown_urn"
+	MetricTruncated     = "babelqueue.consumer.truncated"
 	MetricSettled       = "babelqueue.consumer.settled"
 	MetricInFlight      = "babelqueue.consumer.in_flight"
 	MetricPublisherPend = "babelqueue.publisher.pending"
@@ -38,11 +39,11 @@ var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 type instruments struct {
 	urn bool
 
-	sent, consumed                                  metric.Int64Counter
-	handled, failed, retried, deadLettered, dropped metric.Int64Counter
-	poison, gateRejected, unknownURN, settledC      metric.Int64Counter
-	process                                         metric.Float64Histogram
-	inFlight, pending                               metric.Int64ObservableGauge
+	sent, consumed                                        metric.Int64Counter
+	handled, failed, retried, deadLettered, dropped       metric.Int64Counter
+	poison, gateRejected, unknownURN, truncated, settledC metric.Int64Counter
+	process                                               metric.Float64Histogram
+	inFlight, pending                                     metric.Int64ObservableGauge
 
 	mu   sync.RWMutex
 	sets map[setKey]metric.MeasurementOption
@@ -80,6 +81,7 @@ func newInstruments(m metric.Meter, t *Telemetry) (*instruments, error) {
 	in.poison = counter(MetricPoison, "{message}", "Messages whose payload is not an acceptable envelope.")
 	in.gateRejected = counter(MetricGateRejected, "{message}", "Messages the schema-version gate rejected.")
 	in.unknownURN = counter(MetricUnknownURN, "{message}", "Messages no handler is registered for.")
+	in.truncated = counter(MetricTruncated, "{message}", "Dead-letter copies too large for the broker, replaced by a truncated, marked copy.")
 	in.settledC = counter(MetricSettled, "{delivery}", "Deliveries settled, by outcome.")
 	var err error
 	in.process, err = m.Float64Histogram(MetricProcess, metric.WithUnit("s"),
@@ -191,6 +193,8 @@ func (in *instruments) event(e bqpulsar.Event) {
 		c = in.gateRejected
 	case bqpulsar.EventUnknownURN:
 		c = in.unknownURN
+	case bqpulsar.EventTruncated:
+		c = in.truncated
 	default:
 		return
 	}

@@ -45,6 +45,7 @@ const (
 	EventPoison       = "babelqueue.poison"
 	EventGateRejected = "babelqueue.gate_rejected"
 	EventUnknownURN   = "babelqueue.unknown_urn"
+	EventTruncated    = "babelqueue.dead_letter.truncated"
 )
 
 var (
@@ -156,6 +157,8 @@ func spanEvent(d *delivery, e bqpulsar.Event) {
 		d.span.AddEvent(EventGateRejected, trace.WithAttributes(errorMessage(e.Err)))
 	case bqpulsar.EventUnknownURN:
 		d.span.AddEvent(EventUnknownURN, trace.WithAttributes(AttrURN.String(e.URN)))
+	case bqpulsar.EventTruncated:
+		d.span.AddEvent(EventTruncated, trace.WithAttributes(errorMessage(e.Err)))
 	default:
 	}
 }
