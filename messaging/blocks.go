@@ -47,10 +47,11 @@ func WithMaxInflight(n int) SourceOption {
 //
 // With T = []byte a *PullSource is a [Source].
 type PullSource[T any] struct {
-	channel string
-	pull    func(ctx context.Context) (Message[T], error)
-	max     int
-	health  *EndpointHealth
+	channel  string
+	pull     func(ctx context.Context) (Message[T], error)
+	pullName string // names pull in a panic error
+	max      int
+	health   *EndpointHealth
 
 	closing context.Context //nolint:containedctx // the source's lifetime: cancelled when Close begins
 	close   context.CancelFunc
@@ -80,7 +81,7 @@ func NewPullSource[T any](channel string, pull func(ctx context.Context) (Messag
 	}
 	closing, cancel := context.WithCancel(context.Background()) //nolint:gosec // cancel is s.close, called by Close
 	return &PullSource[T]{
-		channel: channel, pull: pull, max: o.maxInflight, health: NewEndpointHealth(channel, Incoming),
+		channel: channel, pull: pull, pullName: "pull function of channel " + channel, max: o.maxInflight, health: NewEndpointHealth(channel, Incoming),
 		closing: closing, close: cancel,
 	}
 }
@@ -309,7 +310,7 @@ func (s *PullSource[T]) next(ctx context.Context) (Message[T], error) {
 		return nil, s.ended(ctx, err)
 	}
 	var m Message[T]
-	err := callSafely("pull function of channel "+s.channel, func() (err error) { m, err = s.pull(ctx); return err })
+	err := callSafely(s.pullName, func() (err error) { m, err = s.pull(ctx); return err })
 	if err == nil && isNilValue(m) {
 		err = fmt.Errorf("%w from the pull function of channel %q", ErrNilMessage, s.channel)
 	}
@@ -475,14 +476,15 @@ func WithSendSettles() SinkOption { return func(o *sinkOptions) { o.sendSettles 
 //
 // With T = []byte a *FuncSink is a [Sink].
 type FuncSink[T any] struct {
-	channel string
-	send    func(ctx context.Context, m Message[T]) error
-	o       sinkOptions
-	in      *reactive.Inlet
-	health  *EndpointHealth
-	ctx     context.Context //nolint:containedctx // the sends' context: cancelled when Close ends or its deadline passes
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	channel  string
+	send     func(ctx context.Context, m Message[T]) error
+	sendName string // names send in a panic error
+	o        sinkOptions
+	in       *reactive.Inlet
+	health   *EndpointHealth
+	ctx      context.Context //nolint:containedctx // the sends' context: cancelled when Close ends or its deadline passes
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	mu      sync.Mutex
 	queue   []Message[T]
@@ -512,7 +514,7 @@ func NewFuncSink[T any](channel string, send func(ctx context.Context, m Message
 	}
 	ctx, cancel := context.WithCancel(context.Background()) //nolint:gosec // cancel is s.cancel, called by Close
 	return &FuncSink[T]{
-		channel: channel, send: send, o: o, in: reactive.NewInlet(o.window),
+		channel: channel, send: send, sendName: "send function of channel " + channel, o: o, in: reactive.NewInlet(o.window),
 		health: NewEndpointHealth(channel, Outgoing), ctx: ctx, cancel: cancel, drained: make(chan struct{}),
 	}
 }
@@ -573,11 +575,10 @@ func (s *FuncSink[T]) run() {
 			s.mu.Unlock()
 			return
 		}
-		m := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
+		var m Message[T]
+		m, s.queue = popFront(s.queue)
 		s.mu.Unlock()
-		err := callSafely("send function of channel "+s.channel, func() error { return s.send(s.ctx, m) })
+		err := callSafely(s.sendName, func() error { return s.send(s.ctx, m) })
 		if !s.o.sendSettles {
 			if err == nil {
 				_ = m.Ack(s.ctx)

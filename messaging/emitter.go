@@ -310,9 +310,8 @@ func (e *Emitter[T]) poll(canEmit bool) (Message[T], reactive.PollStatus, error)
 			e.mu.Unlock()
 			return nil, reactive.PollEmpty, nil
 		}
-		m := e.queue[0]
-		e.queue[0] = nil
-		e.queue = e.queue[1:]
+		var m Message[T]
+		m, e.queue = popFront(e.queue)
 		if !canEmit { // OverflowNone: the Outlet fails the stream with ErrMissingDemand
 			q := e.queue
 			e.queue, e.terminated, e.finished = nil, true, true

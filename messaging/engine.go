@@ -313,9 +313,8 @@ func (e *engine[I, O]) poll(canEmit bool) (Message[O], reactive.PollStatus, erro
 			e.mu.Unlock()
 			return nil, reactive.PollEmpty, nil
 		}
-		v := e.outq[0]
-		e.outq[0] = nil
-		e.outq = e.outq[1:]
+		var v Message[O]
+		v, e.outq = popFront(e.outq)
 		e.checkDoneLocked()
 		e.mu.Unlock()
 		return v, reactive.PollReady, nil

@@ -38,6 +38,19 @@ func newGate[I, O any](fn func(I) (O, bool), drop func(O, error), obs *chanState
 	return &gate[I, O]{in: reactive.NewInlet(0), fn: fn, drop: drop, obs: obs}
 }
 
+// popFront removes and returns q[0]. A queue that becomes empty keeps its
+// backing array, so a queue that holds one element at a time does not
+// allocate per element.
+func popFront[T any](q []T) (T, []T) {
+	var zero T
+	v := q[0]
+	q[0] = zero
+	if len(q) == 1 {
+		return v, q[:0]
+	}
+	return v, q[1:]
+}
+
 // identityGate passes elements unchanged.
 func identityGate[T any](obs *chanState) *gate[T, T] {
 	return newGate(func(v T) (T, bool) { return v, true }, nil, obs)
@@ -164,9 +177,8 @@ func (g *gate[I, O]) poll(canEmit bool) (O, reactive.PollStatus, error) {
 			g.mu.Unlock()
 			return zero, reactive.PollEmpty, nil
 		}
-		v := g.queue[0]
-		g.queue[0] = zero
-		g.queue = g.queue[1:]
+		var v O
+		v, g.queue = popFront(g.queue)
 		g.mu.Unlock()
 		return v, reactive.PollReady, nil
 	}

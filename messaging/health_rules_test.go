@@ -2,6 +2,7 @@ package messaging_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,24 +83,52 @@ func TestHealth_CompletedInternalChannelStaysLive(t *testing.T) {
 	assert.True(t, rt.Health().Live)
 }
 
-// The completions of the drain are the orderly end: after Shutdown the
-// connector channels are still live.
+// The completions of the drain are the orderly end: during and after
+// Shutdown a connector channel that reports only its completion is live.
 func TestHealth_ShutdownCompletionKeepsConnectorChannelsLive(t *testing.T) {
-	rt, conn := newRuntime(t, map[string]string{
-		"mp.messaging.incoming.in.connector":  "in-memory",
-		"mp.messaging.outgoing.out.connector": "in-memory",
-	})
-	messaging.Process(rt, "in", "out", func(_ context.Context, p string) (string, error) { return p, nil })
-	start(t, rt)
-	conn.Source("in").SendString("x")
-	require.NoError(t, conn.Sink("out").Wait(testCtx(t), 1))
-	require.NoError(t, rt.Shutdown(testCtx(t)))
-	completed, err := conn.Sink("out").Terminal()
+	conn := completingConnector{inmemory.New()}
+	cfg, err := messaging.LoadConfig(messaging.FromMap(map[string]string{"mp.messaging.outgoing.out.connector": "in-memory"}))
 	require.NoError(t, err)
-	require.True(t, completed, "the drain completes the sink")
-	h := rt.Health()
-	assert.True(t, h.Live, "%+v", h.Channels)
-	assert.False(t, h.Ready)
+	rt := messaging.New(cfg, messaging.WithConnector(conn))
+	em := messaging.NewEmitter[string](rt, "out")
+	start(t, rt)
+	require.NoError(t, em.Send(testCtx(t), "x"))
+	require.NoError(t, rt.Shutdown(testCtx(t)))
+	h := channelHealth(t, rt, "out", messaging.Outgoing)
+	assert.True(t, h.Completed, "premise: the sink reports its completion")
+	assert.True(t, h.Live, "%+v", h)
+	assert.True(t, rt.Health().Live)
+	assert.False(t, rt.Health().Ready)
+}
+
+// completingConnector's sinks report a completion once closed, as a sink
+// whose OnComplete arrived in the drain.
+type completingConnector struct{ *inmemory.Connector }
+
+func (c completingConnector) NewSink(ctx context.Context, cfg messaging.ChannelConfig) (messaging.Sink, error) {
+	s, err := c.Connector.NewSink(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &completingSink{Sink: s}, nil
+}
+
+type completingSink struct {
+	messaging.Sink
+	closed atomic.Bool
+}
+
+func (s *completingSink) Close(ctx context.Context) error {
+	s.closed.Store(true)
+	return s.Sink.Close(ctx)
+}
+
+func (s *completingSink) Health() messaging.ChannelHealth {
+	h := s.Sink.Health()
+	if s.closed.Load() {
+		h.Completed, h.Live, h.Ready = true, false, false
+	}
+	return h
 }
 
 // Health rule: a Subscribe subscriber that cancels outside Shutdown leaves

@@ -164,7 +164,8 @@ func NewSettledMessage[T any](payload T, md Metadata, s Settler) Message[T] {
 	if isNilValue(s) {
 		panic(fmt.Errorf("%w: settler", ErrNilArgument))
 	}
-	return &message[T]{payload: payload, md: md, s: &settlement{via: s}}
+	r := &relay[T]{}
+	return r.init(payload, md, s)
 }
 
 // relay is a message settled through a Settler, allocated in one piece with

@@ -132,6 +132,12 @@ func newInPort[T any](ch string) *inPort {
 }
 
 func decode[T any](c Codec, raw []byte, t reflect.Type) (v T, err error) {
+	if _, ok := c.(BytesCodec); ok { // the identity: no boxing through any
+		if p, ok := any(&v).(*[]byte); ok {
+			*p = raw
+			return v, nil
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: codec %s: %v", reactive.ErrPanic, c.Name(), r)
@@ -146,6 +152,16 @@ func decode[T any](c Codec, raw []byte, t reflect.Type) (v T, err error) {
 		return v, fmt.Errorf("codec %s returned %T, want %v", c.Name(), d, t)
 	}
 	return v, nil
+}
+
+// encodePayload encodes v; the bytes codec of a []byte is the identity.
+func encodePayload[T any](c Codec, v T) ([]byte, error) {
+	if _, ok := c.(BytesCodec); ok {
+		if p, ok := any(&v).(*[]byte); ok {
+			return *p, nil
+		}
+	}
+	return encode(c, v)
 }
 
 func encode(c Codec, v any) (b []byte, err error) {
@@ -163,7 +179,7 @@ func newOutPort[T any](ch string) *outPort {
 		toSink: func(ctx context.Context, b *builder, pub any, c Codec) reactive.Publisher[Message[[]byte]] {
 			up := asPub[T](pub)
 			g := newGate(func(m Message[T]) (Message[[]byte], bool) {
-				raw, err := encode(c, m.Payload())
+				raw, err := encodePayload(c, m.Payload())
 				if err != nil {
 					b.rt.log.Warn("messaging: encode failed", zap.String("channel", ch), zap.Error(err))
 					_ = m.Nack(ctx, fmt.Errorf("%w: channel %s: %w", ErrEncode, ch, err))
