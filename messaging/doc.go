@@ -160,23 +160,30 @@
 //
 // # Performance
 //
-// BenchmarkPipeline (go test -run '^$' -bench Pipeline -benchmem
-// ./messaging/, 2 vCPU AMD EPYC, shared machine, 3 runs) sends small
-// payloads from an in-memory source through Process (a copy) to an
-// in-memory sink, Post ack chain included, against a plain channel pipeline
-// doing the same copy without acknowledgement:
+// BenchmarkPipelineCPU sends small payloads from an in-memory source through
+// Process (a copy) to an in-memory sink, Post ack chain and the in-memory
+// connector's recording included, interleaved with a plain channel pipeline
+// doing the same copy without acknowledgement; cpu-ns/msg is the process's
+// user+system CPU time (getrusage) around the timed loop divided by the
+// messages. Measured with
 //
-//	runtime (prefetch 1, the default)  10.3–14.6 µs/msg  ~1.9 KB/msg  24 allocs/msg
-//	runtime, WithPrefetch(64)           3.4–5.3 µs/msg   ~1.8 KB/msg  21 allocs/msg
-//	channels                            0.23–0.30 µs/msg    32 B/msg   1 alloc/msg
+//	go test -run '^$' -bench PipelineCPU -benchmem -benchtime=50000x -count=3 ./messaging/
 //
-// So the runtime costs about 3–14 µs and 20 allocations per message over bare
-// channels: message and metadata values, the settle-once guard, the ack chain
-// and in-flight tracking, Reactive Streams demand signalling per stage, and
-// the in-memory connector's recording. With the default prefetch of 1 each
-// message waits for the previous one's round trip; raise WithPrefetch (and
-// WithConcurrency) for throughput. Against a broker round trip (milliseconds)
-// the overhead is small.
+// on 2 vCPU (AMD EPYC, a machine shared with other jobs):
+//
+//	                                    wall ns/msg  cpu-ns/msg   B/msg  allocs/msg
+//	runtime, prefetch 1 (the default)   5400–6900    6400–7900    1424   8
+//	runtime, WithPrefetch(64)           2300–3100    3000–4000    1355   7
+//	channels                              70–110       85–160       32   1
+//
+// The allocations per message are the delivered message and its
+// settlement (one value), the in-flight tracking wrapper, the Post output
+// and its encoded copy, the in-memory connector's settlement recorder and
+// the user function's copy. The CPU is mostly goroutine hand-offs: the
+// source's pull goroutine, the stage's invocation goroutine and the sink's
+// send goroutine each wake once per message when the pipeline runs dry,
+// which WithPrefetch (and WithConcurrency) amortise. Against a broker round
+// trip (milliseconds) the overhead is small.
 //
 // # Go-specific behaviour
 //
