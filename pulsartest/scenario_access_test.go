@@ -60,7 +60,7 @@ func TestAccessModeWaitForExclusiveQueues(t *testing.T) {
 			}
 			created <- p
 		}()
-		time.Sleep(300 * time.Millisecond) // let the waiting producer queue up
+		time.Sleep(queueDelay) // let the waiting producer queue up
 		select {
 		case <-created:
 			t.Fatal("the waiting producer was created while the exclusive one is connected")
@@ -106,7 +106,7 @@ func TestAccessModeWaitingQueueIsHonoured(t *testing.T) {
 				ready <- name
 				producers <- p
 			}()
-			time.Sleep(300 * time.Millisecond) // w1 queues before w2
+			time.Sleep(queueDelay) // w1 queues before w2
 		}
 		_, err = c.CreateProducer(apulsar.ProducerOptions{Topic: topic})
 		require.Error(t, err)
@@ -171,7 +171,7 @@ func TestAccessModeFencingFailsWaitingProducers(t *testing.T) {
 			}
 			failed <- err
 		}()
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(queueDelay) // the waiting producer queues before the fencing one comes
 		rc := dialURL(t, tg.ServiceURL())
 		fq := "persistent://public/default/" + topic
 		rc.lookup(fq)
@@ -190,6 +190,10 @@ func TestAccessModeFencingFailsWaitingProducers(t *testing.T) {
 		}
 	})
 }
+
+// queueDelay lets a WaitForExclusive producer's PRODUCER reach the broker before the next step; a real
+// broker gives no way to observe the queue, and a loaded 2-core machine needs the margin.
+const queueDelay = time.Second
 
 func waitFor(t *testing.T, ch <-chan string) string {
 	t.Helper()

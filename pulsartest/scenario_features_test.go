@@ -24,8 +24,18 @@ func TestNonPersistentTopicKeepsNothing(t *testing.T) {
 		k := subscribe(t, c, apulsar.ConsumerOptions{
 			Topic: np, SubscriptionName: "s", SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
 		})
-		sendAll(t, p, "live")
-		assert.Equal(t, "live", string(receive(t, k).Payload()))
+		// Until the consumer's FLOW reached the broker it has no permits, and a non-persistent message without
+		// a permit is dropped: send until one arrives.
+		var got apulsar.Message
+		eventually(t, "a live message", func() bool {
+			sendAll(t, p, "live")
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			m, err := k.Receive(ctx)
+			got = m
+			return err == nil
+		})
+		assert.Equal(t, "live", string(got.Payload()))
 		k.Close()
 		sendAll(t, p, "gone")
 		late := subscribe(t, c, apulsar.ConsumerOptions{
