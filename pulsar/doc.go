@@ -66,25 +66,29 @@
 //   - retry: the original properties, with bq-attempts set to this delivery's number and
 //     bq-delay only when the retry is delayed; the body with attempts set likewise (a poison
 //     body byte for byte);
+//
 //   - annotated dead letter: the original properties overlaid with the six bq-* properties
 //     of the copy (bq-attempts = this delivery's number), a usable bq-job kept (the routing
 //     decision), no bq-delay; the body with its dead_letter block;
+//
 //   - poison: the original properties with bq-attempts set and bq-delay removed, nothing
 //     added; the body {"raw":…,"raw_base64"?:…,"dead_letter":{…}};
+//
 //   - gate rejection: payload and properties byte for byte, no dead_letter block;
+//
 //   - truncated (a copy over [WithMaxMessageSize]): the properties of the copy it replaces;
 //     the body {"raw":…,"truncated":true,"original_size":…,"original_sha256":…,
 //     "dead_letter":{…}}.
 //
-//	c, err := bqpulsar.NewConsumer(client,
-//		bqpulsar.WithTopic("persistent://public/default/orders"),
-//		bqpulsar.WithSubscription("billing", apulsar.Shared),
-//		bqpulsar.Handle("urn:babel:orders:created", handleCreated),
-//		bqpulsar.WithMaxAttempts(5),
-//	)
-//	if err != nil { … }
-//	defer c.Close()
-//	err = c.Run(ctx) // until ctx ends
+//     c, err := bqpulsar.NewConsumer(client,
+//     bqpulsar.WithTopic("persistent://public/default/orders"),
+//     bqpulsar.WithSubscription("billing", apulsar.Shared),
+//     bqpulsar.Handle("urn:babel:orders:created", handleCreated),
+//     bqpulsar.WithMaxAttempts(5),
+//     )
+//     if err != nil { … }
+//     defer c.Close()
+//     err = c.Run(ctx) // until ctx ends
 //
 // # Retries on Exclusive and Failover subscriptions
 //

@@ -1,13 +1,9 @@
 package pulsar
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	apulsar "github.com/apache/pulsar-client-go/pulsar"
-
-	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 )
 
@@ -119,24 +115,18 @@ type Settlement = engine.Settlement
 type DeliveryHook = engine.DeliveryHook
 
 // OutgoingMessage is a message about to be sent by a [Publisher] (or the connector's sink),
-// as a [PublishHook] sees it.
-type OutgoingMessage struct {
-	// Topic is the destination topic.
-	Topic string
-	// Envelope is the envelope being sent; do not modify it.
-	Envelope *envelope.Envelope
-	// Message is the Pulsar message: its Properties already hold the bq-* projection and
-	// the caller's headers. A hook may add properties (a W3C traceparent, say); a property
-	// already present was given by the caller and should be left as it is.
-	Message *apulsar.ProducerMessage
-}
+// as a [PublishHook] sees it: its Topic, the Envelope being sent (do not modify it), and the
+// Pulsar Message, whose Properties already hold the bq-* projection and the caller's headers.
+// A hook may add properties (a W3C traceparent, say); a property already present was given
+// by the caller and should be left as it is.
+type OutgoingMessage = engine.OutgoingMessage
 
 // PublishHook is called for every message a [Publisher] sends, after the message is built
 // and before it is handed to the producer, with the context of the Publish call. It returns
 // a function called exactly once with the outcome of the send (it may be nil). Tracing uses
 // it to open a producer span and inject its context into the properties. A panic in it is
 // recovered and logged, and the message is sent without it.
-type PublishHook func(ctx context.Context, m *OutgoingMessage) func(id apulsar.MessageID, err error)
+type PublishHook = engine.PublishHook
 
 // Health is the state of a consumer (or another endpoint of this package) for liveness and
 // readiness probes: Live is false once it has stopped for good (closed, or its Pulsar

@@ -120,4 +120,3 @@ func collectAll(t *testing.T, client apulsar.Client, topic string, n int) []apul
 	}
 	return out
 }
-

@@ -91,6 +91,9 @@ type config struct {
 	producerCust  map[string]func(*apulsar.ProducerOptions)
 	logger        *zap.Logger
 	deadLetterFor func(context.Context, IncomingMetadata, error)
+	observer      bqpulsar.Observer
+	deliveryHooks []bqpulsar.DeliveryHook
+	publishHooks  []bqpulsar.PublishHook
 }
 
 func invalidOption(format string, args ...any) error {
@@ -174,6 +177,43 @@ func WithDeadLetterHook(f func(ctx context.Context, md IncomingMetadata, reason 
 			return invalidOption("nil dead-letter hook")
 		}
 		cc.deadLetterFor = f
+		return nil
+	})
+}
+
+// WithObserver gives every incoming channel's source the observer (see bqpulsar.Observer):
+// the pipeline's events, for metrics. Default: none. A nil observer is refused.
+func WithObserver(o bqpulsar.Observer) Option {
+	return optionFunc(func(cc *config) error {
+		if o == nil {
+			return invalidOption("nil observer")
+		}
+		cc.observer = o
+		return nil
+	})
+}
+
+// WithDeliveryHook adds a delivery hook to every incoming channel's source (see
+// bqpulsar.DeliveryHook): a context per delivery and its settlement, for tracing. Default:
+// none. A nil hook is refused.
+func WithDeliveryHook(h bqpulsar.DeliveryHook) Option {
+	return optionFunc(func(cc *config) error {
+		if h == nil {
+			return invalidOption("nil delivery hook")
+		}
+		cc.deliveryHooks = append(cc.deliveryHooks, h)
+		return nil
+	})
+}
+
+// WithPublishHook adds a publish hook to every outgoing channel's sink (see
+// bqpulsar.PublishHook), for tracing. Default: none. A nil hook is refused.
+func WithPublishHook(h bqpulsar.PublishHook) Option {
+	return optionFunc(func(cc *config) error {
+		if h == nil {
+			return invalidOption("nil publish hook")
+		}
+		cc.publishHooks = append(cc.publishHooks, h)
 		return nil
 	})
 }
@@ -376,6 +416,8 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		MaxAttempts:     attr[int](a, AttrMaxAttempts),
 		RetryDelay:      attr[time.Duration](a, AttrRetryDelay),
 		DeadLetterHook:  c.cfg.deadLetterFor,
+		Observer:        c.cfg.observer,
+		DeliveryHooks:   c.cfg.deliveryHooks,
 		SenderOptions:   senderTimeout(time.Duration(attr[int](a, AttrSendTimeoutMs)) * time.Millisecond),
 		Logger:          c.cfg.logger.With(zap.String("channel", ch)),
 	}
@@ -549,6 +591,7 @@ func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (mess
 		NoWaitForWriteCompletion: !attr[bool](a, AttrWaitForWrite),
 		ProjectEnvelope:          codec == CodecBabelQueue,
 		Tracing:                  attr[bool](a, AttrTracingEnabled),
+		PublishHooks:             c.cfg.publishHooks,
 		Logger:                   c.cfg.logger.With(zap.String("channel", ch)),
 	}
 	if err := a.err(); err != nil {

@@ -73,6 +73,10 @@ type SinkOptions struct {
 	// is written for other trace ids. The connector sets it from tracing-enabled
 	// (default true). Default: false.
 	Tracing bool
+	// PublishHooks are called for every message before it is sent and with the outcome of
+	// its send, as bqpulsar.WithPublishHook's are for a Publisher (tracing injects its
+	// context here). Default: none.
+	PublishHooks []bqpulsar.PublishHook
 	// Logger receives the sink's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
@@ -90,6 +94,7 @@ type Sink struct {
 	noWait   bool
 	project  bool
 	tracing  bool
+	hooks    []bqpulsar.PublishHook
 	logger   *zap.Logger
 
 	results chan sendResult // settled by the worker, capacity window
@@ -153,7 +158,7 @@ func NewSink(client apulsar.Client, o SinkOptions) (*Sink, error) {
 	}
 	s := &Sink{
 		channel: o.Channel, producer: p, in: reactive.NewInlet(int64(o.Window)), window: o.Window,
-		noWait: o.NoWaitForWriteCompletion, project: o.ProjectEnvelope, tracing: o.Tracing, logger: o.Logger,
+		noWait: o.NoWaitForWriteCompletion, project: o.ProjectEnvelope, tracing: o.Tracing, hooks: o.PublishHooks, logger: o.Logger,
 		results: make(chan sendResult, o.Window), quit: make(chan struct{}), done: make(chan struct{}),
 		ready: true, flushReq: make(chan struct{}, 1),
 	}
@@ -192,10 +197,12 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 	}
 	s.pending++
 	s.mu.Unlock()
-	pm := s.message(m)
+	pm, env := s.message(m)
+	finish := engine.RunPublishHooks(context.Background(), s.hooks,
+		&engine.OutgoingMessage{Topic: s.producer.Topic(), Envelope: env, Message: pm}, s.logger)
 	// Settle outside the producer lock: a settlement may request more, and the upstream
 	// may then call OnNext again on this goroutine.
-	switch sent := s.send(m, pm); {
+	switch sent := s.send(m, pm, finish); {
 	case !sent:
 		s.settle(context.Background(), sendResult{m: m, err: fmt.Errorf("%w: sink %q", messaging.ErrClosed, s.channel)}, true)
 	case s.noWait:
@@ -205,14 +212,20 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 
 // send enqueues pm unless the producer is closed; with write completion the callback
 // hands the outcome to the worker.
-func (s *Sink) send(m messaging.Message[[]byte], pm *apulsar.ProducerMessage) bool {
+func (s *Sink) send(m messaging.Message[[]byte], pm *apulsar.ProducerMessage, finish func(apulsar.MessageID, error)) bool {
 	s.prodMu.RLock()
 	defer s.prodMu.RUnlock()
 	if s.prodClosed {
+		if finish != nil {
+			finish(nil, fmt.Errorf("%w: sink %q", messaging.ErrClosed, s.channel))
+		}
 		return false
 	}
 	if s.noWait {
-		s.producer.SendAsync(context.Background(), pm, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+		s.producer.SendAsync(context.Background(), pm, func(id apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+			if finish != nil {
+				finish(id, err)
+			}
 			if err != nil {
 				s.logger.Warn("send failed after acknowledgement (waitForWriteCompletion=false)", zap.String("channel", s.channel), zap.Error(err))
 				s.noteResult(err)
@@ -220,7 +233,10 @@ func (s *Sink) send(m messaging.Message[[]byte], pm *apulsar.ProducerMessage) bo
 		})
 		return true
 	}
-	s.producer.SendAsync(context.Background(), pm, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+	s.producer.SendAsync(context.Background(), pm, func(id apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+		if finish != nil {
+			finish(id, err)
+		}
 		select {
 		case s.results <- sendResult{m: m, err: err}:
 		default:
@@ -233,7 +249,7 @@ func (s *Sink) send(m messaging.Message[[]byte], pm *apulsar.ProducerMessage) bo
 
 // message builds the Pulsar message of m: payload, OutgoingMetadata, and the bq-*
 // projection of an envelope payload when enabled.
-func (s *Sink) message(m messaging.Message[[]byte]) *apulsar.ProducerMessage {
+func (s *Sink) message(m messaging.Message[[]byte]) (*apulsar.ProducerMessage, *envelope.Envelope) {
 	o := engine.Outgoing{Payload: m.Payload()}
 	md, hasMD := messaging.MetadataOf[OutgoingMetadata](m.Metadata())
 	if hasMD {
@@ -254,7 +270,7 @@ func (s *Sink) message(m messaging.Message[[]byte]) *apulsar.ProducerMessage {
 			}
 		}
 	}
-	return pm
+	return pm, o.Env
 }
 
 // envelopeOf returns the envelope a babelqueue-codec payload encodes: the one the codec

@@ -11,8 +11,8 @@ import (
 type healthState struct {
 	nfailed atomic.Int32 // len(failed), read without the lock on the hot path
 	mu      sync.Mutex
-	dead   string           // why not live ("" while live)
-	failed map[string]error // area → its last error, while failing
+	dead    string           // why not live ("" while live)
+	failed  map[string]error // area → its last error, while failing
 }
 
 func (h *healthState) init() { h.failed = map[string]error{} }
