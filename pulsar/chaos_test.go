@@ -1,0 +1,239 @@
+package pulsar_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+// TestChaos is the acceptance scenario of the consumer's worker pool: 50,000 messages on
+// 1,000 keys, a handler that fails 20 % of its calls and panics in 2 %, every connection
+// dropped every 500 ms, a 2 s outage of the dead-letter topic (each write refused until the
+// send timeout), and two restarts of the consumer, on Shared, Key_Shared and Exclusive
+// subscriptions. Nothing may be lost: every message is handled successfully or sits in the
+// dead-letter topic. It takes minutes, so it runs only with BQ_CHAOS=1; its figures are
+// logged.
+func TestChaos(t *testing.T) {
+	if os.Getenv("BQ_CHAOS") != "1" {
+		t.Skip("chaos acceptance scenario (50,000 messages per subscription type, minutes): set BQ_CHAOS=1 to run it")
+	}
+	for _, st := range []struct {
+		name string
+		typ  apulsar.SubscriptionType
+	}{{"Shared", apulsar.Shared}, {"Key_Shared", apulsar.KeyShared}, {"Exclusive", apulsar.Exclusive}} {
+		t.Run(st.name, func(t *testing.T) { runChaos(t, st.typ) })
+	}
+}
+
+func runChaos(t *testing.T, subType apulsar.SubscriptionType) {
+	const (
+		n           = 50_000
+		keys        = 1000
+		maxAttempts = 3
+		concurrency = 8
+		queueSize   = 100
+		ackGroup    = 50
+		dropEvery   = 500 * time.Millisecond
+		outage      = 2 * time.Second
+	)
+	began := time.Now()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "chaos")
+	dlqTopic := topic + ".dlq"
+	require.NoError(t, b.CreateTopic(dlqTopic))
+	dead := collect(t, client, dlqTopic)
+	state := &lossState{
+		rng:       rand.New(rand.NewPCG(5, 6)),
+		attempts:  map[string][]int{},
+		successes: map[string]int{},
+	}
+	var dlqFailures, republishFailures atomic.Int64
+	onError := func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+		switch {
+		case errors.Is(err, bqpulsar.ErrDeadLetterWrite):
+			dlqFailures.Add(1)
+		case errors.Is(err, bqpulsar.ErrRepublish):
+			republishFailures.Add(1)
+		}
+	}
+	newChaosConsumer := func() *bqpulsar.Consumer {
+		c, err := bqpulsar.NewConsumer(client,
+			bqpulsar.WithTopic(topic),
+			bqpulsar.WithSubscription("app", subType),
+			bqpulsar.WithConsumerOptions(func(o *apulsar.ConsumerOptions) {
+				earliest(o)
+				o.ReceiverQueueSize = queueSize
+				o.AckGroupingOptions = &apulsar.AckGroupingOptions{MaxSize: ackGroup, MaxTime: 100 * time.Millisecond}
+			}),
+			bqpulsar.WithNackRedeliveryDelay(100*time.Millisecond),
+			bqpulsar.WithRetry(retry.Policy{MaxAttempts: maxAttempts}),
+			bqpulsar.WithConcurrency(concurrency),
+			bqpulsar.WithSenderOptions(func(o *apulsar.ProducerOptions) { o.SendTimeout = time.Second }),
+			bqpulsar.OnError(onError),
+			bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+				return state.handle(env)
+			}))
+		require.NoError(t, err)
+		return c
+	}
+	start := func(c *bqpulsar.Consumer) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		return func() {
+			cancel()
+			require.ErrorIs(t, <-done, context.Canceled)
+			require.NoError(t, c.Close())
+		}
+	}
+	stop := start(newChaosConsumer())
+
+	pub, err := bqpulsar.NewPublisher(client, topic)
+	require.NoError(t, err)
+	ids := make(map[string]bool, n)
+	var idsMu sync.Mutex
+	var pubWG sync.WaitGroup
+	keyRNG := rand.New(rand.NewPCG(7, 8))
+	for i := range n {
+		pubWG.Add(1)
+		key := "k" + strconv.Itoa(keyRNG.IntN(keys))
+		require.NoError(t, pub.PublishAsync(t.Context(), okURN, map[string]any{"i": i}, func(id string, err error) {
+			defer pubWG.Done()
+			assert.NoError(t, err)
+			idsMu.Lock()
+			ids[id] = true
+			idsMu.Unlock()
+		}, bqpulsar.WithKey(key)))
+	}
+	pubWG.Wait()
+	require.NoError(t, pub.Close())
+	require.Len(t, ids, n)
+	published := time.Now()
+
+	// Drops every 500 ms until everything is settled.
+	dropCtx, stopDrops := context.WithCancel(context.Background())
+	dropsDone := make(chan int)
+	go func() {
+		tick := time.NewTicker(dropEvery)
+		defer tick.Stop()
+		drops := 0
+		for {
+			select {
+			case <-dropCtx.Done():
+				dropsDone <- drops
+				return
+			case <-tick.C:
+				b.DropConnections()
+				drops++
+			}
+		}
+	}()
+	defer stopDrops()
+
+	handled := func() int {
+		state.mu.Lock()
+		defer state.mu.Unlock()
+		return len(state.successes)
+	}
+	restarts, outageDone := 0, false
+	var outageAt time.Time
+	settled := func() bool { return handled()+dead.count() >= n && b.Backlog(topic, "app") == 0 }
+	deadline := time.Now().Add(10 * time.Minute)
+	for !settled() || restarts < 2 || !outageDone {
+		require.False(t, time.Now().After(deadline), "chaos did not settle: handled %d, dead %d, backlog %d",
+			handled(), dead.count(), b.Backlog(topic, "app"))
+		_, successes := state.progress()
+		switch {
+		case outageAt.IsZero() && successes >= n/3:
+			b.FailNextSends(dlqTopic, 1<<30, pulsartest.NotAllowedError)
+			outageAt = time.Now()
+		case !outageAt.IsZero() && !outageDone && time.Since(outageAt) >= outage:
+			b.FailNextSends(dlqTopic, 0, pulsartest.NotAllowedError)
+			outageDone = true
+		}
+		if (restarts == 0 && successes >= n/4) || (restarts == 1 && successes >= 2*n/3) {
+			stop()
+			stop = start(newChaosConsumer())
+			restarts++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopDrops()
+	drops := <-dropsDone
+	stop()
+	elapsed := time.Since(published)
+
+	deadIDs := map[string]int{}
+	for _, m := range dead.wait(t, dead.count(), time.Second) {
+		env, err := envelope.Decode(m.Payload())
+		require.NoError(t, err)
+		require.NotNil(t, env.DeadLetter)
+		assert.True(t, ids[env.Meta.ID], "dead letter of an unknown message")
+		assert.Equal(t, envelope.ReasonFailed, env.DeadLetter.Reason)
+		deadIDs[env.Meta.ID]++
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	lost, repeats, dupSuccess, both, beyond := 0, 0, 0, 0, 0
+	for id := range ids {
+		seen := state.attempts[id]
+		if state.successes[id] == 0 && deadIDs[id] == 0 {
+			lost++
+		}
+		if state.successes[id] > 1 {
+			dupSuccess += state.successes[id] - 1
+		}
+		if state.successes[id] > 0 && deadIDs[id] > 0 {
+			both++
+		}
+		distinct := map[int]bool{}
+		for _, a := range seen {
+			if a > maxAttempts {
+				beyond++
+			}
+			distinct[a] = true
+		}
+		repeats += len(seen) - len(distinct)
+	}
+	copies := 0
+	for _, c := range deadIDs {
+		copies += c
+	}
+	t.Logf("%s: published %d, handled %d, dead-lettered %d (copies %d), lost %d; handler calls %d, "+
+		"repeated deliveries %d, duplicate successes %d, handled and dead-lettered %d, calls beyond max attempts %d; "+
+		"%d drops, 1 DLQ outage of %s (%d failed dead-letter writes, %d failed republishes), %d restarts; settled in %s after publishing (total %s)",
+		subTypeName(subType), n, len(state.successes), len(deadIDs), copies, lost, state.calls,
+		repeats, dupSuccess, both, beyond, drops, outage, dlqFailures.Load(), republishFailures.Load(), restarts, elapsed.Round(time.Millisecond),
+		time.Since(began).Round(time.Millisecond))
+	assert.Zero(t, lost, "messages lost")
+	assert.Zero(t, beyond, "deliveries handled beyond max attempts")
+}
+
+func subTypeName(t apulsar.SubscriptionType) string {
+	switch t {
+	case apulsar.Shared:
+		return "Shared"
+	case apulsar.KeyShared:
+		return "Key_Shared"
+	case apulsar.Exclusive:
+		return "Exclusive"
+	default:
+		return "Failover"
+	}
+}
