@@ -41,6 +41,7 @@ func TestChaos(t *testing.T) {
 }
 
 func runChaos(t *testing.T, subType apulsar.SubscriptionType) {
+	t.Helper()
 	const (
 		n           = 50_000
 		keys        = 1000
