@@ -38,12 +38,12 @@ bench-compare:
 	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_OUT="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))" \
 		$(GO) test -count=1 -timeout=30m -run='^TestCompare$$' -v ./internal/benchcompare
 
-## fuzz: a short pass over every fuzz target (FUZZTIME each)
+## fuzz: every Fuzz* target of the module, FUZZTIME each, on top of the seed corpus. The
+## targets are found with `go test -list '^Fuzz' ./...` (tools/fuzz/run.sh), so a new one is
+## fuzzed without editing this file. A crasher is written to testdata/fuzz/<FuzzName>/ of its
+## package: fix the bug and commit that file there, as a regression case `go test` replays.
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./envelope
-	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./envelope
-	$(GO) test -run='^$$' -fuzz='^FuzzParseAttempts$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./pulsar
-	$(GO) test -run='^$$' -fuzz='^FuzzGateVerdict$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./pulsar
+	GO="$(GO)" FUZZTIME="$(FUZZTIME)" bash tools/fuzz/run.sh
 
 cover:
 	$(GO) test -race -covermode=atomic -coverprofile=cover.out ./...
