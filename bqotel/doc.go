@@ -12,8 +12,18 @@
 //	unregister, err := tel.RegisterConsumer("billing", con) // the in-flight gauge
 //
 // Without WithTracerProvider and WithMeterProvider the global providers are used. Endpoints
-// that take the hooks one by one (the connector's source and sink) get them from
-// [Telemetry.DeliveryHook], [Telemetry.Observer] and [Telemetry.PublishHook].
+// that take the hooks one by one get them from [Telemetry.DeliveryHook],
+// [Telemetry.Observer] and [Telemetry.PublishHook]; for the messaging runtime's
+// babelqueue-pulsar connector:
+//
+//	connector.New(connector.WithObserver(tel.Observer()),
+//		connector.WithDeliveryHook(tel.DeliveryHook()), connector.WithPublishHook(tel.PublishHook()))
+//
+// (or SourceOptions.Observer and .DeliveryHooks, SinkOptions.PublishHooks). Turn the sink's
+// own tracing off there (tracing-enabled=false, SinkOptions.Tracing false): it writes a
+// traceparent derived from the trace_id before the publish hook runs, and the hook keeps a
+// traceparent that is already present, so the downstream consumer spans would not be
+// children of the sink's producer span.
 //
 // # Producer spans
 //

@@ -1,0 +1,93 @@
+package bqotel_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/bqotel"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
+	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
+)
+
+// collector requests without bound and keeps what a Source delivers.
+type collector struct {
+	mu   sync.Mutex
+	msgs []messaging.Message[[]byte]
+}
+
+func (*collector) OnSubscribe(s reactive.Subscription) { s.Request(1 << 30) }
+
+func (c *collector) OnNext(m messaging.Message[[]byte]) {
+	c.mu.Lock()
+	c.msgs = append(c.msgs, m)
+	c.mu.Unlock()
+}
+
+func (*collector) OnError(error) {}
+
+func (*collector) OnComplete() {}
+
+func (c *collector) received() []messaging.Message[[]byte] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]messaging.Message[[]byte](nil), c.msgs...)
+}
+
+// The connector's sink and source take the same hooks: the source's consumer span is the
+// child of the sink's producer span, and the source's deliveries are counted.
+func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sink, err := connector.NewSink(f.client, connector.SinkOptions{
+		Producer:        apulsar.ProducerOptions{Topic: f.topic},
+		ProjectEnvelope: true,
+		// The sink's own tracing derives a traceparent from the trace_id, which the publish
+		// hook would then leave alone (a present traceparent wins); with bqotel the hook
+		// writes the real one.
+		Tracing:      false,
+		PublishHooks: []bqpulsar.PublishHook{f.tel.PublishHook()},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, sink.Close(context.Background())) })
+	env, err := envelope.Make(orderURN, map[string]any{"order_id": 10})
+	require.NoError(t, err)
+	payload, err := env.Encode()
+	require.NoError(t, err)
+	reactive.FromSlice(messaging.NewMessage(payload)).Subscribe(sink)
+
+	src, err := connector.NewSource(f.client, connector.SourceOptions{
+		Consumer: apulsar.ConsumerOptions{
+			Topic: f.topic, SubscriptionName: "invoicing", Type: apulsar.Shared,
+			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+		},
+		DeliveryHooks: []bqpulsar.DeliveryHook{f.tel.DeliveryHook()},
+		Observer:      f.tel.Observer(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, src.Close(context.Background())) })
+	col := &collector{}
+	src.Subscribe(col)
+	eventually(t, func() bool { return len(col.received()) == 1 }, "nothing delivered")
+	require.NoError(t, col.received()[0].Ack(context.Background()))
+
+	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
+	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+	assert.Equal(t, env.Meta.ID, attrOf(producer, "messaging.message.id").AsString())
+	assert.Equal(t, producer.SpanContext().SpanID(), consumer.Parent().SpanID())
+	assert.Equal(t, producer.SpanContext().TraceID(), consumer.SpanContext().TraceID())
+	assert.Equal(t, "invoicing", attrOf(consumer, "messaging.destination.subscription.name").AsString())
+	assert.Equal(t, "acked", attrOf(consumer, bqotel.AttrOutcome).AsString())
+	eventually(t, func() bool { return f.counters(t)[bqotel.MetricSettled] == 1 }, "the settlement was not counted")
+	c := f.counters(t)
+	assert.Equal(t, int64(1), c[bqotel.MetricSent])
+	assert.Equal(t, int64(1), c[bqotel.MetricConsumed])
+}
