@@ -19,6 +19,15 @@ type Codec interface {
 	Decode(b []byte, t reflect.Type) (any, error)
 }
 
+// MetadataEncoder is an optional capability of a [Codec]: EncodeWithMetadata returns the
+// bytes of v and metadata items that the runtime attaches to the outgoing message, so that
+// a connector's sink can use what the codec learned while encoding (the BabelQueue codec
+// attaches the envelope it encoded) instead of decoding the bytes it was just given. The
+// runtime calls it instead of Encode when the codec has it.
+type MetadataEncoder interface {
+	EncodeWithMetadata(v any) ([]byte, []any, error)
+}
+
 // CodecProvider is an optional Connector capability: codecs the connector
 // contributes (e.g. the BabelQueue envelope codec).
 type CodecProvider interface {

@@ -164,6 +164,21 @@ func encodePayload[T any](c Codec, v T) ([]byte, error) {
 	return encode(c, v)
 }
 
+// encodeWithMetadata encodes v, with the metadata items of a [MetadataEncoder] codec.
+func encodeWithMetadata[T any](c Codec, v T) (b []byte, items []any, err error) {
+	me, ok := c.(MetadataEncoder)
+	if !ok {
+		b, err = encodePayload(c, v)
+		return b, nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: codec %s: %v", reactive.ErrPanic, c.Name(), r)
+		}
+	}()
+	return me.EncodeWithMetadata(v)
+}
+
 func encode(c Codec, v any) (b []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -179,13 +194,17 @@ func newOutPort[T any](ch string) *outPort {
 		toSink: func(ctx context.Context, b *builder, pub any, c Codec) reactive.Publisher[Message[[]byte]] {
 			up := asPub[T](pub)
 			g := newGate(func(m Message[T]) (Message[[]byte], bool) {
-				raw, err := encodePayload(c, m.Payload())
+				raw, items, err := encodeWithMetadata(c, m.Payload())
 				if err != nil {
 					b.rt.log.Warn("messaging: encode failed", zap.String("channel", ch), zap.Error(err))
 					_ = m.Nack(ctx, fmt.Errorf("%w: channel %s: %w", ErrEncode, ch, err))
 					return nil, false
 				}
-				return WithPayload(m, raw), true
+				out := WithPayload(m, raw)
+				if len(items) > 0 {
+					out = WithMetadataItems(out, items...)
+				}
+				return out, true
 			}, nackDropped[[]byte](ctx), b.state(ch))
 			return connectLazily[Message[[]byte]](g, func() { up.Subscribe(g) })
 		},

@@ -47,6 +47,23 @@ func (EnvelopeCodec) Encode(v any) ([]byte, error) {
 	}
 }
 
+// EncodeWithMetadata is Encode, returning also an [EncodedEnvelope] item that the runtime
+// attaches to the outgoing message (messaging.MetadataEncoder), so that the sink projects
+// the bq-* properties from the envelope instead of decoding the bytes again.
+func (c EnvelopeCodec) EncodeWithMetadata(v any) ([]byte, []any, error) {
+	b, err := c.Encode(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	env, _ := v.(*envelope.Envelope)
+	if e, ok := v.(envelope.Envelope); ok {
+		env = &e
+	}
+	return b, []any{EncodedEnvelope{Envelope: env}}, nil
+}
+
+var _ messaging.MetadataEncoder = EnvelopeCodec{}
+
 // Decode classifies b as an envelope (attempts as in the body; the reconciled count is
 // [IncomingMetadata].Attempts).
 func (EnvelopeCodec) Decode(b []byte, t reflect.Type) (any, error) {

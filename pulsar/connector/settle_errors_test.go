@@ -121,3 +121,28 @@ func TestSinkWritesNoDelayForAPastDeliverAt(t *testing.T) {
 	msgs := got.wait(t, 1)
 	assert.NotContains(t, msgs[0].Properties(), bqpulsar.PropDelay)
 }
+
+// TestSinkProjectsTheEncodedEnvelopeWithoutDecoding: with the babelqueue codec the runtime
+// attaches the envelope the codec encoded, and the sink projects the bq-* properties from
+// it; the bytes are not decoded again (here they are not even an envelope).
+func TestSinkProjectsTheEncodedEnvelopeWithoutDecoding(t *testing.T) {
+	t.Parallel()
+	b, err := pulsartest.Start(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "sink")
+	got := collect(t, client, topic)
+	sink, err := connector.NewSink(client, connector.SinkOptions{Producer: apulsar.ProducerOptions{Topic: topic}, ProjectEnvelope: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sink.Close(context.Background()) })
+	env, err := envelope.Make("urn:babel:orders:created", nil)
+	require.NoError(t, err)
+	raw, items, err := connector.EnvelopeCodec{}.EncodeWithMetadata(env)
+	require.NoError(t, err)
+	require.NotEmpty(t, raw)
+	m := messaging.NewMessage([]byte("opaque"), messaging.WithMetadata(messaging.NewMetadata(items...)))
+	reactive.FromSlice(m).Subscribe(sink)
+	msgs := got.wait(t, 1)
+	assert.Equal(t, bqpulsar.ProjectProperties(env), msgs[0].Properties())
+}

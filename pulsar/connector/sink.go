@@ -110,6 +110,7 @@ type Sink struct {
 	pending    int
 	subscribed bool
 	ended      bool // upstream completed or failed
+	completed  bool // upstream completed: the channel's stream ended
 	closed     bool
 	failure    error
 	ready      bool
@@ -408,7 +409,12 @@ func (s *Sink) OnError(err error) {
 }
 
 // OnComplete implements reactive.Subscriber: pending sends are flushed.
-func (s *Sink) OnComplete() { s.upstreamEnded() }
+func (s *Sink) OnComplete() {
+	s.mu.Lock()
+	s.completed = true
+	s.mu.Unlock()
+	s.upstreamEnded()
+}
 
 func (s *Sink) upstreamEnded() {
 	s.in.Terminated()
@@ -437,7 +443,10 @@ func (s *Sink) Health() messaging.ChannelHealth {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Outgoing, Started: true}
-	h.Live = s.failure == nil
+	// A stream that completed has ended: not live, and that is its only reason when
+	// nothing failed (the runtime accepts it during its shutdown drain).
+	h.Completed = s.completed && s.failure == nil
+	h.Live = s.failure == nil && !s.completed
 	h.Ready = h.Live && s.ready && !s.closed
 	for i, r := range s.reasons {
 		if i > 0 {

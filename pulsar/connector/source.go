@@ -199,6 +199,7 @@ type Source struct {
 	inflight   int                              // received, not yet settled (queue included)
 	atEnd      bool                             // complete-at-end reached: receive no more
 	failure    error                            // fatal: OnError downstream, not live
+	completed  bool                             // the stream completed (complete-at-end): not live
 	settled    chan struct{}                    // closed and replaced on every settlement
 	timers     map[*engine.Delivery]*time.Timer // ack timeouts of unsettled messages
 	closeOnce  sync.Once
@@ -464,6 +465,7 @@ func (s *Source) poll(canEmit bool) (messaging.Message[[]byte], reactive.PollSta
 	}
 	if s.completeAtEnd && s.atEnd {
 		s.stopPump()
+		s.completed = true
 		return nil, reactive.PollDone, nil
 	}
 	if canEmit {
@@ -733,15 +735,18 @@ func (s *Source) InFlight() int {
 	return s.inflight
 }
 
-// Health reports the source's health: started once subscribed, live until a fatal failure
-// or Close, ready while live and the engine's last receive, acknowledgement and settlement
+// Health reports the source's health: started once subscribed, live until a fatal failure,
+// Close or the end of a complete-at-end stream (then Completed), ready while live and the engine's last receive, acknowledgement and settlement
 // write succeeded; Reason joins the engine's reasons.
 func (s *Source) Health() messaging.ChannelHealth {
 	eh := s.eng.Health()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Incoming, Started: true}
-	h.Live = s.failure == nil && eh.Live
+	// A stream that completed has ended: not live, and that is its only reason when
+	// nothing failed (the runtime accepts it during its shutdown drain).
+	h.Completed = s.completed && s.failure == nil
+	h.Live = s.failure == nil && eh.Live && !s.completed
 	h.Ready = h.Live && eh.Ready && !s.closed
 	h.Reason = strings.Join(eh.Reasons, "; ")
 	return h

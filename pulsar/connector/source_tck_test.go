@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,12 +51,15 @@ func TestTCK_Source(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
 	o := tckBrokerOptions
-	o.MaxElements = 1024
 	o.MaxSubscribers = 1
+	o.SkipStochastic = false
 	tck.VerifyPublisher(t, tck.PublisherFactory[bytesMsg]{
 		Create: func(t *testing.T, n int64) reactive.Publisher[bytesMsg] {
 			t.Helper()
-			return newTestSource(t, client, int(n), nil)
+			if n <= eagerElements {
+				return newTestSource(t, client, int(n), nil)
+			}
+			return lazySource(t, client)
 		},
 		CreateFailed: func(t *testing.T) reactive.Publisher[bytesMsg] {
 			t.Helper()
@@ -64,4 +68,47 @@ func TestTCK_Source(t *testing.T) {
 			return s
 		},
 	}, o)
+}
+
+// eagerElements is the most a TCK publisher is created with by publishing everything first;
+// a larger (up to unbounded) element count gets a lazySource.
+const eagerElements = 1024
+
+// lazySource is a Source over a topic that a producer keeps filling while the test runs, a
+// little ahead of what the source received, so that the "unbounded" TCK publishers (the
+// MaxInt64 demand tests) have elements without a backlog of 2^63 messages. It never
+// completes.
+func lazySource(t *testing.T, client apulsar.Client) *connector.Source {
+	t.Helper()
+	topic := uniqueTopic(t, "lazy")
+	s := newTestSource(t, client, 0, func(o *connector.SourceOptions) {
+		o.Consumer.Topic = topic
+		o.CompleteAtEnd = false
+	})
+	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic})
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			if s.InFlight() > 256 {
+				select { // far enough ahead of the subscriber: wait for it
+				case <-ctx.Done():
+				case <-time.After(time.Millisecond):
+				}
+				continue
+			}
+			p.SendAsync(ctx, &apulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m-%d", i)}, func(apulsar.MessageID, *apulsar.ProducerMessage, error) {})
+			if i%64 == 63 {
+				_ = p.FlushWithCtx(ctx)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		p.Close()
+	})
+	return s
 }

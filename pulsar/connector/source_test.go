@@ -285,5 +285,5 @@ func TestSource_SurvivesADroppedConnection(t *testing.T) {
 	}
 	require.Len(t, seen, total, "every message delivered across the reconnect")
 	h := src.Health()
-	require.True(t, h.Live && h.Started, "%+v", h)
+	require.True(t, h.Started && h.Completed && !h.Live, "completed at its end, nothing failed: %+v", h)
 }
