@@ -108,7 +108,7 @@
 // client for the rest, so the broker is not the bottleneck of the SDK's benchmarks. Everything is kept in
 // memory: a benchmark holds all its payloads until Close (or Trim).
 //
-// # Deviations from BROKER.md
+// # Notes and deviations
 //
 //   - The admin REST subset (WithAdminHTTP, WithAdminTLS) covers topics and partitioned topics (create with a
 //     count or pulsaradmin's metadata body, grow, delete, list), partition metadata, subscriptions, stats and
