@@ -3,6 +3,7 @@ package pulsar_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -122,4 +123,20 @@ func TestHealthHandlerOverARealConsumer(t *testing.T) {
 	assert.NotEmpty(t, body.Checks[0].Reasons)
 	code, _, _ = probe(t, h, http.MethodGet, "/ready")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
+}
+
+func ExampleHealthHandler() {
+	// A consumer is a HealthChecker; here, one that has lost its broker connection.
+	var consumer bqpulsar.HealthChecker = fixedHealth{Live: true, Reasons: []string{"receive failing: connection refused"}}
+	mux := http.NewServeMux()
+	mux.Handle("/health/", bqpulsar.HealthHandler(bqpulsar.NamedHealthCheck("billing", consumer)))
+
+	for _, path := range []string{"/health/live", "/health/ready"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, path, nil))
+		fmt.Print(path, " ", rec.Code, " ", rec.Body.String())
+	}
+	// Output:
+	// /health/live 200 {"status":"UP","checks":[{"name":"billing","status":"UP","live":true,"ready":false,"reasons":["receive failing: connection refused"]}]}
+	// /health/ready 503 {"status":"DOWN","checks":[{"name":"billing","status":"DOWN","live":true,"ready":false,"reasons":["receive failing: connection refused"]}]}
 }
