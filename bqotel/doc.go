@@ -110,14 +110,14 @@
 // nothing per message. With it, each delivery and each send starts and ends a span and
 // adds a few counter increments over cached attribute sets. BenchmarkConsume and
 // BenchmarkPublish in this package measure both ways on the embedded broker, with every
-// span sampled and recorded but not exported; on a 2-core machine (go test -bench .
-// -benchmem -benchtime=2000x) they gave:
+// span sampled and recorded but not exported; on a loaded 2-core machine (go test -bench .
+// -benchmem -benchtime=2000x -count=3, four runs in all) they gave:
 //
-//	consume, plain     4.6 µs/msg    4.2 kB/msg   42 allocs/msg
-//	consume, bqotel   10.6 µs/msg    9.7 kB/msg   76 allocs/msg
-//	publish, plain    59 µs/msg     15.8 kB/msg  169 allocs/msg (a synchronous round trip)
-//	publish, bqotel   71 µs/msg     19.1 kB/msg  194 allocs/msg
+//	consume, plain     2.8–4.6 µs/msg    4.2 kB/msg   42 allocs/msg
+//	consume, bqotel    9.9–14.3 µs/msg   9.7 kB/msg   76 allocs/msg
+//	publish, plain     58–70 µs/msg     15.8 kB/msg  169 allocs/msg (a synchronous round trip)
+//	publish, bqotel    67–86 µs/msg     19.1 kB/msg  194 allocs/msg
 //
-// that is about 6 µs, 5.5 kB and 34 allocations more per delivery, and 3.3 kB and 25
+// that is about 7–10 µs, 5.5 kB and 34 allocations more per delivery, and 3.3 kB and 25
 // allocations more per send; an exporter adds its own cost on top.
 package bqotel
