@@ -50,10 +50,9 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 	sink, err := connector.NewSink(f.client, connector.SinkOptions{
 		Producer:        apulsar.ProducerOptions{Topic: f.topic},
 		ProjectEnvelope: true,
-		// The sink's own tracing derives a traceparent from the trace_id, which the publish
-		// hook would then leave alone (a present traceparent wins); with bqotel the hook
-		// writes the real one.
-		Tracing:      false,
+		// The sink's own tracing (derive a traceparent from the trace_id) runs after the
+		// publish hook, so the hook's traceparent is the one sent.
+		Tracing:      true,
 		PublishHooks: []bqpulsar.PublishHook{f.tel.PublishHook()},
 	})
 	require.NoError(t, err)

@@ -19,11 +19,9 @@
 //	connector.New(connector.WithObserver(tel.Observer()),
 //		connector.WithDeliveryHook(tel.DeliveryHook()), connector.WithPublishHook(tel.PublishHook()))
 //
-// (or SourceOptions.Observer and .DeliveryHooks, SinkOptions.PublishHooks). Turn the sink's
-// own tracing off there (tracing-enabled=false, SinkOptions.Tracing false): it writes a
-// traceparent derived from the trace_id before the publish hook runs, and the hook keeps a
-// traceparent that is already present, so the downstream consumer spans would not be
-// children of the sink's producer span.
+// (or SourceOptions.Observer and .DeliveryHooks, SinkOptions.PublishHooks). The sink runs
+// its publish hooks before its own tracing-enabled derivation, so the producer span's
+// traceparent is the one sent, and downstream consumer spans are its children.
 //
 // # Producer spans
 //

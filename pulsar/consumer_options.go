@@ -345,10 +345,22 @@ func OnRoutingMismatch(h RoutingMismatchHook) ConsumerOption {
 	})
 }
 
-// WithObserver sets the observer of pipeline events (see [Observer]). Default: none.
+// WithObserver adds an observer of pipeline events (see [Observer]); several observers all
+// see every event, in the order given (a metrics observer beside your own, say). A nil
+// observer is ignored. Default: none.
 func WithObserver(o Observer) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.observer = o
+		switch {
+		case o == nil:
+		case c.observer == nil:
+			c.observer = o
+		default:
+			prev := c.observer
+			c.observer = ObserverFunc(func(e Event) {
+				prev.Observe(e)
+				o.Observe(e)
+			})
+		}
 		return nil
 	})
 }

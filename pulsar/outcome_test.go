@@ -323,3 +323,18 @@ func TestCopiesCarryExactlyTheDocumentedProperties(t *testing.T) {
 		assert.Equal(t, msg.payload, pm.Payload, "payload byte for byte, no dead_letter block")
 	})
 }
+
+func TestSeveralObserversAllSeeEveryEvent(t *testing.T) {
+	t.Parallel()
+	var a, b []EventKind
+	h := newHarness(t, Handle(testURN, handlerReturning(nil)),
+		WithObserver(ObserverFunc(func(e Event) { a = append(a, e.Kind) })),
+		WithObserver(nil),
+		WithObserver(ObserverFunc(func(e Event) { b = append(b, e.Kind) })))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	h.process(msg)
+	assert.Equal(t, []EventKind{EventReceived, EventHandled}, a)
+	assert.Equal(t, a, b)
+	assert.Contains(t, h.kinds(), EventHandled, "the harness's own observer too")
+}

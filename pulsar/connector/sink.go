@@ -201,6 +201,7 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 	pm, env := s.message(m)
 	finish := engine.RunPublishHooks(context.Background(), s.hooks,
 		&engine.OutgoingMessage{Topic: s.producer.Topic(), Envelope: env, Message: pm}, s.logger)
+	s.traceparent(pm) // after the hooks: a tracing hook's own traceparent wins
 	// Settle outside the producer lock: a settlement may request more, and the upstream
 	// may then call OnNext again on this goroutine.
 	switch sent := s.send(m, pm, finish); {
@@ -264,14 +265,20 @@ func (s *Sink) message(m messaging.Message[[]byte]) (*apulsar.ProducerMessage, *
 	if hasMD {
 		pm.DisableReplication, pm.ReplicationClusters = md.DisableReplication, md.ReplicationClusters
 	}
-	if s.tracing {
-		if _, ok := pm.Properties[PropTraceparent]; !ok {
-			if tp := Traceparent(pm.Properties[bqpulsar.PropTraceID]); tp != "" {
-				pm.Properties[PropTraceparent] = tp
-			}
+	return pm, o.Env
+}
+
+// traceparent writes, with tracing-enabled, a W3C traceparent derived from the trace id
+// when the message has none (from its metadata or a publish hook).
+func (s *Sink) traceparent(pm *apulsar.ProducerMessage) {
+	if !s.tracing {
+		return
+	}
+	if _, ok := pm.Properties[PropTraceparent]; !ok {
+		if tp := Traceparent(pm.Properties[bqpulsar.PropTraceID]); tp != "" {
+			pm.Properties[PropTraceparent] = tp
 		}
 	}
-	return pm, o.Env
 }
 
 // envelopeOf returns the envelope a babelqueue-codec payload encodes: the one the codec
