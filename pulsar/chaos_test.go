@@ -26,11 +26,11 @@ import (
 // dropped every 500 ms, a 2 s outage of the dead-letter topic (each write refused until the
 // send timeout), and two restarts of the consumer, on Shared, Key_Shared and Exclusive
 // subscriptions. Nothing may be lost: every message is handled successfully or sits in the
-// dead-letter topic. It takes minutes, so it runs only with BQ_CHAOS=1; its figures are
-// logged.
+// dead-letter topic. It takes about a minute (up to 10 minutes before it gives up), so it
+// runs only with BQ_CHAOS=1; its figures are logged.
 func TestChaos(t *testing.T) {
 	if os.Getenv("BQ_CHAOS") != "1" {
-		t.Skip("chaos acceptance scenario (50,000 messages per subscription type, minutes): set BQ_CHAOS=1 to run it")
+		t.Skip("chaos acceptance scenario (50,000 messages per subscription type, about a minute): set BQ_CHAOS=1 to run it")
 	}
 	for _, st := range []struct {
 		name string
