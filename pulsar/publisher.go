@@ -27,6 +27,13 @@ type Publisher struct {
 	queueOpt []envelope.MakeOption // envelope.WithQueue(queue), built once
 	hooks    []PublishHook
 
+	// recycle is true when the outgoing messages may be reused once the client is done with
+	// them: the Publisher created the producer (so its Send waits for the receipt unless ctx
+	// ends), without chunking (whose callback may run while later chunks are still being
+	// cut from the payload), interceptors or publish hooks (which could keep the message).
+	recycle bool
+	outs    sync.Pool // *outMsg, when recycle
+
 	mu     sync.RWMutex // guards closed and wg.Add against Close
 	closed bool
 	wg     sync.WaitGroup // PublishAsync callbacks not yet run
@@ -67,7 +74,9 @@ func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) 
 	if err != nil {
 		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, WrapConnectError("", err))
 	}
-	return newPublisher(p, p.Close, topic, cfg), nil
+	pub := newPublisher(p, p.Close, topic, cfg)
+	pub.recycle = !po.EnableChunking && po.Interceptors == nil && len(cfg.publishHooks) == 0
+	return pub, nil
 }
 
 // WrapProducer returns a Publisher over an existing producer. [Publisher.Close] flushes
@@ -182,7 +191,7 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 	if err != nil {
 		return err
 	}
-	msg, err := p.message(env, &po)
+	om, err := p.message(env, &po)
 	if err != nil {
 		return err
 	}
@@ -190,39 +199,51 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 		select {
 		case p.pending <- struct{}{}:
 		default:
+			p.release(om)
 			return ErrFull
 		}
 	} else {
 		select {
-		case p.pending <- struct{}{}:
-		case <-ctx.Done():
-			return fmt.Errorf("pulsar: publish to %q: waiting for a pending slot: %w", p.topic, ctx.Err())
+		case p.pending <- struct{}{}: // a free slot: no need to watch ctx
+		default:
+			select {
+			case p.pending <- struct{}{}:
+			case <-ctx.Done():
+				p.release(om)
+				return fmt.Errorf("pulsar: publish to %q: waiting for a pending slot: %w", p.topic, ctx.Err())
+			}
 		}
 	}
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
 		<-p.pending
+		p.release(om)
 		return ErrClosed
 	}
 	p.wg.Add(1)
 	p.mu.RUnlock()
-	id := env.Meta.ID
-	finish := p.beforeSend(ctx, env, msg)
-	p.producer.SendAsync(ctx, msg, func(mid apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
-		defer p.wg.Done()
-		<-p.pending
-		if finish != nil {
-			finish(mid, err)
-		}
-		if err != nil {
-			err = fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
-		}
-		if done != nil {
-			done(id, err)
-		}
-	})
+	om.id, om.done = env.Meta.ID, done
+	om.finish = p.beforeSend(ctx, env, &om.pm)
+	p.producer.SendAsync(ctx, &om.pm, om.callback)
 	return nil
+}
+
+// sent is the end of an asynchronous send: the client's callback of om.
+func (p *Publisher) sent(om *outMsg, mid apulsar.MessageID, err error) {
+	defer p.wg.Done()
+	<-p.pending
+	id, done, finish := om.id, om.done, om.finish
+	p.release(om) // the client is done with the message once it calls back
+	if finish != nil {
+		finish(mid, err)
+	}
+	if err != nil {
+		err = fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
+	}
+	if done != nil {
+		done(id, err)
+	}
 }
 
 func applyPublishOptions(po *publishOptions, opts []PublishOption) error {
@@ -263,16 +284,70 @@ func (p *Publisher) build(po *publishOptions, urn string, data any, opts []Publi
 	return env, nil
 }
 
-func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*apulsar.ProducerMessage, error) {
-	payload, err := env.Encode()
+// outMsg is one outgoing message: the client's message, its property map and its encoded
+// payload, and for an asynchronous send what its callback needs. With recycle, it is reused
+// once the client has called back (so a message costs no allocation of its own).
+type outMsg struct {
+	pm       apulsar.ProducerMessage
+	props    map[string]string
+	buf      []byte
+	id       string
+	done     func(string, error)
+	finish   func(apulsar.MessageID, error)
+	callback func(apulsar.MessageID, *apulsar.ProducerMessage, error) // calls p.sent(om, …), made once per outMsg
+}
+
+// maxRecycledPayload bounds the payload buffer kept for reuse, so that one large message
+// does not pin its buffer for ever.
+const maxRecycledPayload = 64 << 10
+
+func (p *Publisher) outMsg() *outMsg {
+	if p.recycle {
+		if om, ok := p.outs.Get().(*outMsg); ok {
+			return om
+		}
+	}
+	om := &outMsg{props: make(map[string]string, 8)}
+	om.callback = func(mid apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { p.sent(om, mid, err) }
+	return om
+}
+
+// release returns om for reuse (with recycle); om must not be used afterwards.
+func (p *Publisher) release(om *outMsg) {
+	if !p.recycle {
+		return
+	}
+	clear(om.props)
+	om.pm = apulsar.ProducerMessage{}
+	om.id, om.done, om.finish = "", nil, nil
+	if cap(om.buf) > maxRecycledPayload {
+		om.buf = nil
+	}
+	p.outs.Put(om)
+}
+
+func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*outMsg, error) {
+	om := p.outMsg()
+	var err error
+	if p.recycle {
+		om.buf, err = env.AppendEncode(om.buf[:0])
+	} else {
+		om.buf, err = env.Encode() // the client's message keeps it: never reused
+	}
 	if err != nil {
+		p.release(om)
 		return nil, fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
 	}
-	return engine.Build(engine.Outgoing{
-		Payload: payload, Env: env, Headers: po.headers,
+	var now time.Time // the clock only matters to a DeliverAt
+	if !po.deliverAt.IsZero() {
+		now = time.Now()
+	}
+	engine.BuildInto(&om.pm, om.props, engine.Outgoing{
+		Payload: om.buf, Env: env, Headers: po.headers,
 		Key: po.key, OrderingKey: po.orderingKey,
 		Delay: po.delay, DeliverAt: po.deliverAt,
-	}, time.Now()), nil
+	}, now)
+	return om, nil
 }
 
 func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publishOptions) (string, error) {
@@ -282,14 +357,19 @@ func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publis
 	if closed {
 		return "", ErrClosed
 	}
-	msg, err := p.message(env, po)
+	om, err := p.message(env, po)
 	if err != nil {
 		return "", err
 	}
-	finish := p.beforeSend(ctx, env, msg)
-	mid, err := p.producer.Send(ctx, msg)
+	finish := p.beforeSend(ctx, env, &om.pm)
+	mid, err := p.producer.Send(ctx, &om.pm)
 	if finish != nil {
 		finish(mid, err)
+	}
+	if err == nil || ctx.Err() == nil {
+		// Send returned through the client's callback: the client is done with the message.
+		// (When ctx ended, Send may have returned with the message still in flight.)
+		p.release(om)
 	}
 	if err != nil {
 		return "", fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)

@@ -46,7 +46,15 @@ func IsContractProp(k string) bool {
 // six bq-* properties plus the non-contract headers; the keys, the event time and the delay
 // (with bq-delay) as o says. now is the clock DeliverAt is compared with.
 func Build(o Outgoing, now time.Time) *apulsar.ProducerMessage {
-	props := make(map[string]string, len(o.Headers)+7)
+	pm := &apulsar.ProducerMessage{}
+	BuildInto(pm, make(map[string]string, len(o.Headers)+7), o, now)
+	return pm
+}
+
+// BuildInto is [Build] into a message and a property map the caller provides (and may
+// reuse once the client is done with them): pm is overwritten whole, props must be empty
+// and becomes pm.Properties.
+func BuildInto(pm *apulsar.ProducerMessage, props map[string]string, o Outgoing, now time.Time) {
 	for k, v := range o.Headers {
 		if k == "" || v == "" || (o.Env != nil && IsContractProp(k)) || k == PropDelay {
 			continue
@@ -56,7 +64,7 @@ func Build(o Outgoing, now time.Time) *apulsar.ProducerMessage {
 	if o.Env != nil {
 		project(props, o.Env)
 	}
-	pm := &apulsar.ProducerMessage{
+	*pm = apulsar.ProducerMessage{
 		Payload:     o.Payload,
 		Properties:  props,
 		Key:         o.Key,
@@ -73,7 +81,6 @@ func Build(o Outgoing, now time.Time) *apulsar.ProducerMessage {
 			props[PropDelay] = strconv.FormatInt(left.Milliseconds(), 10)
 		}
 	}
-	return pm
 }
 
 // project writes the six bq-* properties of env into props.

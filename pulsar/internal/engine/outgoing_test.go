@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -49,4 +50,26 @@ func TestBuildDelays(t *testing.T) {
 func TestBuildWithoutEnvelopeKeepsHeaders(t *testing.T) {
 	pm := Build(Outgoing{Payload: []byte("raw"), Headers: map[string]string{PropJob: "urn:x", "a": "b"}}, time.Now())
 	assert.Equal(t, map[string]string{PropJob: "urn:x", "a": "b"}, pm.Properties)
+}
+
+func TestBuildIntoReusesWithoutStaleFields(t *testing.T) {
+	env, err := envelope.Make("urn:babel:orders:created", nil)
+	require.NoError(t, err)
+	now := time.Unix(1000, 0)
+	var pm apulsar.ProducerMessage
+	props := map[string]string{}
+	BuildInto(&pm, props, Outgoing{
+		Payload: []byte("a"), Env: env, Key: "k", Delay: time.Second,
+		Headers: map[string]string{"h": "v"}, EventTime: now,
+	}, now)
+	assert.Equal(t, time.Second, pm.DeliverAfter)
+	assert.Equal(t, "1000", pm.Properties[PropDelay])
+
+	clear(props)
+	BuildInto(&pm, props, Outgoing{Payload: []byte("b"), Env: env}, now)
+	assert.Equal(t, []byte("b"), pm.Payload)
+	assert.Zero(t, pm.DeliverAfter)
+	assert.Empty(t, pm.Key)
+	assert.True(t, pm.EventTime.IsZero())
+	assert.Equal(t, ProjectProperties(env), pm.Properties, "no header and no bq-delay left from the first message")
 }
