@@ -36,7 +36,9 @@ func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 	if !start.IsZero() {
 		latency = time.Since(start)
 	}
-	c.eng.Handled(d, err, latency)
+	if err != nil || !start.IsZero() {
+		c.eng.Handled(d, err, latency) // a success without an observer has nothing to record
+	}
 	c.eng.Settle(d, err)
 }
 

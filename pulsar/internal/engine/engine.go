@@ -160,7 +160,9 @@ type FailOptions struct {
 func (e *Engine) Admit(ctx context.Context, msg apulsar.Message) *Delivery {
 	d := &Delivery{Msg: msg, Props: msg.Properties()}
 	d.Ctx = e.startDelivery(ctx, d)
-	e.observe(d, Event{Kind: EventReceived, Topic: msg.Topic()})
+	if e.cfg.Observer != nil { // no event to build without an observer
+		e.observe(d, Event{Kind: EventReceived, Topic: msg.Topic()})
+	}
 
 	if e.cfg.Gate {
 		if v, ok := d.Props[PropSchemaVersion]; ok {
