@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -26,6 +27,7 @@ type Publisher struct {
 	pending  chan struct{}         // semaphore of PublishAsync's sends in flight
 	queueOpt []envelope.MakeOption // envelope.WithQueue(queue), built once
 	hooks    []PublishHook
+	initial  *initialSubscriptions // nil without WithInitialSubscription
 
 	// recycle is true when the outgoing messages may be reused once the client is done with
 	// them: the Publisher created the producer (so its Send waits for the receipt unless ctx
@@ -47,8 +49,8 @@ type Publisher struct {
 // [WithMaxPending], [WithKeyBasedBatching], [WithProducerOptions], [WithCloseTimeout],
 // [WithLogger], [WithInitialSubscription], [WithPublishHook]. Errors wrap [ErrInvalidOption]
 // for a bad option or topic, a *[ConnectError] when the broker could not be reached (it
-// unwraps to the client's error), a *dlq.SubscriptionError when an initial subscription
-// cannot be made, or are the client's error from CreateProducer.
+// unwraps to the client's error), or are the client's error from CreateProducer. An initial
+// subscription that cannot be made fails the first send with a *dlq.SubscriptionError.
 func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) (*Publisher, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
@@ -65,18 +67,44 @@ func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) 
 		cfg.producerOpts(&po)
 		po.Topic = topic
 	}
-	for _, sub := range cfg.initialSubs {
-		if err := dlq.EnsureSubscription(context.Background(), client, topic, sub); err != nil {
-			return nil, fmt.Errorf("pulsar: publisher for %q: initial subscription: %w", topic, WrapConnectError("", err))
-		}
-	}
 	p, err := client.CreateProducer(po)
 	if err != nil {
 		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, WrapConnectError("", err))
 	}
 	pub := newPublisher(p, p.Close, topic, cfg)
 	pub.recycle = !po.EnableChunking && po.Interceptors == nil && len(cfg.publishHooks) == 0
+	if len(cfg.initialSubs) > 0 {
+		pub.initial = &initialSubscriptions{client: client, names: cfg.initialSubs}
+	}
 	return pub, nil
+}
+
+// initialSubscriptions are the durable subscriptions [WithInitialSubscription] makes sure of
+// before the publisher's first send, with that send's context; a failure is returned by the
+// send and tried again by the next one.
+type initialSubscriptions struct {
+	client apulsar.Client
+	names  []string
+	done   atomic.Bool
+	mu     sync.Mutex
+}
+
+func (s *initialSubscriptions) ensure(ctx context.Context, topic string) error {
+	if s == nil || s.done.Load() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done.Load() {
+		return nil
+	}
+	for _, sub := range s.names {
+		if err := dlq.EnsureSubscription(ctx, s.client, topic, sub); err != nil {
+			return fmt.Errorf("pulsar: publish to %q: initial subscription: %w", topic, WrapConnectError("", err))
+		}
+	}
+	s.done.Store(true)
+	return nil
 }
 
 // WrapProducer returns a Publisher over an existing producer. [Publisher.Close] flushes
@@ -186,6 +214,9 @@ func (p *Publisher) TryPublishAsync(ctx context.Context, urn string, data any, d
 }
 
 func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data any, done func(string, error), opts []PublishOption) error {
+	if err := p.initial.ensure(ctx, p.topic); err != nil {
+		return err
+	}
 	var po publishOptions
 	env, err := p.build(&po, urn, data, opts)
 	if err != nil {
@@ -324,8 +355,7 @@ func (p *Publisher) release(om *outMsg) {
 	if !p.recycle {
 		return
 	}
-	clear(om.props)
-	om.pm = apulsar.ProducerMessage{}
+	clear(om.props) // om.pm is overwritten whole by the next BuildInto
 	om.id, om.done, om.finish = "", nil, nil
 	if cap(om.buf) > maxRecycledPayload {
 		om.buf = nil
@@ -358,6 +388,9 @@ func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*outMsg
 }
 
 func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publishOptions) (string, error) {
+	if err := p.initial.ensure(ctx, p.topic); err != nil {
+		return "", err
+	}
 	p.mu.RLock()
 	closed := p.closed
 	p.mu.RUnlock()

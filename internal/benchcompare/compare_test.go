@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -69,6 +70,7 @@ type variant struct {
 	name    string
 	prepare func(n int) error
 	run     func(n int) error
+	info    string // set on a reference variant that has no target: what it shows
 }
 
 // comparison is a raw variant and the SDK variants measured against it.
@@ -184,15 +186,26 @@ func rawMessage(t *testing.T) *apulsar.ProducerMessage {
 	return &apulsar.ProducerMessage{Payload: payload, Properties: bqpulsar.ProjectProperties(env)}
 }
 
+// comparisonNames are the comparisons, in the order of the tables.
+var comparisonNames = [...]string{
+	"consume, no-op handler",
+	"consume, no-op handler, WithConcurrency(4)",
+	"sync publish, key-based batch builder",
+	"sync publish, batching disabled",
+	"async publish, key-based batch builder",
+	"async publish, batching disabled",
+	"async publish, defaults of each",
+}
+
 func (h *harness) comparisons() []comparison {
 	all := []comparison{
-		h.consume("consume, no-op handler", 1),
-		h.consume("consume, no-op handler, WithConcurrency(4)", 4),
-		h.publish("sync publish, key-based batch builder", false, keyBased, keyBased),
-		h.publish("sync publish, batching disabled", false, noBatching, noBatching),
-		h.publish("async publish, key-based batch builder", true, keyBased, keyBased),
-		h.publish("async publish, batching disabled", true, noBatching, noBatching),
-		h.publish("async publish, defaults of each", true, nil, nil),
+		h.consume(comparisonNames[0], 1),
+		h.consume(comparisonNames[1], 4),
+		h.publish(comparisonNames[2], false, keyBased, keyBased),
+		h.publish(comparisonNames[3], false, noBatching, noBatching),
+		h.publish(comparisonNames[4], true, keyBased, keyBased),
+		h.publish(comparisonNames[5], true, noBatching, noBatching),
+		h.publish(comparisonNames[6], true, nil, nil),
 	}
 	var out []comparison
 	for _, c := range all {
@@ -209,7 +222,9 @@ func (h *harness) comparisons() []comparison {
 func keyBased(o *apulsar.ProducerOptions)   { o.BatcherBuilderType = apulsar.KeyBasedBatchBuilder }
 func noBatching(o *apulsar.ProducerOptions) { o.DisableBatching = true }
 
-// consume compares Receive + Ack in a loop with a Consumer whose handler does nothing. Each
+// consume compares Receive + Ack in a loop with a Consumer whose handler does nothing (and,
+// at concurrency 1, with the raw loop plus envelope.Classify of every body, the part of the
+// gap that is the codec's). Each
 // window fills both topics while their dispatch is paused, so that neither starts with
 // prefetched messages, and resumes the dispatch inside the window.
 func (h *harness) consume(name string, concurrency int) comparison {
@@ -237,6 +252,37 @@ func (h *harness) consume(name string, concurrency int) comparison {
 					return err
 				}
 				if err := rawC.Ack(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+
+	clsTopic := h.topic("consume-classify")
+	clsC, err := h.client.Subscribe(apulsar.ConsumerOptions{
+		Topic: clsTopic, SubscriptionName: "bench", Type: apulsar.Exclusive,
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(clsC.Close)
+	cls := variant{
+		name:    "raw Receive + envelope.Classify + Ack",
+		info:    "— (the codec's share of the gap)",
+		prepare: h.fill(clsTopic, msg),
+		run: func(n int) error {
+			h.broker.ResumeDispatch(clsTopic)
+			for range n {
+				m, err := clsC.Receive(ctx)
+				if err != nil {
+					return err
+				}
+				if _, err := envelope.Classify(m.Payload()); err != nil {
+					return err
+				}
+				if err := clsC.Ack(m); err != nil {
 					return err
 				}
 			}
@@ -292,7 +338,11 @@ func (h *harness) consume(name string, concurrency int) comparison {
 			}
 		},
 	}
-	return comparison{name: name, kind: "consume", raw: raw, sdks: []variant{sdk}}
+	sdks := []variant{sdk}
+	if concurrency == 1 {
+		sdks = append(sdks, cls)
+	}
+	return comparison{name: name, kind: "consume", raw: raw, sdks: sdks}
 }
 
 // fill returns a prepare function that pauses the topic's dispatch and publishes n copies
@@ -355,6 +405,9 @@ func (h *harness) publish(name string, async bool, rawOpts, sdkOpts func(*apulsa
 	})
 	raw := variant{name: "raw Send"}
 	sdk := variant{name: "SDK Publish"}
+	if rawOpts == nil && sdkOpts == nil {
+		sdk.info = "— (the Publisher batches per key, the raw default does not)"
+	}
 	if !async {
 		raw.run = func(n int) error {
 			for range n {
@@ -469,8 +522,8 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 				target = fmt.Sprintf("throughput ≥ %.2f×", publishRateTarget)
 				met = yesNo(median(rate) >= publishRateTarget)
 			}
-			if c.name == "async publish, defaults of each" {
-				target, met = "— (the Publisher batches per key, the raw default does not)", "—"
+			if v.info != "" {
+				target, met = v.info, "—"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %+.1f | %s | %s |\n", c.name, v.name, spread(cpu), spread(rate), median(allocs), target, met)
 		}
@@ -509,3 +562,48 @@ func median(xs []float64) float64 {
 func spread(xs []float64) string {
 	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(xs), slices.Min(xs), slices.Max(xs))
 }
+
+// The README's performance section quotes the ratio table of a run: its header, and a row
+// for every comparison with a median and a range in both ratio columns.
+func TestReadmeQuotesTheTable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Performance\n")
+	if !ok {
+		t.Fatal("README.md has no ## Performance section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !strings.Contains(section, "make bench-compare") {
+		t.Error("the performance section does not say which command its table comes from")
+	}
+	if !strings.Contains(section, ratioHeader+"\n") {
+		t.Fatalf("the performance section does not quote the table headed\n%s", ratioHeader)
+	}
+	cols := strings.Count(ratioHeader, "|") - 1
+	for _, name := range comparisonNames {
+		found := false
+		for line := range strings.Lines(section) {
+			if !strings.HasPrefix(line, "| "+name+" | ") {
+				continue
+			}
+			found = true
+			cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+			if len(cells) != cols {
+				t.Errorf("row %q has %d cells, want %d", name, len(cells), cols)
+				continue
+			}
+			for _, c := range cells[2:4] {
+				if !ratioCell.MatchString(strings.TrimSpace(c)) {
+					t.Errorf("row %q: %q is not a ratio with its range, like 1.08 (1.02–1.15)", name, c)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("the performance table has no row for %q", name)
+		}
+	}
+}
+
+var ratioCell = regexp.MustCompile(`^\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)$`)
