@@ -82,15 +82,16 @@ func WithProducerOptions(f func(o *apulsar.ProducerOptions)) PublisherOption {
 	})
 }
 
-// WithInitialSubscription makes sure, before [NewPublisher] returns, that the named durable
-// subscriptions exist on the publisher's topic, starting at the earliest message, without
-// consuming anything (see dlq.EnsureSubscription). Use it when a service may publish before
-// its first consumer has subscribed: Apache Pulsar keeps no message on a topic that has had
-// no subscription unless the namespace has a retention policy (the default retention is
-// zero), so jobs published then are deleted at the broker's next trim. Name the
-// subscriptions the consumers will use. Pulsar's Java ProducerBuilder.initialSubscriptionName
-// does the same; pulsar-client-go has no option for it. Ignored by [WrapProducer]. A blank
-// or invalid name is refused. Default: none.
+// WithInitialSubscription makes sure, before the publisher's first send (with that send's
+// context), that the named durable subscriptions exist on the publisher's topic, starting at
+// the earliest message, without consuming anything (see dlq.EnsureSubscription); a failure is
+// the send's error, and the next send tries again. Use it when a service may publish before
+// its first consumer has subscribed: Apache Pulsar keeps no message on a topic that has had no
+// subscription unless the namespace has a retention policy (the default retention is zero), so
+// jobs published then are deleted at the broker's next trim. Name the subscriptions the
+// consumers will use. Pulsar's Java ProducerBuilder.initialSubscriptionName does the same;
+// pulsar-client-go has no option for it. Ignored by [WrapProducer]. A blank or invalid name is
+// refused. Default: none.
 func WithInitialSubscription(names ...string) PublisherOption {
 	return publisherOptionFunc(func(c *publisherConfig) error {
 		for _, n := range names {

@@ -62,7 +62,7 @@ func exhaustThenTrim(t *testing.T, retention bool) (int32, dlq.RedriveReport) {
 		t.Fatal("the job was not dead-lettered")
 	}
 	stop()
-	<-done
+	require.ErrorIs(t, <-done, context.Canceled)
 	require.NoError(t, c.Close())
 
 	b.TrimAll() // what the broker's trimming does to storage nobody needs
@@ -152,10 +152,10 @@ func TestRetentionSubscriptionThatCannotBeMadeNacksAndLosesNothing(t *testing.T)
 	eventually(t, func() bool { return attempts.Load() >= 2 }, "the message was not negatively acknowledged and redelivered")
 	assert.False(t, c.Health().Ready, "failing dead-letter writes make the consumer not ready")
 	stop()
-	<-done
+	require.ErrorIs(t, <-done, context.Canceled)
 	require.NoError(t, c.Close())
 
-	err = reported.Load().(error)
+	err, _ = reported.Load().(error)
 	var se *dlq.SubscriptionError
 	require.ErrorAs(t, err, &se, "the error says which subscription of which topic")
 	assert.Contains(t, err.Error(), topic+".dlq")
@@ -224,7 +224,7 @@ func TestRoutingDecisionSurvivesTheDeadLetterTopic(t *testing.T) {
 		t.Fatal("not dead-lettered")
 	}
 	stop()
-	<-done
+	require.ErrorIs(t, <-done, context.Canceled)
 	require.NoError(t, failing.Close())
 
 	var got atomic.Value

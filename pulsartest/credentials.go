@@ -59,7 +59,7 @@ func NewTestPKI(dir, clientCN string) (*TestPKI, error) {
 	issue := func(serial int64, cn string, usage x509.ExtKeyUsage, hosts bool) ([]byte, []byte, error) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("key: %w", err)
 		}
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
@@ -71,11 +71,11 @@ func NewTestPKI(dir, clientCN string) (*TestPKI, error) {
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("certificate: %w", err)
 		}
 		keyDER, err := x509.MarshalECPrivateKey(key)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("key: %w", err)
 		}
 		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil

@@ -83,7 +83,7 @@ Flags:
 		return fail(err)
 	}
 	defer client.Close()
-	pub, err := await(ctx, func() (*bqpulsar.Publisher, error) { //nolint:contextcheck // NewPublisher takes no ctx; await ends the wait with ctx
+	pub, err := await(ctx, func() (*bqpulsar.Publisher, error) {
 		return bqpulsar.NewPublisher(client, *topic, pubOpts...)
 	})
 	if err != nil {

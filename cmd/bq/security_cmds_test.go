@@ -29,8 +29,10 @@ func TestPublishAndTailOverTLSWithATokenFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 	conn := []string{"--url=" + b.TLSURL(), "--tls-trust-certs", pki.CAFile, "--token-file", tokenFile}
 
-	code, stdout, stderr := runBQ(t, append([]string{"publish", "--topic", "orders", "--urn", "urn:babel:orders:created",
-		"--data", `{"order_id":7}`}, conn...)...)
+	code, stdout, stderr := runBQ(t, append([]string{
+		"publish", "--topic", "orders", "--urn", "urn:babel:orders:created",
+		"--data", `{"order_id":7}`,
+	}, conn...)...)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Regexp(t, uuidLine, strings.TrimSpace(stdout))
 

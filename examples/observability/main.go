@@ -136,7 +136,7 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	}
 	defer unregister()
 
-	pub, err := bqpulsar.NewPublisher(client, topic, tel.PublisherOptions()...) //nolint:contextcheck // each send gets the ctx of its Publish call
+	pub, err := bqpulsar.NewPublisher(client, topic, tel.PublisherOptions()...)
 	if err != nil {
 		return fmt.Errorf("create publisher: %w", err)
 	}

@@ -63,6 +63,9 @@ func run(ctx context.Context, w io.Writer) (err error) {
 func readme(ctx context.Context, serviceURL, topic string, logger *zap.Logger, billed func(Order)) error {
 	tp := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	bill := func(_ context.Context, o Order) error {
+		if o.ID == 0 {
+			return errors.New("an order without an id")
+		}
 		billed(o)
 		return nil
 	}

@@ -51,4 +51,3 @@ func TestPackageDocsStandOnTheirOwn(t *testing.T) {
 		t.Errorf("production files cite documents outside the module; state the rule instead:\n%s", strings.Join(bad, "\n"))
 	}
 }
-

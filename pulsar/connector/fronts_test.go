@@ -88,7 +88,7 @@ func throughConsumer(t *testing.T, payload []byte, props map[string]string) apul
 	go func() { done <- c.Run(ctx) }()
 	got := dead.wait(t, 1)
 	cancel()
-	<-done
+	require.ErrorIs(t, <-done, context.Canceled)
 	require.NoError(t, c.Close())
 	return got[0]
 }

@@ -23,7 +23,7 @@ import (
 
 // lostAckReceipts starts a broker that never answers an acknowledgement, so that a client
 // with AckWithResponse sees every ack fail (after its operation timeout).
-func lostAckReceipts(t *testing.T) (*pulsartest.Broker, apulsar.Client) {
+func lostAckReceipts(t *testing.T) apulsar.Client {
 	t.Helper()
 	var drop atomic.Bool
 	b, err := pulsartest.Start(t.Context(), pulsartest.WithCommandHook(func(ci pulsartest.CommandInfo) pulsartest.Verdict {
@@ -41,14 +41,14 @@ func lostAckReceipts(t *testing.T) (*pulsartest.Broker, apulsar.Client) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	drop.Store(true)
-	return b, c
+	return c
 }
 
 // TestFailedAckReachesTheStageAndHealth: a broker ack that fails is returned by the stage's
 // m.Ack and makes the source not ready (the source used to return nil and stay ready).
 func TestFailedAckReachesTheStageAndHealth(t *testing.T) {
 	t.Parallel()
-	_, client := lostAckReceipts(t)
+	client := lostAckReceipts(t)
 	topic := uniqueTopic(t, "acks")
 	publishN(t, client, topic, 1)
 	src, err := connector.NewSource(client, connector.SourceOptions{
@@ -64,7 +64,7 @@ func TestFailedAckReachesTheStageAndHealth(t *testing.T) {
 	err = ms.received()[0].Ack(context.Background())
 	require.Error(t, err, "the failed broker ack reaches m.Ack's caller")
 	var se *bqpulsar.SettleError
-	assert.ErrorAs(t, err, &se)
+	require.ErrorAs(t, err, &se)
 	h := src.Health()
 	assert.False(t, h.Ready, "and the channel's health")
 	assert.Contains(t, h.Reason, "ack failing")
@@ -73,7 +73,7 @@ func TestFailedAckReachesTheStageAndHealth(t *testing.T) {
 // TestFailedAckReachesTheConsumersHookAndHealth is the same input through the other front.
 func TestFailedAckReachesTheConsumersHookAndHealth(t *testing.T) {
 	t.Parallel()
-	_, client := lostAckReceipts(t)
+	client := lostAckReceipts(t)
 	topic := uniqueTopic(t, "acks")
 	pub, err := bqpulsar.NewPublisher(client, topic)
 	require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestFailedAckReachesTheConsumersHookAndHealth(t *testing.T) {
 	assert.False(t, h.Ready)
 	assert.Contains(t, strings.Join(h.Reasons, ";"), "ack failing")
 	cancel()
-	<-done
+	require.ErrorIs(t, <-done, context.Canceled)
 	require.NoError(t, c.Close())
 }
 

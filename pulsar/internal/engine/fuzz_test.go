@@ -21,7 +21,7 @@ type fuzzMessage struct {
 	redelivery uint32
 }
 
-func (m *fuzzMessage) Topic() string                 { return "persistent://public/default/orders-partition-1" }
+func (*fuzzMessage) Topic() string                   { return "persistent://public/default/orders-partition-1" }
 func (m *fuzzMessage) Payload() []byte               { return m.payload }
 func (m *fuzzMessage) Properties() map[string]string { return m.props }
 func (m *fuzzMessage) RedeliveryCount() uint32       { return m.redelivery }
