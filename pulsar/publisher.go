@@ -278,14 +278,21 @@ func (p *Publisher) sent(om *outMsg, mid apulsar.MessageID, err error) {
 }
 
 func applyPublishOptions(po *publishOptions, opts []PublishOption) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	// The options are interface calls, so what they write to escapes: they write to a heap
+	// copy, made only when there are options, and po can stay on the caller's stack.
+	heap := new(publishOptions)
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
-		if err := o.applyPublish(po); err != nil {
+		if err := o.applyPublish(heap); err != nil {
 			return err
 		}
 	}
+	*po = *heap
 	return nil
 }
 
@@ -348,8 +355,7 @@ func (p *Publisher) release(om *outMsg) {
 	if !p.recycle {
 		return
 	}
-	clear(om.props)
-	om.pm = apulsar.ProducerMessage{}
+	clear(om.props) // om.pm is overwritten whole by the next BuildInto
 	om.id, om.done, om.finish = "", nil, nil
 	if cap(om.buf) > maxRecycledPayload {
 		om.buf = nil
@@ -414,6 +420,9 @@ func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publis
 // beforeSend runs the publish hooks on msg and returns the function that reports the send's
 // outcome to them, or nil without hooks.
 func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg *apulsar.ProducerMessage) func(apulsar.MessageID, error) {
+	if len(p.hooks) == 0 {
+		return nil // and no OutgoingMessage to allocate
+	}
 	return engine.RunPublishHooks(ctx, p.hooks, &OutgoingMessage{Topic: p.topic, Envelope: env, Message: msg}, p.logger)
 }
 
