@@ -134,7 +134,7 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 	}
 	if b.tlsLn != nil {
 		b.wg.Add(1)
-		go b.acceptTLSLoop()
+		go b.acceptLoop(b.tlsLn)
 	}
 	if o.inactiveTopicGC > 0 {
 		b.mu.Lock()
@@ -147,7 +147,7 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 		b.mu.Unlock()
 	}
 	b.wg.Add(1)
-	go b.acceptLoop()
+	go b.acceptLoop(b.ln)
 	b.log.Info("pulsartest: broker listening", "url", b.url)
 	return b, nil
 }
@@ -230,10 +230,11 @@ func (b *Broker) enter() bool {
 	return true
 }
 
-func (b *Broker) acceptLoop() {
+// acceptLoop serves a listener, the plain one or the pulsar+ssl:// one, until it closes.
+func (b *Broker) acceptLoop(ln net.Listener) {
 	defer b.wg.Done()
 	for {
-		nc, err := b.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			return
 		}

@@ -108,28 +108,6 @@ func advertised(configured string, bound net.Addr) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// acceptTLSLoop serves the pulsar+ssl:// listener like acceptLoop serves the plain one.
-func (b *Broker) acceptTLSLoop() {
-	defer b.wg.Done()
-	for {
-		nc, err := b.tlsLn.Accept()
-		if err != nil {
-			return
-		}
-		b.life.RLock()
-		if b.closed {
-			b.life.RUnlock()
-			_ = nc.Close()
-			return
-		}
-		b.wg.Add(2)
-		b.life.RUnlock()
-		c := b.newConn(nc)
-		go c.readLoop()
-		go c.writeLoop()
-	}
-}
-
 // serveAdminTLS serves the admin handler on the HTTPS listener.
 func (a *adminServer) serveAdminTLS(ln net.Listener) {
 	a.httpsURL = "https://" + advertised(a.b.opts.tls.adminAddr, ln.Addr())
