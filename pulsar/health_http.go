@@ -68,6 +68,8 @@ type healthEntry struct {
 	Live    bool     `json:"live"`
 	Ready   bool     `json:"ready"`
 	Reasons []string `json:"reasons,omitempty"`
+	// Warnings are the check's Health.Warnings.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (h healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +95,7 @@ func (h healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ready {
 			up = hs.Ready
 		}
-		e := healthEntry{Name: c.name, Status: upDown(up), Live: hs.Live, Ready: hs.Ready, Reasons: hs.Reasons}
+		e := healthEntry{Name: c.name, Status: upDown(up), Live: hs.Live, Ready: hs.Ready, Reasons: hs.Reasons, Warnings: hs.Warnings}
 		if !up {
 			body.Status = "DOWN"
 		}

@@ -133,7 +133,8 @@ type PublishHook = engine.PublishHook
 // consumer failed: a liveness probe should restart the process); Ready is true while it
 // works (live, and its last receive, acknowledgement and settlement write succeeded);
 // Reasons says why it is not ready or not live (the fatal reason first, then each failing
-// area with its last error).
+// area with its last error); Warnings are recent events an operator should see that do
+// not make it unready (a dead-letter copy truncated to fit the broker).
 type Health = engine.Health
 
 // HealthChecker is anything that reports a [Health]: a [Consumer], say.

@@ -102,6 +102,10 @@ func TestHugePoisonBodiesAreDeadLetteredOnceAsTruncatedCopies(t *testing.T) {
 		assert.Equal(t, "1", m.Properties()[bqpulsar.PropAttempts])
 	}
 	eventually(t, func() bool { return b.Stats(topic).Subscriptions["s"].Backlog == 0 }, "the backlog did not drain")
+	h := c.Health()
+	assert.True(t, h.Ready, "a truncation is not a failure")
+	require.NotEmpty(t, h.Warnings, "but health shows it")
+	assert.Contains(t, h.Warnings[0], "truncated")
 }
 
 // collectAll reads n messages of topic from the start, on its own subscription.

@@ -531,6 +531,7 @@ func (e *Engine) truncate(d *Delivery, pm *apulsar.ProducerMessage, info envelop
 		zap.String("dead_letter_topic", dlt), zap.Int("size", terr.FullSize), zap.Int("limit", limit),
 		zap.Int("original_size", terr.OriginalSize))
 	e.Report(terr, d.Env, d.Msg)
+	e.health.warn(terr.Error())
 	e.observe(d, Event{Kind: EventTruncated, Topic: d.Msg.Topic(), URN: d.URN, Attempt: d.Counted, Reason: info.Reason, Err: terr})
 	pm.Payload = body
 	return true

@@ -9,10 +9,24 @@ import (
 // healthState tracks liveness and readiness: not live after a fatal failure or a stop; not
 // ready while any area (receive, ack, settlement write) failed last.
 type healthState struct {
-	nfailed atomic.Int32 // len(failed), read without the lock on the hot path
-	mu      sync.Mutex
-	dead    string           // why not live ("" while live)
-	failed  map[string]error // area → its last error, while failing
+	nfailed  atomic.Int32 // len(failed), read without the lock on the hot path
+	mu       sync.Mutex
+	dead     string           // why not live ("" while live)
+	failed   map[string]error // area → its last error, while failing
+	warnings []string         // newest first, at most maxWarnings
+}
+
+// maxWarnings bounds Health.Warnings.
+const maxWarnings = 5
+
+// warn records an event an operator should see that does not make the endpoint unready.
+func (h *healthState) warn(msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.warnings = append([]string{msg}, h.warnings...)
+	if len(h.warnings) > maxWarnings {
+		h.warnings = h.warnings[:maxWarnings]
+	}
 }
 
 func (h *healthState) init() { h.failed = map[string]error{} }
@@ -68,5 +82,8 @@ func (h *healthState) get() Health {
 	for _, a := range areas {
 		reasons = append(reasons, a+" failing: "+h.failed[a].Error())
 	}
-	return Health{Live: h.dead == "", Ready: h.dead == "" && len(h.failed) == 0, Reasons: reasons}
+	return Health{
+		Live: h.dead == "", Ready: h.dead == "" && len(h.failed) == 0, Reasons: reasons,
+		Warnings: append([]string(nil), h.warnings...),
+	}
 }

@@ -107,4 +107,7 @@ type Health struct {
 	// Reasons says why the endpoint is not ready or not live: the fatal reason first, then
 	// each failing area (receive, ack, settlement write) with its last error.
 	Reasons []string
+	// Warnings are recent events an operator should see that do not make the endpoint
+	// unready, newest first (at most 5): a dead-letter copy truncated to fit the broker.
+	Warnings []string
 }
