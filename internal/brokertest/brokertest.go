@@ -1,0 +1,143 @@
+// Package brokertest is the module's test support for code that talks to a broker: unique
+// topic names, a client for an embedded broker closed at cleanup, a collector that records
+// every message of a topic, and a polling wait. The pulsar and pulsar/connector tests share
+// it; it is imported by _test.go files only.
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// WaitLong bounds what a test waits for the broker.
+const WaitLong = 15 * time.Second
+
+var topicSeq atomic.Int64
+
+// UniqueTopic returns a fresh fully qualified topic name for the test.
+func UniqueTopic(tb testing.TB, base string) string {
+	tb.Helper()
+	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(strings.ToLower(tb.Name()))
+	return fmt.Sprintf("persistent://public/default/%s-%s-%d", base, name, topicSeq.Add(1))
+}
+
+// NewClient returns a client for serviceURL (an embedded broker's URL, say) with 5 s
+// timeouts and no logs, closed when the test ends.
+func NewClient(tb testing.TB, serviceURL string) apulsar.Client {
+	tb.Helper()
+	c, err := apulsar.NewClient(apulsar.ClientOptions{
+		URL:               serviceURL,
+		OperationTimeout:  5 * time.Second,
+		ConnectionTimeout: 5 * time.Second,
+		Logger:            bqpulsar.NewClientLogger(zap.NewNop()),
+	})
+	if err != nil {
+		tb.Fatalf("brokertest: client for %s: %v", serviceURL, err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// Collector receives every message of a topic on its own Exclusive subscription
+// ("collector", from the earliest message), acknowledging each one.
+type Collector struct {
+	mu   sync.Mutex
+	msgs []apulsar.Message
+	cond chan struct{}
+}
+
+// Collect starts a Collector on topic; it stops when the test ends.
+func Collect(tb testing.TB, client apulsar.Client, topic string) *Collector {
+	tb.Helper()
+	pc, err := client.Subscribe(apulsar.ConsumerOptions{
+		Topic:                       topic,
+		SubscriptionName:            "collector",
+		Type:                        apulsar.Exclusive,
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		tb.Fatalf("brokertest: collect %s: %v", topic, err)
+	}
+	col := &Collector{cond: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			m, err := pc.Receive(ctx)
+			if err != nil {
+				return
+			}
+			_ = pc.Ack(m) // the collector only observes; an unacked message is simply seen again
+			col.mu.Lock()
+			col.msgs = append(col.msgs, m)
+			col.mu.Unlock()
+			select {
+			case col.cond <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		pc.Close()
+	})
+	return col
+}
+
+// Wait returns the first n messages, failing the test after timeout.
+func (c *Collector) Wait(tb testing.TB, n int, timeout time.Duration) []apulsar.Message {
+	tb.Helper()
+	deadline := time.After(timeout)
+	for {
+		c.mu.Lock()
+		if len(c.msgs) >= n {
+			out := append([]apulsar.Message(nil), c.msgs...)
+			c.mu.Unlock()
+			return out
+		}
+		got := len(c.msgs)
+		c.mu.Unlock()
+		select {
+		case <-c.cond:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			tb.Fatalf("collector: %d of %d messages after %s", got, n, timeout)
+		}
+	}
+}
+
+// Count returns how many messages arrived.
+func (c *Collector) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.msgs)
+}
+
+// Eventually polls cond every 10 ms until it holds, failing the test with msg after
+// [WaitLong].
+func Eventually(tb testing.TB, cond func() bool, msg string, args ...any) {
+	tb.Helper()
+	deadline := time.NewTimer(WaitLong)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			tb.Fatalf("eventually: "+msg, args...)
+		case <-tick.C:
+		}
+	}
+}
