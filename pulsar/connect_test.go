@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -148,42 +149,10 @@ func TestConnectAuthentication(t *testing.T) {
 	client.Close()
 }
 
-// silentListener accepts TCP connections and never answers; it returns its address.
+// silentListener accepts TCP connections and never answers (brokertest.SilentListener).
 func silentListener(t *testing.T) (addr string, accepted <-chan struct{}) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ch := make(chan struct{}, 100)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String(), ch
+	return brokertest.SilentListener(t)
 }
 
 func TestConnectTimeout(t *testing.T) {

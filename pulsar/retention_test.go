@@ -53,17 +53,13 @@ func exhaustThenTrim(t *testing.T, retention bool) (int32, dlq.RedriveReport) {
 	_, err = pub.Publish(ctx, "urn:babel:jobs:run", map[string]any{"n": 1})
 	require.NoError(t, err)
 	require.NoError(t, pub.Close())
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	select {
-	case <-failed:
-	case <-time.After(waitLong):
-		t.Fatal("the job was not dead-lettered")
-	}
-	stop()
-	require.ErrorIs(t, <-done, context.Canceled)
-	require.NoError(t, c.Close())
+	runUntil(t, c, func() {
+		select {
+		case <-failed:
+		case <-time.After(waitLong):
+			t.Fatal("the job was not dead-lettered")
+		}
+	})
 
 	b.TrimAll() // what the broker's trimming does to storage nobody needs
 
@@ -146,14 +142,10 @@ func TestRetentionSubscriptionThatCannotBeMadeNacksAndLosesNothing(t *testing.T)
 	_, err = pub.Publish(ctx, "urn:babel:jobs:run", map[string]any{})
 	require.NoError(t, err)
 	require.NoError(t, pub.Close())
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	eventually(t, func() bool { return attempts.Load() >= 2 }, "the message was not negatively acknowledged and redelivered")
-	assert.False(t, c.Health().Ready, "failing dead-letter writes make the consumer not ready")
-	stop()
-	require.ErrorIs(t, <-done, context.Canceled)
-	require.NoError(t, c.Close())
+	runUntil(t, c, func() {
+		eventually(t, func() bool { return attempts.Load() >= 2 }, "the message was not negatively acknowledged and redelivered")
+		assert.False(t, c.Health().Ready, "failing dead-letter writes make the consumer not ready")
+	})
 
 	err, _ = reported.Load().(error)
 	var se *dlq.SubscriptionError
@@ -215,17 +207,13 @@ func TestRoutingDecisionSurvivesTheDeadLetterTopic(t *testing.T) {
 		})),
 	)
 	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- failing.Run(runCtx) }()
-	select {
-	case <-dead:
-	case <-time.After(waitLong):
-		t.Fatal("not dead-lettered")
-	}
-	stop()
-	require.ErrorIs(t, <-done, context.Canceled)
-	require.NoError(t, failing.Close())
+	runUntil(t, failing, func() {
+		select {
+		case <-dead:
+		case <-time.After(waitLong):
+			t.Fatal("not dead-lettered")
+		}
+	})
 
 	var got atomic.Value
 	ok, err := bqpulsar.NewConsumer(client,
@@ -297,4 +285,16 @@ func TestInitialSubscriptionNameIsValidated(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	_, err = bqpulsar.NewPublisher(newClient(t, b), uniqueTopic(t, "jobs"), bqpulsar.WithInitialSubscription(" "))
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+}
+
+// runUntil runs c until wait returns, then stops and closes it, checking Run's result.
+func runUntil(t *testing.T, c *bqpulsar.Consumer, wait func()) {
+	t.Helper()
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	wait()
+	stop()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.NoError(t, c.Close())
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,46 +16,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
-// silentListener accepts TCP connections and never answers, like a host whose broker
-// hangs; accepted gets a value per connection.
+// silentListener accepts TCP connections and never answers (brokertest.SilentListener).
 func silentListener(t *testing.T) (addr string, accepted <-chan struct{}) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ch := make(chan struct{}, 100)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String(), ch
+	return brokertest.SilentListener(t)
 }
 
 func TestConnectFailuresAreOneLineWithURLAndCause(t *testing.T) {

@@ -7,6 +7,7 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,4 +141,48 @@ func Eventually(tb testing.TB, cond func() bool, msg string, args ...any) {
 		case <-tick.C:
 		}
 	}
+}
+
+// SilentListener accepts TCP connections on a loopback port and never answers, like a host
+// whose broker hangs. It returns its address and a channel that gets a value per accepted
+// connection (when there is room); it closes the listener and the connections when the test
+// ends.
+func SilentListener(tb testing.TB) (addr string, accepted <-chan struct{}) {
+	tb.Helper()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("brokertest: listen: %v", err)
+	}
+	ch := make(chan struct{}, 100)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	})
+	tb.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String(), ch
 }
