@@ -1,7 +1,6 @@
 package pulsar
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 
@@ -85,7 +84,7 @@ func (p *workerPool) submit(msg apulsar.Message, key string) bool {
 		}
 		p.behind[key] = nil // the key is now in progress (or about to be)
 	}
-	heap.Push(&p.ready, it)
+	p.ready.push(it)
 	p.cond.Signal()
 	return true
 }
@@ -95,13 +94,13 @@ func (p *workerPool) worker() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for {
-		for p.ready.Len() == 0 && !p.closed {
+		for len(p.ready) == 0 && !p.closed {
 			p.cond.Wait()
 		}
-		if p.ready.Len() == 0 {
+		if len(p.ready) == 0 {
 			return // closed, and nothing left to start
 		}
-		it, _ := heap.Pop(&p.ready).(poolItem) // readyQueue holds poolItems only
+		it := p.ready.pop()
 		p.mu.Unlock()
 		p.work(it.msg)
 		p.mu.Lock()
@@ -130,7 +129,7 @@ func (p *workerPool) finish(it poolItem) {
 	next := q[0]
 	q[0] = poolItem{}
 	p.behind[it.key] = q[1:]
-	heap.Push(&p.ready, next)
+	p.ready.push(next)
 	p.cond.Signal()
 }
 
@@ -160,22 +159,47 @@ func (p *workerPool) close() []apulsar.Message {
 	return left
 }
 
-// readyQueue is a min-heap of poolItems by arrival.
+// readyQueue is a min-heap of poolItems by arrival. It is typed rather than a
+// container/heap, whose Push and Pop box every item into an interface (two allocations a
+// message on the hot path).
 type readyQueue []poolItem
 
-func (q *readyQueue) Len() int           { return len(*q) }
-func (q *readyQueue) Less(i, j int) bool { return (*q)[i].seq < (*q)[j].seq }
-func (q *readyQueue) Swap(i, j int)      { (*q)[i], (*q)[j] = (*q)[j], (*q)[i] }
-
-func (q *readyQueue) Push(x any) {
-	it, _ := x.(poolItem) // heap.Push is given poolItems only
-	*q = append(*q, it)
+// push adds it to the heap.
+func (q *readyQueue) push(it poolItem) {
+	h := append(*q, it)
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if h[parent].seq <= h[i].seq {
+			break
+		}
+		h[parent], h[i] = h[i], h[parent]
+		i = parent
+	}
+	*q = h
 }
 
-func (q *readyQueue) Pop() any {
-	old := *q
-	it := old[len(old)-1]
-	old[len(old)-1] = poolItem{}
-	*q = old[:len(old)-1]
-	return it
+// pop removes and returns the oldest item; the heap must not be empty.
+func (q *readyQueue) pop() poolItem {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = poolItem{}
+	h = h[:last]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h[l].seq < h[least].seq {
+			least = l
+		}
+		if r < len(h) && h[r].seq < h[least].seq {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*q = h
+	return top
 }

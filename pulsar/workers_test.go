@@ -3,6 +3,8 @@ package pulsar
 import (
 	"context"
 	"maps"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -273,4 +275,36 @@ func TestMaxInflightBelowConcurrencyIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOption)
 	_, err = consumerSetup([]ConsumerOption{WithUnreachableTimeout(-time.Second), Handle(testURN, handlerReturning(nil))})
 	require.ErrorIs(t, err, ErrInvalidOption)
+}
+
+// The ready queue yields items oldest first whatever the order they were pushed in.
+func TestReadyQueueOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var q readyQueue
+	seqs := rng.Perm(500)
+	popped := []uint64{}
+	for i, s := range seqs {
+		q.push(poolItem{seq: uint64(s)})
+		if i%3 == 2 { // interleave pops with pushes
+			popped = append(popped, q.pop().seq)
+		}
+	}
+	for len(q) > 0 {
+		popped = append(popped, q.pop().seq)
+	}
+	require.Len(t, popped, len(seqs))
+	// every pop returned the least of what was in the queue at the time: replay to check
+	var model []uint64
+	j := 0
+	for i, s := range seqs {
+		model = append(model, uint64(s))
+		if i%3 == 2 {
+			least := slices.Min(model)
+			require.Equal(t, least, popped[j], "pop %d", j)
+			model = slices.DeleteFunc(model, func(v uint64) bool { return v == least })
+			j++
+		}
+	}
+	slices.Sort(model)
+	require.Equal(t, model, popped[j:])
 }
