@@ -2,7 +2,6 @@ package envelope
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -158,12 +157,12 @@ const uuidLen = 36
 
 // newUUIDs writes len(dst)/36 random (version 4, RFC 9562 variant) UUIDs into dst in their
 // canonical form (lower-case hex, 8-4-4-4-12, as uuid.UUID.String writes them), from a
-// single read of crypto/rand.
+// single read of the buffered random source (readRandom).
 func newUUIDs(dst []byte) error {
 	var raw [2 * 16]byte
 	n := len(dst) / uuidLen
-	if _, err := rand.Read(raw[:16*n]); err != nil {
-		return fmt.Errorf("envelope: generate uuid: %w", err)
+	if err := readRandom(raw[:16*n]); err != nil {
+		return err
 	}
 	for i := range n {
 		u := raw[16*i : 16*i+16]
