@@ -25,6 +25,8 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
+	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -76,7 +78,7 @@ type variant struct {
 // comparison is a raw variant and the SDK variants measured against it.
 type comparison struct {
 	name string
-	kind string // "consume" or "publish": which target applies
+	kind string // "consume", "publish" or "runtime": which target applies
 	raw  variant
 	sdks []variant
 }
@@ -195,6 +197,7 @@ var comparisonNames = [...]string{
 	"async publish, key-based batch builder",
 	"async publish, batching disabled",
 	"async publish, defaults of each",
+	"runtime, in-memory Process pipeline",
 }
 
 func (h *harness) comparisons() []comparison {
@@ -206,6 +209,7 @@ func (h *harness) comparisons() []comparison {
 		h.publish(comparisonNames[4], true, keyBased, keyBased),
 		h.publish(comparisonNames[5], true, noBatching, noBatching),
 		h.publish(comparisonNames[6], true, nil, nil),
+		h.runtime(comparisonNames[7]),
 	}
 	var out []comparison
 	for _, c := range all {
@@ -465,6 +469,108 @@ func (h *harness) publish(name string, async bool, rawOpts, sdkOpts func(*apulsa
 	return comparison{name: name, kind: "publish", raw: raw, sdks: []variant{sdk}}
 }
 
+// stageWork is the per-message function of both sides of the runtime comparison: a copy
+// of the payload, as a processor that derives a new value would make.
+func stageWork(_ context.Context, p []byte) ([]byte, error) {
+	out := make([]byte, len(p))
+	copy(out, p)
+	return out, nil
+}
+
+// runtime compares the messaging runtime's in-memory Process pipeline (an in-memory source,
+// Process(stageWork), an in-memory sink; each message acknowledged after the sink took it)
+// with a plain Go channel pipeline doing the same work without acknowledgement: a producer
+// goroutine, a goroutine running stageWork, and the consumer. The target is absolute: at
+// most 6 allocations and 2 µs of process CPU per message through the runtime. Each SDK
+// window runs on a runtime started in prepare (outside the window), so that nothing one
+// window recorded is carried into the next.
+func (h *harness) runtime(name string) comparison {
+	t := h.t
+	payload := []byte(`{"id":"order-1","amount":42}`)
+	raw := variant{
+		name: "plain channels (producer → work → consumer)",
+		run: func(n int) error {
+			ctx := context.Background()
+			in, out := make(chan []byte, 256), make(chan []byte, 256)
+			go func() {
+				defer close(out)
+				for p := range in {
+					v, _ := stageWork(ctx, p)
+					out <- v
+				}
+			}()
+			go func() {
+				defer close(in)
+				for range n {
+					in <- payload
+				}
+			}()
+			got := 0
+			for range out {
+				got++
+			}
+			if got != n {
+				return fmt.Errorf("got %d of %d", got, n)
+			}
+			return nil
+		},
+	}
+	var (
+		rt   *messaging.Runtime
+		conn *inmemory.Connector
+	)
+	stop := func() error {
+		if rt == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := rt.Shutdown(ctx)
+		rt = nil
+		return err
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	sdk := variant{
+		name: "messaging.Process, in-memory connector",
+		prepare: func(int) error {
+			if err := stop(); err != nil {
+				return err
+			}
+			cfg, err := messaging.LoadConfig(messaging.FromMap(map[string]string{
+				"mp.messaging.incoming.in.connector":  inmemory.Name,
+				"mp.messaging.outgoing.out.connector": inmemory.Name,
+			}))
+			if err != nil {
+				return err
+			}
+			conn = inmemory.New()
+			rt = messaging.New(cfg, messaging.WithConnector(conn))
+			messaging.Process(rt, "in", "out", stageWork)
+			return rt.Start(context.Background())
+		},
+		run: func(n int) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			src := conn.Source("in")
+			for range n {
+				src.Send(payload)
+			}
+			if err := src.WaitSettled(ctx, n); err != nil {
+				return err
+			}
+			if got := len(conn.Sink("out").Messages()); got != n {
+				return fmt.Errorf("the sink got %d of %d", got, n)
+			}
+			return nil
+		},
+	}
+	return comparison{name: name, kind: "runtime", raw: raw, sdks: []variant{sdk}}
+}
+
 func failures(n int64) error {
 	if n > 0 {
 		return fmt.Errorf("%d sends failed", n)
@@ -473,11 +579,15 @@ func failures(n int64) error {
 }
 
 // Targets: consume costs at most 1.15× the raw CPU per message and at most 2 allocations
-// more; publish reaches at least 0.95× the raw throughput.
+// more; publish reaches at least 0.95× the raw throughput; a message through the runtime's
+// in-memory pipeline costs at most 6 allocations and 2 µs of CPU (absolute figures: the
+// channel pipeline beside it is the floor, not a target).
 const (
-	consumeCPUTarget    = 1.15
-	consumeAllocsTarget = 2.0
-	publishRateTarget   = 0.95
+	consumeCPUTarget     = 1.15
+	consumeAllocsTarget  = 2.0
+	publishRateTarget    = 0.95
+	runtimeAllocsTarget  = 6.0
+	runtimeCPUTargetUsec = 2.0
 )
 
 // ratioHeader is the header of the ratio table, which the README's performance section
@@ -518,6 +628,11 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 			case "consume":
 				target = fmt.Sprintf("CPU ≤ %.2f×, allocs ≤ +%.0f", consumeCPUTarget, consumeAllocsTarget)
 				met = yesNo(median(cpu) <= consumeCPUTarget && median(allocs) <= consumeAllocsTarget)
+			case "runtime":
+				sdkCPU, sdkAllocs := median(each(sdks, sample.cpuPerMsg)), median(each(sdks, sample.allocPerMsg))
+				target = fmt.Sprintf("≤ %.0f allocs and ≤ %.0f µs CPU a message (measured: %.1f allocs, %.2f µs)",
+					runtimeAllocsTarget, runtimeCPUTargetUsec, sdkAllocs, sdkCPU)
+				met = yesNo(sdkAllocs <= runtimeAllocsTarget && sdkCPU <= runtimeCPUTargetUsec)
 			default:
 				target = fmt.Sprintf("throughput ≥ %.2f×", publishRateTarget)
 				met = yesNo(median(rate) >= publishRateTarget)
