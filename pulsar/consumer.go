@@ -27,12 +27,13 @@ type Consumer struct {
 	inflight    atomic.Int64     // messages being handled or settled
 
 	// The unreachable-broker watchdog (watchdog.go): probe asks the broker about a topic
-	// (nil without a client); lastReceive is the time of the last message received
-	// (UnixNano); probeTopic the topic of the first one, for a wrapped consumer.
-	probe       func(topic string) error
-	lastReceive atomic.Int64
-	probeTopic  atomic.Pointer[string]
-	probes      sync.WaitGroup // probes still running (the client bounds each one)
+	// (nil without a client); received counts the messages received (the watchdog compares
+	// it from one tick to the next, so the receive loop reads no clock); probeTopic is the
+	// topic of the first one, for a wrapped consumer.
+	probe      func(topic string) error
+	received   atomic.Uint64
+	probeTopic atomic.Pointer[string]
+	probes     sync.WaitGroup // probes still running (the client bounds each one)
 
 	mu      sync.Mutex
 	closed  bool
@@ -257,7 +258,6 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		timerMu.Unlock()
 	}()
-	c.lastReceive.Store(time.Now().UnixNano())
 	watchDone := c.watch(rctx, stopCause)
 	var pool *workerPool
 	if c.cfg.concurrency > 1 {
@@ -299,7 +299,7 @@ func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) err
 		wait = pool.wait
 	}
 	return c.eng.Pump(rctx, c.recv, wait, func(msg apulsar.Message) bool {
-		c.lastReceive.Store(time.Now().UnixNano())
+		c.received.Add(1)
 		if c.probeTopic.Load() == nil {
 			topic := msg.Topic()
 			c.probeTopic.Store(&topic)

@@ -80,7 +80,8 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 		var (
 			probing    bool
 			probeStart time.Time
-			since      time.Time // first failure of the current episode; zero while reachable
+			seen       = c.received.Load() // messages received as of the last tick
+			since      time.Time           // first failure of the current episode; zero while reachable
 		)
 		verdict := func(err error) {
 			now := time.Now()
@@ -122,8 +123,9 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 				}
 				continue
 			}
-			if time.Since(time.Unix(0, c.lastReceive.Load())) < every {
-				verdict(nil) // a message arrived: the broker is there
+			if n := c.received.Load(); n != seen {
+				seen = n // a message arrived since the last tick: the broker is there
+				verdict(nil)
 				continue
 			}
 			topic := c.probeTarget()
