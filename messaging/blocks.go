@@ -22,6 +22,7 @@ type SourceOption func(*sourceOptions)
 
 type sourceOptions struct {
 	maxInflight int
+	tryPull     any // func() (Message[T], bool) of the source's T
 }
 
 // WithMaxInflight bounds the delivered but unsettled messages: the source
@@ -29,6 +30,24 @@ type sourceOptions struct {
 // means no bound.
 func WithMaxInflight(n int) SourceOption {
 	return func(o *sourceOptions) { o.maxInflight = n }
+}
+
+// WithTryPull gives NewPullSource a non-blocking pull: try returns the next
+// message at once, or ok false when none is available right now (it must
+// not block, and a stream that ended answers false: pull reports the end).
+// The source then calls try on the goroutine that asks for demand, and
+// delivers its message there, before it falls back to waking its own
+// goroutine for pull; a message thus skips one goroutine hand-off. try and
+// pull are never called concurrently, the in-flight bound applies to both,
+// and a panic in try fails the stream like one in pull. T must be the
+// source's type: NewPullSource panics with an error wrapping ErrNilArgument
+// for a try of another type. Default: none (every message comes from pull).
+func WithTryPull[T any](try func() (m Message[T], ok bool)) SourceOption {
+	return func(o *sourceOptions) {
+		if try != nil {
+			o.tryPull = try
+		}
+	}
 }
 
 // PullSource is a unicast Source built from a pull function. One goroutine
@@ -45,11 +64,16 @@ func WithMaxInflight(n int) SourceOption {
 // ErrNilMessage. A panic in pull fails the stream with an error wrapping
 // reactive.ErrPanic. After Close begins the stream completes instead.
 //
+// With WithTryPull, a message available at once is taken on the goroutine
+// that requested it and delivered there; the source's goroutine pulls only
+// when none is.
+//
 // With T = []byte a *PullSource is a [Source].
 type PullSource[T any] struct {
 	channel  string
 	pull     func(ctx context.Context) (Message[T], error)
 	pullName string // names pull in a panic error
+	tryPull  func() (Message[T], bool)
 	max      int
 	health   *EndpointHealth
 
@@ -79,9 +103,17 @@ func NewPullSource[T any](channel string, pull func(ctx context.Context) (Messag
 			f(&o)
 		}
 	}
+	var try func() (Message[T], bool)
+	if o.tryPull != nil {
+		var ok bool
+		if try, ok = o.tryPull.(func() (Message[T], bool)); !ok {
+			panic(fmt.Errorf("%w: WithTryPull of %T for a source of Message[%T]", ErrNilArgument, o.tryPull, *new(T)))
+		}
+	}
 	closing, cancel := context.WithCancel(context.Background()) //nolint:gosec // cancel is s.close, called by Close
 	return &PullSource[T]{
-		channel: channel, pull: pull, pullName: "pull function of channel " + channel, max: o.maxInflight, health: NewEndpointHealth(channel, Incoming),
+		channel: channel, pull: pull, pullName: "pull function of channel " + channel, tryPull: try,
+		max: o.maxInflight, health: NewEndpointHealth(channel, Incoming),
 		closing: closing, close: cancel,
 	}
 }
@@ -236,21 +268,77 @@ func (p *pullPump[T]) poll(canEmit bool) (Message[T], reactive.PollStatus, error
 		return nil, reactive.PollDone, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch {
 	case p.value != nil && canEmit:
 		v := p.value
 		p.value = nil
+		p.mu.Unlock()
 		return v, reactive.PollReady, nil
 	case p.value != nil:
+		p.mu.Unlock()
 		return nil, reactive.PollEmpty, nil
 	case p.ended:
-		return nil, reactive.PollDone, p.err
-	case canEmit && !p.fetching:
-		p.fetching = true
-		p.want <- struct{}{} // never blocks: one pull at a time
+		err := p.err
+		p.mu.Unlock()
+		return nil, reactive.PollDone, err
+	case !canEmit || p.fetching:
+		p.mu.Unlock()
+		return nil, reactive.PollEmpty, nil
 	}
+	p.mu.Unlock()
+	// Not fetching, so the pump's goroutine does not call pull now, and poll
+	// runs in the Outlet's drain: try and pull never overlap.
+	if v, ok := p.try(); ok {
+		return v, reactive.PollReady, nil
+	}
+	p.mu.Lock()
+	if p.ended { // try failed the stream
+		err := p.err
+		p.mu.Unlock()
+		return nil, reactive.PollDone, err
+	}
+	p.fetching = true
+	p.want <- struct{}{} // never blocks: one pull at a time
+	p.mu.Unlock()
 	return nil, reactive.PollEmpty, nil
+}
+
+// try takes a message from the source's WithTryPull function, if it has one
+// and there is room under the in-flight bound; a panic ends the stream.
+func (p *pullPump[T]) try() (Message[T], bool) {
+	s := p.s
+	if s.tryPull == nil || p.ctx.Err() != nil {
+		return nil, false
+	}
+	s.mu.Lock()
+	room := s.max <= 0 || s.inflight < s.max
+	s.mu.Unlock()
+	if !room {
+		return nil, false
+	}
+	var (
+		m  Message[T]
+		ok bool
+	)
+	err := callSafely(s.pullName, func() error { m, ok = s.tryPull(); return nil })
+	if err == nil && ok && isNilValue(m) {
+		err = fmt.Errorf("%w from the try function of channel %q", ErrNilMessage, s.channel)
+	}
+	if err != nil {
+		err = s.ended(p.ctx, err)
+		p.mu.Lock()
+		p.ended = true
+		if !errors.Is(err, io.EOF) {
+			p.err = err
+		}
+		p.mu.Unlock()
+		p.cancel() // the pump's goroutine exits
+		return nil, false
+	}
+	if !ok {
+		return nil, false
+	}
+	return s.deliver(m), true
 }
 
 // cancelled is the Outlet's onCancel: stop pulling; a message pulled but not
@@ -317,11 +405,16 @@ func (s *PullSource[T]) next(ctx context.Context) (Message[T], error) {
 	if err != nil {
 		return nil, s.ended(ctx, err)
 	}
+	return s.deliver(m), nil
+}
+
+// deliver counts m in flight and wraps it so that settling it frees the slot.
+func (s *PullSource[T]) deliver(m Message[T]) Message[T] {
 	s.mu.Lock()
 	s.inflight++
 	s.mu.Unlock()
 	pm := &pulled[T]{src: m, s: s}
-	return pm.init(m.Payload(), m.Metadata(), pm), nil
+	return pm.init(m.Payload(), m.Metadata(), pm)
 }
 
 // pulled is a delivered message: settling it settles the pulled one, then
@@ -449,6 +542,7 @@ type sinkOptions struct {
 	conc        int
 	window      int64
 	sendSettles bool
+	inline      bool
 }
 
 // WithSendConcurrency lets up to n sends run at once (default 1: messages
@@ -459,6 +553,15 @@ func WithSendConcurrency(n int) SinkOption { return func(o *sinkOptions) { o.con
 // (default: the concurrency), topped up at 75% consumed.
 func WithSinkWindow(n int) SinkOption { return func(o *sinkOptions) { o.window = int64(n) } }
 
+// WithInlineSend declares that the send function never blocks (it records
+// or hands the message off and returns): the sink then calls it on the
+// goroutine that delivers the message (its OnNext), one send at a time in
+// order, and acks or nacks there, instead of handing the message to a
+// goroutine of its own; WithSendConcurrency is ignored. Default: off (sends
+// run on the sink's goroutines). A send that blocks stalls its upstream,
+// whose goroutine may be a caller's (an Emitter's Send).
+func WithInlineSend() SinkOption { return func(o *sinkOptions) { o.inline = true } }
+
 // WithSendSettles leaves settlement to the send function: the sink neither
 // acks nor nacks what send returned for.
 func WithSendSettles() SinkOption { return func(o *sinkOptions) { o.sendSettles = true } }
@@ -466,7 +569,8 @@ func WithSendSettles() SinkOption { return func(o *sinkOptions) { o.sendSettles 
 // FuncSink is a Sink built from a send function. It requests its window
 // upstream and calls send for every message on goroutines, at most the
 // WithSendConcurrency bound at once (a goroutine exits when nothing is
-// queued); every finished send makes room for one more message. Unless
+// queued; with WithInlineSend, on the delivering goroutine instead); every
+// finished send makes room for one more message. Unless
 // WithSendSettles, a message is acked when send returned nil and nacked with
 // its error otherwise (a panic is an error wrapping reactive.ErrPanic;
 // return NackWith for nack options).
@@ -556,6 +660,10 @@ func (s *FuncSink[T]) OnNext(m Message[T]) {
 		_ = m.Nack(s.ctx, fmt.Errorf("%w: sink of channel %q", ErrClosed, s.channel))
 		return
 	}
+	if s.o.inline {
+		s.inlineLocked(m)
+		return
+	}
 	s.queue = append(s.queue, m)
 	if s.running < s.o.conc {
 		s.running++
@@ -563,6 +671,31 @@ func (s *FuncSink[T]) OnNext(m Message[T]) {
 		go s.run()
 	}
 	s.mu.Unlock()
+}
+
+// inlineLocked sends m on the calling goroutine, then whatever a re-entrant
+// OnNext queued meanwhile; it unlocks s.mu.
+func (s *FuncSink[T]) inlineLocked(m Message[T]) {
+	if s.running > 0 { // a send of this sink is running up the stack
+		s.queue = append(s.queue, m)
+		s.mu.Unlock()
+		return
+	}
+	s.running++
+	s.wg.Add(1)
+	defer s.wg.Done()
+	for {
+		s.mu.Unlock()
+		s.sendOne(m)
+		s.mu.Lock()
+		if len(s.queue) == 0 || s.closed {
+			s.running--
+			s.checkDrainedLocked()
+			s.mu.Unlock()
+			return
+		}
+		m, s.queue = popFront(s.queue)
+	}
 }
 
 func (s *FuncSink[T]) run() {
@@ -578,19 +711,25 @@ func (s *FuncSink[T]) run() {
 		var m Message[T]
 		m, s.queue = popFront(s.queue)
 		s.mu.Unlock()
-		err := callSafely(s.sendName, func() error { return s.send(s.ctx, m) })
-		if !s.o.sendSettles {
-			if err == nil {
-				_ = m.Ack(s.ctx)
-			} else {
-				if s.ctx.Err() != nil {
-					err = fmt.Errorf("%w: sink of channel %q: %w", ErrClosed, s.channel, err)
-				}
-				_ = nackFor(context.WithoutCancel(s.ctx), m, err)
-			}
-		}
-		s.in.Consumed(1)
+		s.sendOne(m)
 	}
+}
+
+// sendOne sends m, settles it unless WithSendSettles, and makes room for one
+// more message upstream.
+func (s *FuncSink[T]) sendOne(m Message[T]) {
+	err := callSafely(s.sendName, func() error { return s.send(s.ctx, m) })
+	if !s.o.sendSettles {
+		if err == nil {
+			_ = m.Ack(s.ctx)
+		} else {
+			if s.ctx.Err() != nil {
+				err = fmt.Errorf("%w: sink of channel %q: %w", ErrClosed, s.channel, err)
+			}
+			_ = nackFor(context.WithoutCancel(s.ctx), m, err)
+		}
+	}
+	s.in.Consumed(1)
 }
 
 // OnError implements reactive.Subscriber: a fatal failure of the channel.

@@ -15,9 +15,13 @@ type invokeFunc[I, O any] func(m Message[I]) (out Message[O], emit bool)
 // engine is the per-message stage of Consume, ConsumeMessage, Process and
 // ProcessMessage: a Subscriber (consumers) or a unicast
 // Processor (processors) built on an Inlet and an Outlet. Invocations run on
-// goroutines, at most concurrency at a time (one per key with key ordering);
-// a goroutine exits when no startable message is queued, so an idle stage has
-// none.
+// worker goroutines, at most concurrency at a time (one per key with key
+// ordering). A worker that finished an invocation emits its output and
+// requests more from upstream on its own goroutine before it looks at the
+// queue again, so an upstream that can answer at once (a PullSource with
+// WithTryPull) hands the next message to the same worker without a
+// goroutine switch; a worker exits when no startable message is queued, so
+// an idle stage has none.
 //
 // Demand: a consumer requests prefetch at OnSubscribe and one more per
 // finished invocation. A processor keeps what it requested upstream plus what
@@ -41,7 +45,8 @@ type engine[I, O any] struct {
 
 	mu       sync.Mutex
 	queue    []Message[I]
-	running  int
+	running  int // invocations in progress
+	workers  int // worker goroutines alive (running or between two invocations)
 	busy     map[string]int
 	outq     []Message[O]
 	upDone   bool
@@ -233,21 +238,35 @@ func (e *engine[I, O]) nextLocked() (Message[I], string, bool) {
 	return nil, "", false
 }
 
+// startLocked starts workers for startable messages while fewer than conc
+// are alive; a live worker picks queued messages up itself.
 func (e *engine[I, O]) startLocked() {
-	for !e.stopped && e.running < e.conc {
-		m, k, ok := e.nextLocked()
+	for !e.stopped && e.workers < e.conc && e.running < e.conc {
+		m, k, ok := e.takeLocked()
 		if !ok {
 			return
 		}
-		e.running++
-		if k != "" {
-			e.busy[k]++
-		}
+		e.workers++
 		e.wg.Add(1)
 		go e.run(m, k)
 	}
 }
 
+// takeLocked removes the next startable message and counts it running.
+func (e *engine[I, O]) takeLocked() (Message[I], string, bool) {
+	m, k, ok := e.nextLocked()
+	if ok {
+		e.running++
+		if k != "" {
+			e.busy[k]++
+		}
+	}
+	return m, k, ok
+}
+
+// run is a worker: it invokes m, emits the output (or, for a consumer,
+// requests one more), which may deliver the next message synchronously, and
+// then takes the next startable message, until none is queued.
 func (e *engine[I, O]) run(m Message[I], k string) {
 	defer e.wg.Done()
 	for {
@@ -267,16 +286,6 @@ func (e *engine[I, O]) run(m Message[I], k string) {
 				e.outq = append(e.outq, out)
 			}
 		}
-		var ok bool
-		if e.running < e.conc && !e.stopped {
-			m, k, ok = e.nextLocked()
-			if ok {
-				e.running++
-				if k != "" {
-					e.busy[k]++
-				}
-			}
-		}
 		e.checkDoneLocked()
 		e.mu.Unlock()
 		if drop {
@@ -289,6 +298,15 @@ func (e *engine[I, O]) run(m Message[I], k string) {
 		} else {
 			e.signal()
 		}
+		e.mu.Lock()
+		var ok bool
+		if !e.stopped && e.running < e.conc {
+			m, k, ok = e.takeLocked()
+		}
+		if !ok {
+			e.workers--
+		}
+		e.mu.Unlock()
 		if !ok {
 			return
 		}

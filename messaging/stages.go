@@ -193,6 +193,14 @@ func newOutPort[T any](ch string) *outPort {
 		channel: ch, typ: reflect.TypeFor[T](),
 		toSink: func(ctx context.Context, b *builder, pub any, c Codec) reactive.Publisher[Message[[]byte]] {
 			up := asPub[T](pub)
+			if _, ok := c.(BytesCodec); ok && reflect.TypeFor[T]() == bytesType {
+				// The identity: the message goes on as it is, without a copy
+				// sharing its settlement.
+				g := newGate(func(m Message[T]) (Message[[]byte], bool) {
+					return any(m).(Message[[]byte]), true //nolint:forcetypeassert // T is []byte
+				}, nackDropped[[]byte](ctx), b.state(ch))
+				return connectLazily[Message[[]byte]](g, func() { up.Subscribe(g) })
+			}
 			g := newGate(func(m Message[T]) (Message[[]byte], bool) {
 				raw, items, err := encodeWithMetadata(c, m.Payload())
 				if err != nil {

@@ -12,7 +12,7 @@ import (
 type tracker struct {
 	mu    sync.Mutex
 	items map[inflight]struct{}
-	zero  chan struct{} // closed while no message is in flight
+	zero  chan struct{} // created by a waiter, closed when no message is in flight
 }
 
 // inflight is a tracked message: abort nacks it at the shutdown deadline.
@@ -21,16 +21,11 @@ type inflight interface {
 }
 
 func newTracker() *tracker {
-	z := make(chan struct{})
-	close(z)
-	return &tracker{items: map[inflight]struct{}{}, zero: z}
+	return &tracker{items: map[inflight]struct{}{}}
 }
 
 func (t *tracker) add(it inflight) {
 	t.mu.Lock()
-	if len(t.items) == 0 {
-		t.zero = make(chan struct{})
-	}
 	t.items[it] = struct{}{}
 	t.mu.Unlock()
 }
@@ -39,8 +34,9 @@ func (t *tracker) done(it inflight) {
 	t.mu.Lock()
 	if _, ok := t.items[it]; ok {
 		delete(t.items, it)
-		if len(t.items) == 0 {
+		if len(t.items) == 0 && t.zero != nil { // someone waits
 			close(t.zero)
+			t.zero = nil
 		}
 	}
 	t.mu.Unlock()
@@ -50,12 +46,16 @@ func (t *tracker) done(it inflight) {
 func (t *tracker) wait(ctx context.Context) error {
 	for {
 		t.mu.Lock()
-		z := t.zero
 		n := len(t.items)
-		t.mu.Unlock()
 		if n == 0 {
+			t.mu.Unlock()
 			return nil
 		}
+		if t.zero == nil {
+			t.zero = make(chan struct{})
+		}
+		z := t.zero
+		t.mu.Unlock()
 		select {
 		case <-z:
 		case <-ctx.Done():

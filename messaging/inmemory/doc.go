@@ -24,10 +24,12 @@
 //
 // The connector is written on the messaging building blocks, as a proof
 // that a connector needs no hand-written Reactive Streams: a Source is a
-// messaging.NewPullSource whose pull function takes the queued messages
+// messaging.NewPullSource whose pull function takes the queued messages,
+// with a messaging.WithTryPull function taking one without waiting
 // (demand, max-inflight, cancellation, Close and health come from the
 // block), a Sink a messaging.NewFuncSink whose send function records the
-// message. Both pass the Reactive Streams TCK (tck_test.go).
+// message, declared messaging.WithInlineSend because recording never
+// blocks. Both pass the Reactive Streams TCK (tck_test.go).
 //
 // # Health
 //
@@ -38,8 +40,10 @@
 //
 // # Goroutines
 //
-// A subscribed source runs one goroutine that pulls from the queue (it ends
-// with the subscription); a sink runs one goroutine while it has received
-// messages to record (it exits when idle). Delivery is therefore
-// asynchronous: wait with Sink.Wait and Source.WaitSettled.
+// A subscribed source runs one goroutine that waits for the queue when it
+// is empty (it ends with the subscription); while the queue holds messages,
+// they are delivered on the goroutine that requested them (typically the
+// worker of the stage reading the channel). A sink records and acks on the
+// goroutine that delivers to it and runs none of its own. Delivery is
+// asynchronous all the same: wait with Sink.Wait and Source.WaitSettled.
 package inmemory

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
@@ -161,6 +162,8 @@ type Source struct {
 	completed   bool
 	settled     []Settlement
 	changed     chan struct{} // created by a waiter, closed at the next change
+	settledCh   chan struct{} // created by WaitSettled, closed once settledAt settlements were recorded
+	settledAt   int           // the smallest target of the WaitSettled calls waiting
 }
 
 type pendingMsg struct {
@@ -173,7 +176,7 @@ func (s *Source) source() *messaging.PullSource[[]byte] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.block == nil {
-		s.block = messaging.NewPullSource(s.channel, s.pull, messaging.WithMaxInflight(s.maxInflight))
+		s.block = messaging.NewPullSource(s.channel, s.pull, messaging.WithMaxInflight(s.maxInflight), messaging.WithTryPull(s.tryPull))
 	}
 	return s.block
 }
@@ -201,6 +204,19 @@ func (s *Source) pull(ctx context.Context) (messaging.Message[[]byte], error) {
 			return nil, fmt.Errorf("inmemory: source %q: %w", s.channel, ctx.Err())
 		}
 	}
+}
+
+// tryPull takes the next queued message, if any, without waiting.
+func (s *Source) tryPull() (messaging.Message[[]byte], bool) {
+	s.mu.Lock()
+	if len(s.pending) == 0 {
+		s.mu.Unlock()
+		return nil, false
+	}
+	p := s.pending[0]
+	s.pending = s.pending[1:]
+	s.mu.Unlock()
+	return s.wrap(p), true
 }
 
 // Send queues payload with metadata items for delivery.
@@ -233,29 +249,48 @@ func (s *Source) Subscribe(sub reactive.Subscriber[messaging.Message[[]byte]]) {
 }
 
 func (s *Source) wrap(p pendingMsg) messaging.Message[[]byte] {
-	return messaging.NewSettledMessage(p.payload, p.md, &recorder{s: s, payload: p.payload})
+	return &delivered{s: s, payload: p.payload, md: p.md}
 }
 
-// recorder records the settlement of one delivered message.
-type recorder struct {
+// delivered is a delivered message recording its settlement; the first Ack
+// or Nack settles it, later ones return messaging.ErrAlreadySettled. One
+// allocation per message.
+type delivered struct {
 	s       *Source
 	payload []byte
+	md      messaging.Metadata
+	done    atomic.Bool
 }
 
-func (r *recorder) Ack(context.Context) error {
-	r.s.settle(Settlement{Payload: r.payload, Acked: true})
+func (d *delivered) Payload() []byte              { return d.payload }
+func (d *delivered) Metadata() messaging.Metadata { return d.md }
+
+func (d *delivered) Ack(context.Context) error {
+	if !d.done.CompareAndSwap(false, true) {
+		return messaging.ErrAlreadySettled
+	}
+	d.s.settle(Settlement{Payload: d.payload, Acked: true})
 	return nil
 }
 
-func (r *recorder) Nack(_ context.Context, reason error, o messaging.NackOptions) error {
-	r.s.settle(Settlement{Payload: r.payload, Reason: reason, Options: o})
+func (d *delivered) Nack(_ context.Context, reason error, opts ...messaging.NackOption) error {
+	if reason == nil {
+		panic(fmt.Errorf("%w: nack reason", messaging.ErrNilArgument))
+	}
+	if !d.done.CompareAndSwap(false, true) {
+		return messaging.ErrAlreadySettled
+	}
+	d.s.settle(Settlement{Payload: d.payload, Reason: reason, Options: messaging.NackOptionsOf(opts...)})
 	return nil
 }
 
 func (s *Source) settle(st Settlement) {
 	s.mu.Lock()
 	s.settled = append(s.settled, st)
-	s.notifyLocked()
+	if s.settledCh != nil && len(s.settled) >= s.settledAt { // a waiter's target reached
+		close(s.settledCh)
+		s.settledCh = nil
+	}
 	s.mu.Unlock()
 }
 
@@ -300,11 +335,19 @@ func (s *Source) InFlight() int { return s.source().InFlight() }
 func (s *Source) WaitSettled(ctx context.Context, n int) error {
 	for {
 		s.mu.Lock()
-		got, ch := len(s.settled), s.waitChanLocked()
-		s.mu.Unlock()
+		got := len(s.settled)
 		if got >= n {
+			s.mu.Unlock()
 			return nil
 		}
+		if s.settledCh == nil || n < s.settledAt {
+			if s.settledCh != nil {
+				close(s.settledCh) // the other waiters re-register
+			}
+			s.settledCh, s.settledAt = make(chan struct{}), n
+		}
+		ch := s.settledCh
+		s.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -349,7 +392,7 @@ func (s *Sink) sink() *messaging.FuncSink[[]byte] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.block == nil {
-		opts := []messaging.SinkOption{messaging.WithSinkWindow(s.window)}
+		opts := []messaging.SinkOption{messaging.WithSinkWindow(s.window), messaging.WithInlineSend()}
 		if !s.autoAck {
 			opts = append(opts, messaging.WithSendSettles())
 		}
