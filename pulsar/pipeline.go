@@ -40,6 +40,7 @@ func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 		c.eng.Handled(d, err, latency) // a success without an observer has nothing to record
 	}
 	c.eng.Settle(d, err)
+	c.eng.Release(d) // reused only when the settlement acknowledged it: nothing else holds it then
 }
 
 func callHandler(h HandlerFunc, d *engine.Delivery) (err error) {

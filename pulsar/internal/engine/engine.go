@@ -146,6 +146,22 @@ type Delivery struct {
 // Acked reports whether the delivery's settlement acknowledged the message.
 func (d *Delivery) Acked() bool { return d.acked }
 
+// deliveries recycles the deliveries that [Engine.Release] is given.
+var deliveries = sync.Pool{New: func() any { return new(Delivery) }}
+
+// Release hands a settled delivery back for reuse by a later [Engine.Admit]. The caller
+// must hold the only reference: call it after a synchronous settlement that acknowledged
+// the message (Acked), never for a delivery a timer, a hook or a reactive message may still
+// use. A delivery that is not acknowledged is left to the garbage collector.
+func (e *Engine) Release(d *Delivery) {
+	if d == nil || !d.acked || !d.finished {
+		return
+	}
+	clear(d.finishers)
+	*d = Delivery{finishers: d.finishers[:0]}
+	deliveries.Put(d)
+}
+
 // FailOptions adjust the settlement of a failed delivery.
 type FailOptions struct {
 	// Delay replaces the policy's backoff for the retry (0: the policy's).
@@ -158,7 +174,9 @@ type FailOptions struct {
 // classification, attempts reconciliation and routing. It returns nil when the message was
 // settled here (a gate rejection or, with SettleRejects, poison).
 func (e *Engine) Admit(ctx context.Context, msg apulsar.Message) *Delivery {
-	d := &Delivery{Msg: msg, Props: msg.Properties()}
+	d, _ := deliveries.Get().(*Delivery) // the pool holds *Delivery only
+	fins := d.finishers[:0]
+	*d = Delivery{Msg: msg, Props: msg.Properties(), finishers: fins}
 	d.Ctx = e.startDelivery(ctx, d)
 	if e.cfg.Observer != nil { // no event to build without an observer
 		e.observe(d, Event{Kind: EventReceived, Topic: msg.Topic()})
