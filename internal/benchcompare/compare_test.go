@@ -614,8 +614,10 @@ func (h *harness) withHandBuilt(c comparison, opts func(*apulsar.ProducerOptions
 			for range n {
 				env := handBuilt{
 					Job: urn, TraceID: uuid.NewString(), Data: data,
-					Meta: handBuiltMeta{ID: uuid.NewString(), Queue: "default", Lang: "go", SchemaVersion: 1,
-						CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)},
+					Meta: handBuiltMeta{
+						ID: uuid.NewString(), Queue: "default", Lang: "go", SchemaVersion: 1,
+						CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
+					},
 				}
 				payload, err := json.Marshal(env)
 				if err != nil {

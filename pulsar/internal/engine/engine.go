@@ -153,7 +153,7 @@ var deliveries = sync.Pool{New: func() any { return new(Delivery) }}
 // must hold the only reference: call it after a synchronous settlement that acknowledged
 // the message (Acked), never for a delivery a timer, a hook or a reactive message may still
 // use. A delivery that is not acknowledged is left to the garbage collector.
-func (e *Engine) Release(d *Delivery) {
+func (*Engine) Release(d *Delivery) {
 	if d == nil || !d.acked || !d.finished {
 		return
 	}

@@ -19,8 +19,10 @@ func TestReleaseRecyclesOnlyAcknowledgedDeliveries(t *testing.T) {
 	assert.Equal(t, "urn:x", unfinished.URN, "a delivery whose settlement was not reported is not touched")
 
 	called := false
-	done := &Delivery{URN: "urn:x", acked: true, finished: true,
-		finishers: []func(Settlement){func(Settlement) { called = true }}}
+	done := &Delivery{
+		URN: "urn:x", acked: true, finished: true,
+		finishers: []func(Settlement){func(Settlement) { called = true }},
+	}
 	fins := done.finishers
 	e.Release(done)
 	assert.Empty(t, done.URN, "a released delivery is cleared")
