@@ -41,15 +41,27 @@ func BenchmarkPipelineSuccess(b *testing.B) {
 	}
 }
 
-// BenchmarkPublishPath: build, encode and project one message, without a broker.
+// BenchmarkPublishPath: build, encode and project one message, without a broker: for a
+// wrapped producer, and with the reuse of outgoing messages that NewPublisher enables for
+// the producers it creates.
 func BenchmarkPublishPath(b *testing.B) {
-	p, err := wrapMessageProducer(nopProducer{}, "orders", nil)
-	require.NoError(b, err)
 	data := json.RawMessage(`{"order":42,"customer":"c-1","amount":12.5}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.PublishAsync(b.Context(), testURN, data, func(string, error) {}); err != nil {
-			b.Fatal(err)
+	for _, recycle := range []bool{false, true} {
+		name := "wrapped"
+		if recycle {
+			name = "recycled"
 		}
+		b.Run(name, func(b *testing.B) {
+			p, err := wrapMessageProducer(nopProducer{}, "orders", nil)
+			require.NoError(b, err)
+			p.recycle = recycle
+			done := func(string, error) {}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.PublishAsync(b.Context(), testURN, data, done); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
