@@ -433,31 +433,20 @@ func (h *harness) publish(name string, async bool, rawOpts, sdkOpts func(*apulsa
 	} else {
 		raw.name, sdk.name = "raw SendAsync", "SDK PublishAsync"
 		raw.run = func(n int) error {
-			var wg sync.WaitGroup
-			var failed atomic.Int64
-			wg.Add(n)
-			for range n {
-				rawP.SendAsync(ctx, msg, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
-					if err != nil {
-						failed.Add(1)
-					}
-					wg.Done()
-				})
-			}
-			wg.Wait()
-			return failures(failed.Load())
+			return sendAllAsync(ctx, rawP, n, func() (*apulsar.ProducerMessage, error) { return msg, nil })
 		}
 		sdk.run = func(n int) error {
 			var wg sync.WaitGroup
 			var failed atomic.Int64
+			done := func(_ string, err error) { // one callback for all, as on the raw side
+				if err != nil {
+					failed.Add(1)
+				}
+				wg.Done()
+			}
 			wg.Add(n)
 			for i := range n {
-				if err := pub.PublishAsync(ctx, urn, data, func(_ string, err error) {
-					if err != nil {
-						failed.Add(1)
-					}
-					wg.Done()
-				}); err != nil {
+				if err := pub.PublishAsync(ctx, urn, data, done); err != nil {
 					wg.Add(i - n)
 					wg.Wait()
 					return err
@@ -608,10 +597,7 @@ func (h *harness) withHandBuilt(c comparison, opts func(*apulsar.ProducerOptions
 		name: "raw SendAsync, envelope built by hand per message",
 		info: "— (what the envelope costs without the SDK)",
 		run: func(n int) error {
-			var wg sync.WaitGroup
-			var failed atomic.Int64
-			wg.Add(n)
-			for range n {
+			return sendAllAsync(ctx, p, n, func() (*apulsar.ProducerMessage, error) {
 				env := handBuilt{
 					Job: urn, TraceID: uuid.NewString(), Data: data,
 					Meta: handBuiltMeta{
@@ -621,24 +607,40 @@ func (h *harness) withHandBuilt(c comparison, opts func(*apulsar.ProducerOptions
 				}
 				payload, err := json.Marshal(env)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				msg := &apulsar.ProducerMessage{Payload: payload, Properties: map[string]string{
+				return &apulsar.ProducerMessage{Payload: payload, Properties: map[string]string{
 					bqpulsar.PropJob: env.Job, bqpulsar.PropTraceID: env.TraceID, bqpulsar.PropMessageID: env.Meta.ID,
 					bqpulsar.PropSchemaVersion: "1", bqpulsar.PropSourceLang: "go", bqpulsar.PropAttempts: "0",
-				}}
-				p.SendAsync(ctx, msg, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
-					if err != nil {
-						failed.Add(1)
-					}
-					wg.Done()
-				})
-			}
-			wg.Wait()
-			return failures(failed.Load())
+				}}, nil
+			})
 		},
 	})
 	return c
+}
+
+// sendAllAsync sends n messages, each from next, with SendAsync and waits for their
+// receipts; it fails when next or any send did.
+func sendAllAsync(ctx context.Context, p apulsar.Producer, n int, next func() (*apulsar.ProducerMessage, error)) error {
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	done := func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+		wg.Done()
+	}
+	for range n {
+		msg, err := next()
+		if err != nil {
+			wg.Wait()
+			return err
+		}
+		wg.Add(1)
+		p.SendAsync(ctx, msg, done)
+	}
+	wg.Wait()
+	return failures(failed.Load())
 }
 
 func failures(n int64) error {
