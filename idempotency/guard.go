@@ -180,9 +180,15 @@ func (g *Guard) Do(ctx context.Context, id string, fn func(ctx context.Context) 
 	if id == "" {
 		return RanUnguarded, fn(ctx)
 	}
+	var waiting *InFlightError // the last in-flight answer, while waiting for it to end
 	for {
 		c, err := g.store.Claim(ctx, id, g.lease)
 		if err != nil {
+			if waiting != nil && ctx.Err() != nil {
+				// The wait ended with ctx during a poll: the message is still in flight
+				// as far as anyone knows, and the store did not fail.
+				return NotRun, errors.Join(waiting, fmt.Errorf("idempotency: waiting for an in-flight message: %w", ctx.Err()))
+			}
 			return NotRun, &StoreError{Op: "claim", ID: id, Err: err}
 		}
 		switch c.Status {
@@ -194,8 +200,9 @@ func (g *Guard) Do(ctx context.Context, id string, fn func(ctx context.Context) 
 			if g.waitPoll <= 0 {
 				return NotRun, &InFlightError{ID: id, LeaseLeft: c.LeaseLeft}
 			}
+			waiting = &InFlightError{ID: id, LeaseLeft: c.LeaseLeft}
 			if err := g.wait(ctx, c.LeaseLeft); err != nil {
-				return NotRun, errors.Join(&InFlightError{ID: id, LeaseLeft: c.LeaseLeft}, err)
+				return NotRun, errors.Join(waiting, err)
 			}
 		default:
 			return NotRun, &StoreError{Op: "claim", ID: id, Err: fmt.Errorf("unknown claim status %s", c.Status)}

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,15 +179,19 @@ func TestGuardInFlightWait(t *testing.T) {
 			require.NoError(t, s.Release(ctx, "w2", c.Token))
 			assert.Equal(t, idempotency.Ran, <-ran)
 
-			// The wait ends with ctx.
+			// The wait ends with ctx: ctx is cancelled once the guard has been told the id
+			// is in flight, so the wait or the next poll's claim sees it end (whichever
+			// comes first, the error is the in-flight one with ctx's).
 			_, err = s.Claim(ctx, "w3", time.Minute)
 			require.NoError(t, err)
-			short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			short, cancel := context.WithCancel(ctx)
 			defer cancel()
-			res, err := g.Do(short, "w3", func(context.Context) error { t.Error("ran while in flight"); return nil })
+			spy := newGuard(t, cancelOnInFlight{Store: s, cancel: cancel}, idempotency.WithInFlightWait(10*time.Millisecond))
+			res, err := spy.Do(short, "w3", func(context.Context) error { t.Error("ran while in flight"); return nil })
 			assert.Equal(t, idempotency.NotRun, res)
 			require.ErrorIs(t, err, idempotency.ErrInFlight)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorIs(t, err, context.Canceled)
+			require.NotErrorIs(t, err, idempotency.ErrStore, "an ended wait is not a store failure")
 		})
 	}
 }
@@ -275,4 +280,62 @@ func TestStatusAndResultNames(t *testing.T) {
 	assert.Equal(t, "ran-unguarded", idempotency.RanUnguarded.String())
 	assert.Equal(t, "not-run", idempotency.NotRun.String())
 	assert.Equal(t, "ran", idempotency.Ran.String())
+}
+
+// cancelOnInFlight is a store that cancels a context once it has answered that an id is in
+// flight.
+type cancelOnInFlight struct {
+	idempotency.Store
+	cancel context.CancelFunc
+}
+
+func (s cancelOnInFlight) Claim(ctx context.Context, id string, lease time.Duration) (idempotency.Claim, error) {
+	c, err := s.Store.Claim(ctx, id, lease)
+	if err == nil && c.Status == idempotency.StatusInFlight {
+		s.cancel()
+	}
+	return c, err
+}
+
+// A poll's claim that fails because ctx ended while the guard waited for an in-flight id is
+// the end of the wait, not a store failure; a claim that fails while ctx is live is one.
+func TestGuardPollFailingWithCtxIsTheWaitsEnd(t *testing.T) {
+	mem, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = mem.Claim(ctx, "busy", time.Minute)
+	require.NoError(t, err)
+
+	short, cancel := context.WithCancel(ctx)
+	defer cancel()
+	polls := &ctxEndingStore{Store: mem, cancel: cancel}
+	g := newGuard(t, polls, idempotency.WithInFlightWait(time.Millisecond))
+	res, err := g.Do(short, "busy", func(context.Context) error { t.Error("ran while in flight"); return nil })
+	assert.Equal(t, idempotency.NotRun, res)
+	require.ErrorIs(t, err, idempotency.ErrInFlight)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, idempotency.ErrStore)
+	assert.EqualValues(t, 2, polls.claims.Load(), "the second poll's claim saw ctx end")
+
+	fs := &failingStore{Store: mem}
+	fs.claim.Store(true)
+	_, err = newGuard(t, fs, idempotency.WithInFlightWait(time.Millisecond)).Do(ctx, "busy", func(context.Context) error { return nil })
+	require.ErrorIs(t, err, idempotency.ErrStore, "with ctx live, a failed claim is the store's")
+}
+
+// ctxEndingStore answers the first claim from its store and, on the second, cancels ctx and
+// fails as a store does when its call's context ends.
+type ctxEndingStore struct {
+	idempotency.Store
+	cancel context.CancelFunc
+	claims atomic.Int64
+}
+
+func (s *ctxEndingStore) Claim(ctx context.Context, id string, lease time.Duration) (idempotency.Claim, error) {
+	if s.claims.Add(1) == 1 {
+		return s.Store.Claim(ctx, id, lease)
+	}
+	s.cancel()
+	<-ctx.Done()
+	return idempotency.Claim{}, fmt.Errorf("store call: %w", ctx.Err())
 }
