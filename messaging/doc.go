@@ -143,11 +143,15 @@
 //   - [NewPullSource](channel, pull) calls pull(ctx) once per unit of
 //     demand on a goroutine of its own, bounds the unsettled messages
 //     ([WithMaxInflight]), cancels ctx on Cancel and Close, completes on
-//     io.EOF and fails on any other error; [NewChanSource] reads a Go
-//     channel, [NewSeqSource] an iter.Seq2.
+//     io.EOF and fails on any other error; with [WithTryPull] a message
+//     available at once is taken and delivered on the requesting goroutine
+//     instead (no goroutine hand-off). [NewChanSource] reads a Go channel,
+//     [NewSeqSource] an iter.Seq2.
 //   - [NewFuncSink](channel, send) calls send(ctx, m) for every message with
 //     bounded concurrency ([WithSendConcurrency]) within a request window
-//     ([WithSinkWindow]), acks on nil and nacks with the error.
+//     ([WithSinkWindow]), acks on nil and nacks with the error; a send that
+//     never blocks can declare [WithInlineSend] and run on the delivering
+//     goroutine.
 //
 // Both are a [Source] or [Sink] for T = []byte, answer Health by the rules
 // above (their [EndpointHealth] takes connection failures:
@@ -167,23 +171,28 @@
 // user+system CPU time (getrusage) around the timed loop divided by the
 // messages. Measured with
 //
-//	go test -run '^$' -bench PipelineCPU -benchmem -benchtime=50000x -count=3 ./messaging/
+//	go test -run='^$' -bench=PipelineCPU -benchmem ./messaging/
 //
-// on 2 vCPU (AMD EPYC, a machine shared with other jobs):
+// (-count=3, so the ranges are three runs each) on 2 vCPU (AMD EPYC, a
+// machine shared with other jobs):
 //
 //	                                    wall ns/msg  cpu-ns/msg   B/msg  allocs/msg
-//	runtime, prefetch 1 (the default)   5400–6900    6400–7900    1424   8
-//	runtime, WithPrefetch(64)           2300–3100    3000–4000    1355   7
-//	channels                              70–110       85–160       32   1
+//	runtime, prefetch 1 (the default)   1000–1400    1200–1350     554   5
+//	runtime, WithPrefetch(64)           1200–1850    1150–1800     583   5
+//	channels                             110–135      105–125       32   1
 //
-// The allocations per message are the delivered message and its
-// settlement (one value), the in-flight tracking wrapper, the Post output
-// and its encoded copy, the in-memory connector's settlement recorder and
-// the user function's copy. The CPU is mostly goroutine hand-offs: the
-// source's pull goroutine, the stage's invocation goroutine and the sink's
-// send goroutine each wake once per message when the pipeline runs dry,
-// which WithPrefetch (and WithConcurrency) amortise. Against a broker round
-// trip (milliseconds) the overhead is small.
+// The allocations per message are the in-memory connector's delivered
+// message, the source's in-flight wrapper, the runtime's in-flight tracking
+// wrapper, the Post output sharing the input's settlement, and the user
+// function's copy (the bytes codec passes the output on as it is). While the
+// source has messages queued, one goroutine carries a message all the way:
+// the stage's worker emits its output (the in-memory sink records and acks
+// inline), then requests the next message, which the source hands over on
+// the same goroutine; goroutines wake only when the pipeline runs dry. What
+// remains is the garbage collector (the benchmark keeps every message: the
+// in-memory connector records them), locks and atomics of the demand and
+// settlement bookkeeping, and the allocations. Against a broker round trip
+// (milliseconds) the overhead is small.
 //
 // # Go-specific behaviour
 //

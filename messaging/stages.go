@@ -193,15 +193,13 @@ func newOutPort[T any](ch string) *outPort {
 		channel: ch, typ: reflect.TypeFor[T](),
 		toSink: func(ctx context.Context, b *builder, pub any, c Codec) reactive.Publisher[Message[[]byte]] {
 			up := asPub[T](pub)
-			if _, ok := c.(BytesCodec); ok && reflect.TypeFor[T]() == bytesType {
-				// The identity: the message goes on as it is, without a copy
-				// sharing its settlement.
-				g := newGate(func(m Message[T]) (Message[[]byte], bool) {
-					return any(m).(Message[[]byte]), true //nolint:forcetypeassert // T is []byte
-				}, nackDropped[[]byte](ctx), b.state(ch))
-				return connectLazily[Message[[]byte]](g, func() { up.Subscribe(g) })
-			}
+			_, identity := c.(BytesCodec)
 			g := newGate(func(m Message[T]) (Message[[]byte], bool) {
+				if identity { // a []byte message goes on as it is, not as a copy sharing its settlement
+					if mb, ok := any(m).(Message[[]byte]); ok {
+						return mb, true
+					}
+				}
 				raw, items, err := encodeWithMetadata(c, m.Payload())
 				if err != nil {
 					b.rt.log.Warn("messaging: encode failed", zap.String("channel", ch), zap.Error(err))

@@ -158,9 +158,9 @@ type Source struct {
 	created     bool
 	maxInflight int
 	block       *messaging.PullSource[[]byte] // created on first use, with maxInflight
-	pending     []pendingMsg
+	pending     chunks[pendingMsg]
 	completed   bool
-	settled     []Settlement
+	settled     chunks[Settlement]
 	changed     chan struct{} // created by a waiter, closed at the next change
 	settledCh   chan struct{} // created by WaitSettled, closed once settledAt settlements were recorded
 	settledAt   int           // the smallest target of the WaitSettled calls waiting
@@ -186,9 +186,8 @@ func (s *Source) source() *messaging.PullSource[[]byte] {
 func (s *Source) pull(ctx context.Context) (messaging.Message[[]byte], error) {
 	for {
 		s.mu.Lock()
-		if len(s.pending) > 0 {
-			p := s.pending[0]
-			s.pending = s.pending[1:]
+		if s.pending.len() > 0 {
+			p := s.pending.pop()
 			s.mu.Unlock()
 			return s.wrap(p), nil
 		}
@@ -209,12 +208,11 @@ func (s *Source) pull(ctx context.Context) (messaging.Message[[]byte], error) {
 // tryPull takes the next queued message, if any, without waiting.
 func (s *Source) tryPull() (messaging.Message[[]byte], bool) {
 	s.mu.Lock()
-	if len(s.pending) == 0 {
+	if s.pending.len() == 0 {
 		s.mu.Unlock()
 		return nil, false
 	}
-	p := s.pending[0]
-	s.pending = s.pending[1:]
+	p := s.pending.pop()
 	s.mu.Unlock()
 	return s.wrap(p), true
 }
@@ -222,7 +220,7 @@ func (s *Source) tryPull() (messaging.Message[[]byte], bool) {
 // Send queues payload with metadata items for delivery.
 func (s *Source) Send(payload []byte, items ...any) {
 	s.mu.Lock()
-	s.pending = append(s.pending, pendingMsg{payload: payload, md: messaging.NewMetadata(items...)})
+	s.pending.push(pendingMsg{payload: payload, md: messaging.NewMetadata(items...)})
 	s.notifyLocked()
 	s.mu.Unlock()
 }
@@ -286,8 +284,8 @@ func (d *delivered) Nack(_ context.Context, reason error, opts ...messaging.Nack
 
 func (s *Source) settle(st Settlement) {
 	s.mu.Lock()
-	s.settled = append(s.settled, st)
-	if s.settledCh != nil && len(s.settled) >= s.settledAt { // a waiter's target reached
+	s.settled.push(st)
+	if s.settledCh != nil && s.settled.len() >= s.settledAt { // a waiter's target reached
 		close(s.settledCh)
 		s.settledCh = nil
 	}
@@ -313,7 +311,7 @@ func (s *Source) notifyLocked() {
 func (s *Source) Settlements() []Settlement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.settled)
+	return s.settled.all()
 }
 
 // Counts returns the numbers of acked and nacked messages.
@@ -335,7 +333,7 @@ func (s *Source) InFlight() int { return s.source().InFlight() }
 func (s *Source) WaitSettled(ctx context.Context, n int) error {
 	for {
 		s.mu.Lock()
-		got := len(s.settled)
+		got := s.settled.len()
 		if got >= n {
 			s.mu.Unlock()
 			return nil
@@ -381,7 +379,7 @@ type Sink struct {
 	autoAck   bool
 	window    int
 	block     *messaging.FuncSink[[]byte] // created on first use, with autoAck and window
-	received  []messaging.Message[[]byte]
+	received  chunks[messaging.Message[[]byte]]
 	completed bool
 	failure   error
 	changed   chan struct{} // created by a waiter, closed at the next change
@@ -403,7 +401,7 @@ func (s *Sink) sink() *messaging.FuncSink[[]byte] {
 
 func (s *Sink) record(_ context.Context, m messaging.Message[[]byte]) error {
 	s.mu.Lock()
-	s.received = append(s.received, m)
+	s.received.push(m)
 	s.notifyLocked()
 	s.mu.Unlock()
 	return nil
@@ -452,7 +450,7 @@ func (s *Sink) notifyLocked() {
 func (s *Sink) Messages() []messaging.Message[[]byte] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.received)
+	return s.received.all()
 }
 
 // Payloads returns the payloads received so far as strings.
@@ -471,7 +469,7 @@ func (s *Sink) Wait(ctx context.Context, n int) error {
 	drained := s.sink().Drained()
 	for {
 		s.mu.Lock()
-		got, ended, ch := len(s.received), s.completed || s.failure != nil, s.waitChanLocked()
+		got, ended, ch := s.received.len(), s.completed || s.failure != nil, s.waitChanLocked()
 		s.mu.Unlock()
 		if got >= n {
 			return nil
@@ -480,7 +478,7 @@ func (s *Sink) Wait(ctx context.Context, n int) error {
 		case <-drained:
 			if ended {
 				s.mu.Lock()
-				got = len(s.received)
+				got = s.received.len()
 				s.mu.Unlock()
 				if got >= n {
 					return nil
@@ -517,7 +515,7 @@ func (s *Sink) Health() messaging.ChannelHealth { return s.sink().Health() }
 func (s *Sink) Close(ctx context.Context) error {
 	err := s.sink().Close(ctx)
 	s.mu.Lock()
-	ms := slices.Clone(s.received)
+	ms := s.received.all()
 	auto := s.autoAck
 	s.mu.Unlock()
 	if !auto {
