@@ -425,14 +425,21 @@ type pulled[T any] struct {
 	s   *PullSource[T]
 }
 
+// Ack and Nack run at most once (the settlement's guard), so they can drop
+// src: a settled message kept by its receiver no longer holds the pulled one.
+
 func (m *pulled[T]) Ack(ctx context.Context) error {
 	defer m.s.release()
-	return m.src.Ack(ctx)
+	src := m.src
+	m.src = nil
+	return src.Ack(ctx)
 }
 
 func (m *pulled[T]) Nack(ctx context.Context, reason error, o NackOptions) error {
 	defer m.s.release()
-	return m.src.Nack(ctx, reason, withNackOptions(o))
+	src := m.src
+	m.src = nil
+	return src.Nack(ctx, reason, withNackOptions(o))
 }
 
 // ended classifies the error that ends the stream: io.EOF and Close

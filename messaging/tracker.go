@@ -10,9 +10,17 @@ import (
 // Shutdown waits on it and, at the deadline, nacks
 // the rest.
 type tracker struct {
-	mu    sync.Mutex
-	items map[inflight]struct{}
-	zero  chan struct{} // created by a waiter, closed when no message is in flight
+	mu   sync.Mutex
+	list trackNode     // sentinel of the ring of tracked messages, in order of entry
+	n    int           // messages in flight
+	zero chan struct{} // created by a waiter, closed when no message is in flight
+}
+
+// trackNode links a tracked message into its tracker's ring: adding and
+// removing it costs no allocation and no hashing.
+type trackNode struct {
+	prev, next *trackNode
+	it         inflight
 }
 
 // inflight is a tracked message: abort nacks it at the shutdown deadline.
@@ -21,20 +29,30 @@ type inflight interface {
 }
 
 func newTracker() *tracker {
-	return &tracker{items: map[inflight]struct{}{}}
+	t := &tracker{}
+	t.list.prev, t.list.next = &t.list, &t.list
+	return t
 }
 
-func (t *tracker) add(it inflight) {
+// add tracks it through its node nd.
+func (t *tracker) add(nd *trackNode, it inflight) {
 	t.mu.Lock()
-	t.items[it] = struct{}{}
+	nd.it = it
+	nd.prev, nd.next = t.list.prev, &t.list
+	t.list.prev.next = nd
+	t.list.prev = nd
+	t.n++
 	t.mu.Unlock()
 }
 
-func (t *tracker) done(it inflight) {
+// done stops tracking the message of nd; a second call is a no-op.
+func (t *tracker) done(nd *trackNode) {
 	t.mu.Lock()
-	if _, ok := t.items[it]; ok {
-		delete(t.items, it)
-		if len(t.items) == 0 && t.zero != nil { // someone waits
+	if nd.next != nil {
+		nd.prev.next, nd.next.prev = nd.next, nd.prev
+		nd.prev, nd.next = nil, nil
+		t.n--
+		if t.n == 0 && t.zero != nil { // someone waits
 			close(t.zero)
 			t.zero = nil
 		}
@@ -46,8 +64,7 @@ func (t *tracker) done(it inflight) {
 func (t *tracker) wait(ctx context.Context) error {
 	for {
 		t.mu.Lock()
-		n := len(t.items)
-		if n == 0 {
+		if t.n == 0 {
 			t.mu.Unlock()
 			return nil
 		}
@@ -64,12 +81,12 @@ func (t *tracker) wait(ctx context.Context) error {
 	}
 }
 
-// nackAll nacks every message still in flight with reason.
+// nackAll nacks every message still in flight with reason, oldest first.
 func (t *tracker) nackAll(ctx context.Context, reason error) int {
 	t.mu.Lock()
-	its := make([]inflight, 0, len(t.items))
-	for it := range t.items {
-		its = append(its, it)
+	its := make([]inflight, 0, t.n)
+	for nd := t.list.next; nd != &t.list; nd = nd.next {
+		its = append(its, nd.it)
 	}
 	t.mu.Unlock()
 	for _, it := range its {
@@ -82,18 +99,26 @@ func (t *tracker) nackAll(ctx context.Context, reason error) int {
 // counted in flight until then; one allocation per message.
 type tracked[T, U any] struct {
 	relay[U]
-	src Message[T]
-	t   *tracker
+	node trackNode
+	src  Message[T]
+	t    *tracker
 }
 
+// Ack and Nack run at most once (the settlement's guard), so they can drop
+// src: a settled message kept by its receiver no longer holds the source's.
+
 func (m *tracked[T, U]) Ack(ctx context.Context) error {
-	defer m.t.done(m)
-	return m.src.Ack(ctx)
+	defer m.t.done(&m.node)
+	src := m.src
+	m.src = nil
+	return src.Ack(ctx)
 }
 
 func (m *tracked[T, U]) Nack(ctx context.Context, reason error, o NackOptions) error {
-	defer m.t.done(m)
-	return m.src.Nack(ctx, reason, withNackOptions(o))
+	defer m.t.done(&m.node)
+	src := m.src
+	m.src = nil
+	return src.Nack(ctx, reason, withNackOptions(o))
 }
 
 func (m *tracked[T, U]) abort(ctx context.Context, reason error) { _ = m.msg.Nack(ctx, reason) }
@@ -103,7 +128,7 @@ func (m *tracked[T, U]) abort(ctx context.Context, reason error) { _ = m.msg.Nac
 func trackMessage[T, U any](t *tracker, m Message[T], p U) Message[U] {
 	tm := &tracked[T, U]{src: m, t: t}
 	out := tm.init(p, m.Metadata(), tm)
-	t.add(tm)
+	t.add(&tm.node, tm)
 	return out
 }
 
