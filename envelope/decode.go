@@ -27,24 +27,25 @@ const linearMembers = 8
 // exactly one JSON object, or a known member has the wrong JSON type. It does not check
 // rules 5–6 (URN, schema version, data, trace_id): use [Classify] to decide acceptance.
 //
-// Decode copies payload once (see "Ownership of bytes" in the package doc); the caller may
-// reuse its buffer as soon as it returns.
+// Decode copies what the envelope keeps of payload once (see "Ownership of bytes" in the
+// package doc); the caller may reuse its buffer as soon as it returns.
 func Decode(payload []byte) (*Envelope, error) {
 	if uint64(len(payload)) > maxPayload {
 		return nil, poison(RuleSingleObject, "", "payload of "+strconv.Itoa(len(payload))+
 			" bytes is larger than the decoder's limit of 4 GiB")
 	}
-	if !utf8.Valid(payload) {
-		return nil, poison(RuleUTF8, "", "payload is not valid UTF-8 (first invalid byte at "+
-			strconv.Itoa(firstInvalidUTF8(payload))+")")
-	}
-	e, buf := newEnvelope(len(payload))
-	copy(buf, payload)
-	d := decoder{s: buf, e: e}
+	d := decoder{s: payload}
 	if err := d.frame(); err != nil {
+		// Rule 1 comes first. The scan validates UTF-8 inside strings, the only place JSON
+		// allows non-ASCII bytes, so an accepted payload is valid UTF-8; a refused one is
+		// checked whole here, so the rule does not depend on where the scan stopped.
+		if !utf8.Valid(payload) {
+			return nil, poison(RuleUTF8, "", "payload is not valid UTF-8 (first invalid byte at "+
+				strconv.Itoa(firstInvalidUTF8(payload))+")")
+		}
 		return nil, err
 	}
-	return e, nil
+	return d.build(), nil
 }
 
 // Classify decides whether payload is acceptable (all the acceptance rules of the package doc). A nil error
@@ -86,30 +87,59 @@ const (
 	levelDeadLetter
 )
 
-// decoder is a single-pass parser over the envelope's own copy of the payload. Decoded
-// strings without escapes are substrings of that copy, Data is a sub-slice of it, and
-// whitespace inside data and unknown members is removed in place; the unknown members of
-// an object are written out as one string when it closes. A typical envelope therefore
-// costs one allocation (see newEnvelope), plus one per object with unknown members.
-//
-// Regions of s under a string returned by sub are never written afterwards; the only writes
-// are the in-place compaction of a value that has just been scanned and that no string
-// covers (compact).
+// field names the string members of an envelope, which the decoder records as spans of the
+// payload until it builds the envelope.
+type strField uint8
+
+const (
+	strJob strField = iota
+	strTraceID
+	strURN
+	strMetaID
+	strMetaQueue
+	strMetaLang
+	strDLReason
+	strDLError
+	strDLException
+	strDLOriginalQueue
+	strDLLang
+	numStrFields
+)
+
+// strValue is the last occurrence of a string member: the text between its quotes, whether
+// it has escapes, and whether the member is present with a string (not absent or null).
+type strValue struct {
+	text     span
+	esc, set bool
+}
+
+// decoder is a single pass over the caller's payload, which it only reads. It records what
+// the envelope keeps (the string members, data and the unknown members) as offsets of the
+// payload and the rest (numbers, warnings) in env; when the payload is accepted, build makes
+// the envelope with one allocation holding it and the kept text (see newEnvelope), removing
+// the insignificant whitespace of data and unknown members as it copies them. A refused
+// payload therefore costs no allocation for the envelope.
 type decoder struct {
 	s     []byte
-	e     *Envelope
-	depth int // nesting depth of the object whose member is being decoded (frame = 1)
+	env   Envelope // everything but the text members; DeadLetter is set when present
+	depth int      // nesting depth of the object whose member is being decoded (frame = 1)
 	// key is the raw text of the key being decoded (quotes included) and keyEscaped whether
 	// it contains escapes.
 	key        span
 	keyEscaped bool
-	// tables collect the unknown members of each level until the object closes.
+	strs       [numStrFields]strValue
+	data       span // the data text as scanned (zero when absent)
+	dataWS     bool // whether data has insignificant whitespace
+	hasData    bool
+	// tables collect the unknown members of the last object of each level.
 	tables [3]memberTable
 }
 
-// span is the offsets [start, end) of a text in the decoder's buffer (a payload is shorter
-// than maxPayload).
+// span is the offsets [start, end) of a text in the payload (a payload is shorter than
+// maxPayload).
 type span struct{ start, end uint32 }
+
+func (s span) len() int { return int(s.end - s.start) }
 
 // maxPayload bounds the payload so that offsets fit a span.
 const maxPayload = 1<<32 - 1
@@ -117,37 +147,32 @@ const maxPayload = 1<<32 - 1
 func mkSpan(start, end int) span { return span{uint32(start), uint32(end)} } //nolint:gosec // G115: offsets < maxPayload
 
 // memberTable holds the unknown members of one object while it is decoded, as offsets into
-// the buffer (no pointers, so the garbage collector does not scan a long list), in the order
-// of first occurrence. When the object closes they are written out as one string.
+// the payload (no pointers, so the garbage collector does not scan a long list), in the order
+// of first occurrence. build writes them out as one string.
 type memberTable struct {
 	members []tableMember
 	index   memberIndex
 	// escaped holds the decoded names of members whose first key was spelled with escapes,
 	// by position; the other names are the key text without quotes.
 	escaped map[int]string
+	// size is the length of the members' text as received: the bound of their compact
+	// text `,<key>:<value>`… that build writes.
+	size int
 }
 
 type tableMember struct {
 	name     span // the first occurrence's key text without quotes (unused when escaped)
-	key, raw span // the last occurrence's key text (quotes included) and compact value
+	key, raw span // the last occurrence's key text (quotes included) and value as scanned
+	ws       bool // whether raw has insignificant whitespace
 }
 
-// sub returns s[i:j] as a string sharing the decoder's buffer.
+// sub returns s[i:j] as a string sharing the payload. Such strings only live while Decode
+// runs: nothing returned to the caller refers to them (error texts concatenate copies).
 func (d *decoder) sub(i, j int) string {
 	if j <= i {
 		return ""
 	}
-	return unsafe.String(&d.s[i], j-i) //nolint:gosec // G103: the region is never written again (see decoder)
-}
-
-// compact removes insignificant whitespace from the scanned value s[i:end] in place when ws
-// is set and returns the end of the compact text. Writing never overtakes reading, so the
-// text is compacted correctly; nothing else covers the region.
-func (d *decoder) compact(i, end int, ws bool) int {
-	if !ws {
-		return end
-	}
-	return i + len(appendCompact(d.s[i:i], d.s[i:end]))
+	return unsafe.String(&d.s[i], j-i) //nolint:gosec // G103: read only, and dropped when Decode returns
 }
 
 func (d *decoder) frame() *PoisonError {
@@ -180,7 +205,6 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 	s := d.s
 	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == '}' {
-		d.closeObject(lvl)
 		return i + 1, nil
 	}
 	for count := 1; ; count++ {
@@ -231,7 +255,6 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 		case ',':
 			i = skipWS(s, i+1)
 		case '}':
-			d.closeObject(lvl)
 			return i + 1, nil
 		default:
 			return i, syntaxPoison(prefix, errExpect(s, i, "',' or '}' after an object member"))
@@ -240,18 +263,18 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 }
 
 func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
-	e := d.e
+	e := &d.env
 	var err *PoisonError
 	switch name {
 	case "job":
-		e.Job, i, err = d.str(i, "/job")
+		i, err = d.str(i, "/job", strJob)
 	case "trace_id":
-		e.TraceID, i, err = d.str(i, "/trace_id")
+		i, err = d.str(i, "/trace_id", strTraceID)
 	case "urn":
 		start := i
-		e.urn, i, err = d.str(i, "/urn")
+		i, err = d.str(i, "/urn", strURN)
 		if err == nil {
-			d.addMember(levelTop, name, mkSpan(start, i))
+			d.addMember(levelTop, name, mkSpan(start, i), false)
 		}
 	case "data":
 		if d.s[i] != '{' {
@@ -261,16 +284,15 @@ func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
 		if serr != nil {
 			return end, syntaxPoison("/data", serr)
 		}
-		// A full slice expression: appending to Data reallocates instead of overwriting
-		// the text after it.
-		n := d.compact(i, end, ws)
-		e.Data = d.s[i:n:n]
+		d.data, d.dataWS, d.hasData = mkSpan(i, end), ws, true
 		i = end
 	case "meta":
 		if d.s[i] != '{' {
 			return d.typeErr(i, "/meta", "an object")
 		}
-		e.Meta = Meta{} // a duplicate meta replaces the earlier one entirely
+		// A duplicate meta replaces the earlier one entirely.
+		e.Meta = Meta{}
+		d.strs[strMetaID], d.strs[strMetaQueue], d.strs[strMetaLang] = strValue{}, strValue{}, strValue{}
 		d.tables[levelMeta] = memberTable{}
 		return d.object(i, levelMeta, "/meta")
 	case "attempts":
@@ -282,6 +304,9 @@ func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
 			return d.typeErr(i, "/dead_letter", "an object")
 		}
 		e.DeadLetter = &DeadLetter{}
+		for f := strDLReason; f <= strDLLang; f++ {
+			d.strs[f] = strValue{}
+		}
 		d.tables[levelDeadLetter] = memberTable{}
 		return d.object(i, levelDeadLetter, "/dead_letter")
 	case "timestamp":
@@ -293,16 +318,16 @@ func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
 }
 
 func (d *decoder) metaMember(i int, name string) (int, *PoisonError) {
-	m := &d.e.Meta
+	m := &d.env.Meta
 	var err *PoisonError
 	var n int64
 	switch name {
 	case "id":
-		m.ID, i, err = d.str(i, "/meta/id")
+		i, err = d.str(i, "/meta/id", strMetaID)
 	case "queue":
-		m.Queue, i, err = d.str(i, "/meta/queue")
+		i, err = d.str(i, "/meta/queue", strMetaQueue)
 	case "lang":
-		m.Lang, i, err = d.str(i, "/meta/lang")
+		i, err = d.str(i, "/meta/lang", strMetaLang)
 	case "schema_version":
 		n, i, err = d.integer(i, "/meta/schema_version", true)
 		m.SchemaVersion = int(n)
@@ -317,69 +342,87 @@ func (d *decoder) metaMember(i int, name string) (int, *PoisonError) {
 }
 
 func (d *decoder) deadLetterMember(i int, name string) (int, *PoisonError) {
-	dl := d.e.DeadLetter
+	dl := d.env.DeadLetter
 	var err *PoisonError
 	var n int64
 	switch name {
 	case "reason":
-		var r string
-		r, i, err = d.str(i, "/dead_letter/reason")
-		dl.Reason = Reason(r)
+		i, err = d.str(i, "/dead_letter/reason", strDLReason)
 	case "error":
-		dl.Error, i, err = d.nullableStr(i, "/dead_letter/error")
+		i, err = d.nullableStr(i, "/dead_letter/error", strDLError)
 	case "exception":
-		dl.Exception, i, err = d.nullableStr(i, "/dead_letter/exception")
+		i, err = d.nullableStr(i, "/dead_letter/exception", strDLException)
 	case "failed_at":
 		dl.FailedAt, i, err = d.integer(i, "/dead_letter/failed_at", false)
 	case "original_queue":
-		dl.OriginalQueue, i, err = d.str(i, "/dead_letter/original_queue")
+		i, err = d.str(i, "/dead_letter/original_queue", strDLOriginalQueue)
 	case "attempts":
 		n, i, err = d.integer(i, "/dead_letter/attempts", true)
 		dl.Attempts = int(n)
 	case "lang":
-		dl.Lang, i, err = d.str(i, "/dead_letter/lang")
+		i, err = d.str(i, "/dead_letter/lang", strDLLang)
 	default:
 		return d.unknown(i, name, levelDeadLetter)
 	}
 	return i, err
 }
 
-// str decodes the string member at s[i], or fails with RuleType.
-func (d *decoder) str(i int, ptr string) (string, int, *PoisonError) {
+// str records the string member at s[i] as field f, or fails with RuleType.
+func (d *decoder) str(i int, ptr string, f strField) (int, *PoisonError) {
 	if i >= len(d.s) || d.s[i] != '"' {
-		end, err := d.typeErr(i, ptr, "a string")
-		return "", end, err
+		return d.typeErr(i, ptr, "a string")
 	}
 	end, esc, serr := scanString(d.s, i)
 	if serr != nil {
-		return "", end, syntaxPoison(ptr, serr)
+		return end, syntaxPoison(ptr, serr)
 	}
-	v := d.sub(i+1, end-1)
-	if esc {
-		v = unescape(v)
-	}
-	return v, end, nil
+	d.strs[f] = strValue{text: mkSpan(i+1, end-1), esc: esc, set: true}
+	return end, nil
 }
 
-func (d *decoder) nullableStr(i int, ptr string) (*string, int, *PoisonError) {
+// nullableStr records the string or null member at s[i] as field f (null unsets it).
+func (d *decoder) nullableStr(i int, ptr string, f strField) (int, *PoisonError) {
 	if i < len(d.s) && d.s[i] == 'n' {
 		end, _, serr := scanLiteral(d.s, i, "null")
 		if serr != nil {
-			return nil, end, syntaxPoison(ptr, serr)
+			return end, syntaxPoison(ptr, serr)
 		}
-		return nil, end, nil
+		d.strs[f] = strValue{}
+		return end, nil
 	}
-	v, end, err := d.str(i, ptr)
-	if err != nil {
-		return nil, end, err
-	}
-	return &v, end, nil
+	return d.str(i, ptr, f)
 }
 
 // integer decodes the JSON integer member at s[i] that must fit an int64 (or an int when
 // asInt is set), or fails with RuleType (strings, fractions, exponents, overflow).
 func (d *decoder) integer(i int, ptr string, asInt bool) (int64, int, *PoisonError) {
 	s := d.s
+	// The common case first: an integer of at most 18 digits (it cannot overflow) without a
+	// leading zero, not followed by a fraction or exponent. Anything else takes the full path.
+	j := i
+	if j < len(s) && s[j] == '-' {
+		j++
+	}
+	first := j
+	var u uint64
+	for j < len(s) { // past 18 digits u may wrap; such a number takes the full path
+		c := s[j] - '0'
+		if c > 9 {
+			break
+		}
+		u = u*10 + uint64(c)
+		j++
+	}
+	if nd := j - first; nd > 0 && nd < 19 && (nd == 1 || s[first] != '0') &&
+		(j == len(s) || s[j] != '.' && s[j] != 'e' && s[j] != 'E') {
+		v := int64(u) // u < 10^18
+		if first != i {
+			v = -v
+		}
+		if !asInt || int64(int(v)) == v {
+			return v, j, nil
+		}
+	}
 	if i >= len(s) || (s[i] != '-' && (s[i] < '0' || s[i] > '9')) {
 		end, err := d.typeErr(i, ptr, "a JSON integer")
 		return 0, end, err
@@ -418,26 +461,30 @@ func (d *decoder) forbidden(i int, ptr string) (int, *PoisonError) {
 	if serr != nil {
 		return end, syntaxPoison(ptr, serr)
 	}
-	for _, w := range d.e.warnings {
+	if d.env.warnings == nil {
+		d.env.warnings = new([]Warning)
+	}
+	ws := d.env.warnings
+	for _, w := range *ws {
 		if w.Pointer == ptr {
 			return end, nil
 		}
 	}
-	d.e.warnings = append(d.e.warnings, Warning{
+	*ws = append(*ws, Warning{
 		Pointer: ptr,
 		Message: "forbidden key " + ptr + " ignored and dropped on re-encode",
 	})
 	return end, nil
 }
 
-// unknown validates the value of an unknown member and keeps it verbatim (compacted in
-// place) in the member table of lvl.
+// unknown validates the value of an unknown member and keeps it (as offsets) in the member
+// table of lvl.
 func (d *decoder) unknown(i int, name string, lvl level) (int, *PoisonError) {
 	end, ws, serr := scanValue(d.s, i, d.depth)
 	if serr != nil {
 		return end, syntaxPoison(levelPointer[lvl]+"/"+escapePointer(name), serr)
 	}
-	d.addMember(lvl, name, mkSpan(i, d.compact(i, end, ws)))
+	d.addMember(lvl, name, mkSpan(i, end), ws)
 	return end, nil
 }
 
@@ -453,17 +500,19 @@ func (d *decoder) memberName(t *memberTable, k int) string {
 	return d.sub(int(m.name.start), int(m.name.end))
 }
 
-// addMember adds the member with the current key (d.key), decoded name and value raw to
-// the table of lvl, or, for a duplicate name, replaces the earlier key text and value in
-// place: the last value wins and the key keeps its first position. Short tables are searched
-// linearly; a longer one gets an index, so each call is O(1) expected.
-func (d *decoder) addMember(lvl level, name string, raw span) {
+// addMember adds the member with the current key (d.key), decoded name and value raw (with
+// whitespace when ws) to the table of lvl, or, for a duplicate name, replaces the earlier
+// key text and value in place: the last value wins and the key keeps its first position.
+// Short tables are searched linearly; a longer one gets an index, so each call is O(1)
+// expected.
+func (d *decoder) addMember(lvl level, name string, raw span, ws bool) {
 	t := &d.tables[lvl]
-	m := tableMember{name: span{d.key.start + 1, d.key.end - 1}, key: d.key, raw: raw}
+	m := tableMember{name: span{d.key.start + 1, d.key.end - 1}, key: d.key, raw: raw, ws: ws}
+	t.size += 2 + m.key.len() + raw.len()
 	if t.index.slots == nil {
 		for k := range t.members {
 			if d.memberName(t, k) == name {
-				t.members[k].key, t.members[k].raw = m.key, m.raw
+				d.replaceMember(t, k, m)
 				return
 			}
 		}
@@ -488,10 +537,17 @@ func (d *decoder) addMember(lvl level, name string, raw span) {
 			return
 		}
 		if k := int(slot&posMask) - 1; slot&^posMask == tag && d.memberName(t, k) == name {
-			t.members[k].key, t.members[k].raw = m.key, m.raw
+			d.replaceMember(t, k, m)
 			return
 		}
 	}
+}
+
+// replaceMember gives member k of t the key text and value of m (a later duplicate).
+func (*decoder) replaceMember(t *memberTable, k int, m tableMember) {
+	old := &t.members[k]
+	t.size -= 2 + old.key.len() + old.raw.len()
+	old.key, old.raw, old.ws = m.key, m.raw, m.ws
 }
 
 // appendMember appends a new member to t, doubling a full list (append grows a large slice
@@ -509,34 +565,136 @@ func (d *decoder) appendMember(t *memberTable, m tableMember, name string) {
 	t.members = append(t.members, m)
 }
 
-// closeObject writes the unknown members of the object of lvl that just closed into the
-// envelope, as their canonical text: `,<key>:<value>` for each, in order.
-func (d *decoder) closeObject(lvl level) {
-	t := &d.tables[lvl]
-	if len(t.members) == 0 {
-		return
+// build makes the envelope of an accepted payload with one allocation (newEnvelope) for
+// the Envelope, a copy of the payload and, after it, the unknown members of each object
+// written out as `,<key>:<value>`… from the payload. Strings, Data and the unknown member
+// texts are views of the allocation: strings with escapes are unescaped in place and data
+// with whitespace is compacted in place, each within its own region of the copy, which
+// nothing else refers to (the unknown members, the urn member among them, are written from
+// the payload itself, not from the copy).
+func (d *decoder) build() *Envelope {
+	n := len(d.s)
+	for k := range d.tables {
+		n += d.tables[k].size
 	}
-	n := 0
-	for _, m := range t.members {
-		n += 2 + int(m.key.end-m.key.start) + int(m.raw.end-m.raw.start)
+	e, buf := newEnvelope(n)
+	copy(buf, d.s)
+	// Only the members the decoder sets, so that storing the zero rest costs nothing.
+	e.Meta.SchemaVersion, e.Meta.CreatedAt = d.env.Meta.SchemaVersion, d.env.Meta.CreatedAt
+	e.Attempts, e.DeadLetter, e.warnings = d.env.Attempts, d.env.DeadLetter, d.env.warnings
+	b := builder{src: d.s, buf: buf, w: len(d.s)}
+	e.Job = b.str(d.strs[strJob])
+	e.TraceID = b.str(d.strs[strTraceID])
+	e.urn = b.str(d.strs[strURN])
+	e.Meta.ID = b.str(d.strs[strMetaID])
+	e.Meta.Queue = b.str(d.strs[strMetaQueue])
+	e.Meta.Lang = b.str(d.strs[strMetaLang])
+	e.unknown = b.members(&d.tables[levelTop])
+	e.Meta.unknown = b.members(&d.tables[levelMeta])
+	if dl := e.DeadLetter; dl != nil {
+		dl.Reason = Reason(b.str(d.strs[strDLReason]))
+		dl.Error = b.nullableStr(d.strs[strDLError])
+		dl.Exception = b.nullableStr(d.strs[strDLException])
+		dl.OriginalQueue = b.str(d.strs[strDLOriginalQueue])
+		dl.Lang = b.str(d.strs[strDLLang])
+		dl.unknown = b.members(&d.tables[levelDeadLetter])
 	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, m := range t.members {
-		b.WriteByte(',')
-		b.Write(d.s[m.key.start:m.key.end])
-		b.WriteByte(':')
-		b.Write(d.s[m.raw.start:m.raw.end])
+	if d.hasData {
+		start, end := int(d.data.start), int(d.data.end)
+		if d.dataWS {
+			end = start + compactInto(buf[start:end], buf[start:end])
+		}
+		// A full slice expression: appending to Data reallocates instead of overwriting
+		// the text after it.
+		e.Data = buf[start:end:end]
 	}
-	switch lvl {
-	case levelMeta:
-		d.e.Meta.unknown = b.String()
-	case levelDeadLetter:
-		d.e.DeadLetter.unknown = b.String()
-	default:
-		d.e.unknown = b.String()
+	return e
+}
+
+// builder fills the buffer of an envelope: buf[:len(src)] is a copy of the payload src,
+// and the unknown members are appended after it, at w.
+type builder struct {
+	src, buf []byte
+	w        int
+}
+
+// str returns the string v of the copy, unescaped in place when it has escapes (the
+// decoded text is never longer, and each byte is written after it was read).
+func (b *builder) str(v strValue) string {
+	start, end := int(v.text.start), int(v.text.end)
+	if end <= start {
+		return ""
 	}
-	*t = memberTable{}
+	if v.esc {
+		end = start + len(appendUnescape(b.buf[start:start], b.buf[start:end]))
+	}
+	return unsafe.String(&b.buf[start], end-start) //nolint:gosec // G103: the region is never written again
+}
+
+func (b *builder) nullableStr(v strValue) *string {
+	if !v.set {
+		return nil
+	}
+	s := b.str(v)
+	return &s
+}
+
+// members appends the members of t as `,<key>:<value>`…, the values without insignificant
+// whitespace, and returns their text.
+func (b *builder) members(t *memberTable) string {
+	start := b.w
+	for k := range t.members {
+		m := &t.members[k]
+		b.buf[b.w] = ','
+		b.w++
+		b.w += copy(b.buf[b.w:], b.src[m.key.start:m.key.end])
+		b.buf[b.w] = ':'
+		b.w++
+		if raw := b.src[m.raw.start:m.raw.end]; m.ws {
+			b.w += compactInto(b.buf[b.w:], raw)
+		} else {
+			b.w += copy(b.buf[b.w:], raw)
+		}
+	}
+	if b.w == start {
+		return ""
+	}
+	return unsafe.String(&b.buf[start], b.w-start) //nolint:gosec // G103: the region is never written again
+}
+
+// compactInto writes the valid JSON text src into dst (at least as long) without its
+// insignificant whitespace and returns the length written. dst may start where src starts:
+// each byte is written after it was read.
+func compactInto(dst, src []byte) int {
+	dst = dst[:len(src)]
+	w := 0
+	for r := 0; r < len(src); r++ {
+		c := src[r]
+		switch {
+		case c == '"':
+			dst[w] = c
+			w++
+			for { // the string through its closing quote, escapes copied whole
+				r++
+				c = src[r]
+				dst[w] = c
+				w++
+				if c == '"' {
+					break
+				}
+				if c == '\\' {
+					r++
+					dst[w] = src[r]
+					w++
+				}
+			}
+		case c <= ' ' && isWS(c):
+		default:
+			dst[w] = c
+			w++
+		}
+	}
+	return w
 }
 
 var indexSeed = maphash.MakeSeed()
@@ -613,114 +771,65 @@ func field(ptr string) string { return strings.ReplaceAll(ptr[1:], "/", ".") }
 
 var bom = []byte("\uFEFF")
 
-// The envelope of a small payload and its copy share one allocation: a struct holding the
-// Envelope and a byte array sized so that the struct fills one of the runtime's size
-// classes (512 B to 8 KiB; above 512 B an object with pointers carries an 8-byte malloc
+// The envelope of a small payload and the text it keeps share one allocation: a struct
+// holding the Envelope and a byte array sized so that the struct fills one of the runtime's
+// size classes (up to 8 KiB; above 512 B an object with pointers carries an 8-byte malloc
 // header). The strings and Data of the envelope point into the array, so they keep it alive
-// exactly as long as the envelope's own memory. A larger payload gets a separate buffer (two
+// exactly as long as the envelope's own memory. A larger text gets a separate buffer (two
 // allocations, negligible beside its scan).
 const (
-	envelopeSize = unsafe.Sizeof(Envelope{})
+	envelopeSize = int(unsafe.Sizeof(Envelope{}))
 	mallocHeader = 8
 )
 
-type (
-	envelope512 struct {
-		e Envelope
-		b [512 - envelopeSize]byte
-	}
-	envelope640 struct {
-		e Envelope
-		b [640 - envelopeSize - mallocHeader]byte
-	}
-	envelope768 struct {
-		e Envelope
-		b [768 - envelopeSize - mallocHeader]byte
-	}
-	envelope1024 struct {
-		e Envelope
-		b [1024 - envelopeSize - mallocHeader]byte
-	}
-	envelope1280 struct {
-		e Envelope
-		b [1280 - envelopeSize - mallocHeader]byte
-	}
-	envelope1536 struct {
-		e Envelope
-		b [1536 - envelopeSize - mallocHeader]byte
-	}
-	envelope2048 struct {
-		e Envelope
-		b [2048 - envelopeSize - mallocHeader]byte
-	}
-	envelope2688 struct {
-		e Envelope
-		b [2688 - envelopeSize - mallocHeader]byte
-	}
-	envelope3072 struct {
-		e Envelope
-		b [3072 - envelopeSize - mallocHeader]byte
-	}
-	envelope4096 struct {
-		e Envelope
-		b [4096 - envelopeSize - mallocHeader]byte
-	}
-	envelope4864 struct {
-		e Envelope
-		b [4864 - envelopeSize - mallocHeader]byte
-	}
-	envelope6144 struct {
-		e Envelope
-		b [6144 - envelopeSize - mallocHeader]byte
-	}
-	envelope8192 struct {
-		e Envelope
-		b [8192 - envelopeSize - mallocHeader]byte
-	}
-)
-
-// newEnvelope returns a zero Envelope and an n-byte buffer for the copy of its payload.
+// newEnvelope returns a zero Envelope and an n-byte buffer for the text it keeps.
 func newEnvelope(n int) (*Envelope, []byte) {
-	switch {
-	case n <= 512-int(envelopeSize):
-		p := new(envelope512)
-		return &p.e, p.b[:n:n]
-	case n <= 640-int(envelopeSize)-mallocHeader:
-		p := new(envelope640)
-		return &p.e, p.b[:n:n]
-	case n <= 768-int(envelopeSize)-mallocHeader:
-		p := new(envelope768)
-		return &p.e, p.b[:n:n]
-	case n <= 1024-int(envelopeSize)-mallocHeader:
-		p := new(envelope1024)
-		return &p.e, p.b[:n:n]
-	case n <= 1280-int(envelopeSize)-mallocHeader:
-		p := new(envelope1280)
-		return &p.e, p.b[:n:n]
-	case n <= 1536-int(envelopeSize)-mallocHeader:
-		p := new(envelope1536)
-		return &p.e, p.b[:n:n]
-	case n <= 2048-int(envelopeSize)-mallocHeader:
-		p := new(envelope2048)
-		return &p.e, p.b[:n:n]
-	case n <= 2688-int(envelopeSize)-mallocHeader:
-		p := new(envelope2688)
-		return &p.e, p.b[:n:n]
-	case n <= 3072-int(envelopeSize)-mallocHeader:
-		p := new(envelope3072)
-		return &p.e, p.b[:n:n]
-	case n <= 4096-int(envelopeSize)-mallocHeader:
-		p := new(envelope4096)
-		return &p.e, p.b[:n:n]
-	case n <= 4864-int(envelopeSize)-mallocHeader:
-		p := new(envelope4864)
-		return &p.e, p.b[:n:n]
-	case n <= 6144-int(envelopeSize)-mallocHeader:
-		p := new(envelope6144)
-		return &p.e, p.b[:n:n]
-	case n <= 8192-int(envelopeSize)-mallocHeader:
-		p := new(envelope8192)
-		return &p.e, p.b[:n:n]
+	switch size := envelopeSize + n; {
+	case n == 0:
+		return new(Envelope), nil
+	case size <= 256:
+		return withBuffer[[256 - envelopeSize]byte](n)
+	case size <= 320:
+		return withBuffer[[320 - envelopeSize]byte](n)
+	case size <= 384:
+		return withBuffer[[384 - envelopeSize]byte](n)
+	case size <= 448:
+		return withBuffer[[448 - envelopeSize]byte](n)
+	case size <= 512:
+		return withBuffer[[512 - envelopeSize]byte](n)
+	case size <= 640-mallocHeader:
+		return withBuffer[[640 - envelopeSize - mallocHeader]byte](n)
+	case size <= 768-mallocHeader:
+		return withBuffer[[768 - envelopeSize - mallocHeader]byte](n)
+	case size <= 1024-mallocHeader:
+		return withBuffer[[1024 - envelopeSize - mallocHeader]byte](n)
+	case size <= 1280-mallocHeader:
+		return withBuffer[[1280 - envelopeSize - mallocHeader]byte](n)
+	case size <= 1536-mallocHeader:
+		return withBuffer[[1536 - envelopeSize - mallocHeader]byte](n)
+	case size <= 2048-mallocHeader:
+		return withBuffer[[2048 - envelopeSize - mallocHeader]byte](n)
+	case size <= 2688-mallocHeader:
+		return withBuffer[[2688 - envelopeSize - mallocHeader]byte](n)
+	case size <= 3072-mallocHeader:
+		return withBuffer[[3072 - envelopeSize - mallocHeader]byte](n)
+	case size <= 4096-mallocHeader:
+		return withBuffer[[4096 - envelopeSize - mallocHeader]byte](n)
+	case size <= 4864-mallocHeader:
+		return withBuffer[[4864 - envelopeSize - mallocHeader]byte](n)
+	case size <= 6144-mallocHeader:
+		return withBuffer[[6144 - envelopeSize - mallocHeader]byte](n)
+	case size <= 8192-mallocHeader:
+		return withBuffer[[8192 - envelopeSize - mallocHeader]byte](n)
 	}
 	return new(Envelope), make([]byte, n)
+}
+
+// withBuffer allocates an Envelope followed by the byte array B (of at least n bytes).
+func withBuffer[B any](n int) (*Envelope, []byte) {
+	p := new(struct {
+		e Envelope
+		b B
+	})
+	return &p.e, unsafe.Slice((*byte)(unsafe.Pointer(&p.b)), n)[:n:n] //nolint:gosec // G103: B is a byte array of at least n bytes
 }

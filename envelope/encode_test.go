@@ -64,6 +64,14 @@ func TestEncodeURNAlias(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(out), `{"job":"urn:babel:orders:created",`), string(out))
 	assert.True(t, strings.HasSuffix(string(out), `,"urn":"  urn:babel:orders:created  "}`), string(out))
+
+	// An escaped urn is decoded for URN and kept verbatim for the re-encode.
+	e, err = envelope.Classify([]byte(`{"urn":"urn:\u0062abel:a:b\t","trace_id":"t","data":{},"meta":{"schema_version":1}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "urn:babel:a:b", e.URN())
+	out, err = e.Encode()
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(string(out), `,"urn":"urn:\u0062abel:a:b\t"}`), string(out))
 }
 
 func TestEncodeStringEscaping(t *testing.T) {

@@ -60,9 +60,12 @@ type Envelope struct {
 	Attempts   int         // top-level retry counter, >= 0 after Decode
 	DeadLetter *DeadLetter // nil when absent
 
-	urn      string    // the inbound urn alias, decoded (also kept verbatim among unknown)
-	unknown  string    // unknown top-level members (and urn) as `,<key>:<value>`…, in received order
-	warnings []Warning // forbidden keys seen by Decode
+	urn     string // the inbound urn alias, decoded (also kept verbatim among unknown)
+	unknown string // unknown top-level members (and urn) as `,<key>:<value>`…, in received order
+	// warnings are the forbidden keys seen by Decode, nil when none (most envelopes): a
+	// pointer keeps the Envelope, which shares one allocation with its payload copy, small.
+	// The list is never changed after Decode returns, so copies share it.
+	warnings *[]Warning
 }
 
 // Warning reports a forbidden key that [Decode] accepted and that [Envelope.Encode] drops.
@@ -103,10 +106,10 @@ func (e *Envelope) Bind(v any) error {
 
 // Warnings returns the forbidden keys Decode saw (each pointer once), or nil.
 func (e *Envelope) Warnings() []Warning {
-	if len(e.warnings) == 0 {
+	if e.warnings == nil {
 		return nil
 	}
-	return append([]Warning(nil), e.warnings...)
+	return append([]Warning(nil), *e.warnings...)
 }
 
 // Clone returns a deep copy of e: changing the copy's Data bytes or DeadLetter never
@@ -115,9 +118,6 @@ func (e *Envelope) Clone() *Envelope {
 	c := *e
 	if e.Data != nil {
 		c.Data = append(json.RawMessage(nil), e.Data...)
-	}
-	if e.warnings != nil {
-		c.warnings = append([]Warning(nil), e.warnings...)
 	}
 	if e.DeadLetter != nil {
 		dl := *e.DeadLetter

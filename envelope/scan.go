@@ -1,13 +1,16 @@
 package envelope
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// text is the input of the scanner: the decoder scans its owned string copy of a payload,
-// the encoder and Make scan caller-supplied []byte data without converting it.
+// text is the input of the helpers that read both kinds of text: JSON values are scanned as
+// []byte (the payload of Decode, the data given to the encoder and Make), while numbers and
+// escaped strings are also read from strings.
 type text interface{ ~string | ~[]byte }
 
 // maxDepth bounds the nesting of arrays and objects, as encoding/json does, so that a hostile
@@ -26,18 +29,14 @@ func (e *syntaxError) String() string {
 
 func errSyntax(off int, msg string) *syntaxError { return &syntaxError{off: off, msg: msg} }
 
-// strPlain reports the bytes that may appear unescaped inside a JSON string without
-// ending it: everything except control characters, '"' and '\\'.
-var strPlain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
+// wsMask has bit c set for each JSON whitespace byte c (all are at most ' ', and every
+// byte that may follow whitespace in valid JSON is above it: one comparison decides).
+const wsMask = 1<<' ' | 1<<'\n' | 1<<'\r' | 1<<'\t'
 
-func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+func isWS(c byte) bool { return c <= ' ' && wsMask&(uint64(1)<<c) != 0 }
 
-func skipWS[T text](s T, i int) int {
+// skipWS returns the offset of the first byte at or after s[i] that is not whitespace.
+func skipWS(s []byte, i int) int {
 	for i < len(s) && isWS(s[i]) {
 		i++
 	}
@@ -46,7 +45,7 @@ func skipWS[T text](s T, i int) int {
 
 // scanValue validates the JSON value starting at s[i] (no leading whitespace) and returns
 // the offset just past it and whether insignificant whitespace occurs inside it.
-func scanValue[T text](s T, i, depth int) (int, bool, *syntaxError) {
+func scanValue(s []byte, i, depth int) (int, bool, *syntaxError) {
 	if i >= len(s) {
 		return i, false, errSyntax(i, "unexpected end of input")
 	}
@@ -84,7 +83,7 @@ func scanLiteral[T text](s T, i int, lit string) (int, bool, *syntaxError) {
 	return i + len(lit), false, nil
 }
 
-func scanObject[T text](s T, i, depth int) (int, bool, *syntaxError) {
+func scanObject(s []byte, i, depth int) (int, bool, *syntaxError) {
 	if depth > maxDepth {
 		return i, false, errSyntax(i, "nesting deeper than "+strconv.Itoa(maxDepth))
 	}
@@ -131,7 +130,7 @@ func scanObject[T text](s T, i, depth int) (int, bool, *syntaxError) {
 	}
 }
 
-func scanArray[T text](s T, i, depth int) (int, bool, *syntaxError) {
+func scanArray(s []byte, i, depth int) (int, bool, *syntaxError) {
 	if depth > maxDepth {
 		return i, false, errSyntax(i, "nesting deeper than "+strconv.Itoa(maxDepth))
 	}
@@ -167,40 +166,144 @@ func scanArray[T text](s T, i, depth int) (int, bool, *syntaxError) {
 // scanString validates the JSON string starting at s[i] == '"' and returns the offset just
 // past its closing quote and whether it contains escape sequences. Escapes are checked for
 // syntax only: a lone UTF-16 surrogate such as \ud800 is accepted (see the package doc).
-func scanString[T text](s T, i int) (int, bool, *syntaxError) {
+// Bytes above ASCII must form valid UTF-8 (errUTF8 otherwise), so a payload whose strings
+// all pass holds non-ASCII bytes nowhere else: outside strings JSON allows ASCII only.
+func scanString(s []byte, i int) (int, bool, *syntaxError) {
 	start := i
 	i++
 	esc := false
 	for {
-		for i < len(s) && strPlain[s[i]] {
-			i++
-		}
-		if i >= len(s) {
-			return i, esc, errSyntax(start, "unterminated string")
-		}
-		switch c := s[i]; c {
-		case '"':
-			return i + 1, esc, nil
-		case '\\':
-			esc = true
-			if i+1 >= len(s) {
+		// Skip plain bytes (see plain) eight at a time; the lowest flagged byte of a word
+		// is exact. The last few bytes of the input go one at a time.
+		if len(s)-i >= 8 {
+			m := specialBytes(binary.LittleEndian.Uint64(s[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		} else {
+			for i < len(s) && plain(s[i]) {
+				i++
+			}
+			if i >= len(s) {
 				return i, esc, errSyntax(start, "unterminated string")
 			}
-			switch s[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if len(s)-i < 6 || hex4(s, i+2) < 0 {
-					return i, esc, errSyntax(i, `invalid \u escape in a string`)
-				}
-				i += 6
-			default:
-				return i, esc, errSyntax(i, "invalid escape "+quoteByte(s[i+1])+" in a string")
-			}
-		default:
-			return i, esc, errSyntax(i, "control character "+quoteByte(c)+" in a string")
 		}
+		if s[i] == '"' {
+			return i + 1, esc, nil
+		}
+		var isEsc bool
+		var err *syntaxError
+		if i, isEsc, err = scanSpecial(s, start, i); err != nil {
+			return i, esc || isEsc, err
+		}
+		esc = esc || isEsc
 	}
+}
+
+// scanSpecial validates the escape sequence, UTF-8 sequence or (invalid) control character
+// at s[i] inside the string that starts at s[start], and returns the offset just past it and
+// whether it is an escape. It is kept apart from scanString, whose loop over plain bytes is
+// the common case.
+func scanSpecial(s []byte, start, i int) (int, bool, *syntaxError) {
+	switch c := s[i]; {
+	case c == '\\':
+		if i+1 >= len(s) {
+			return i, true, errSyntax(start, "unterminated string")
+		}
+		switch s[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			return i + 2, true, nil
+		case 'u':
+			if len(s)-i < 6 || hex4(s, i+2) < 0 {
+				return i, true, errSyntax(i, `invalid \u escape in a string`)
+			}
+			return i + 6, true, nil
+		default:
+			return i, true, errSyntax(i, "invalid escape "+quoteByte(s[i+1])+" in a string")
+		}
+	case c >= utf8.RuneSelf:
+		n := runeLen(s, i)
+		if n == 0 {
+			return i, false, errSyntax(i, errUTF8)
+		}
+		return i + n, false, nil
+	default:
+		return i, false, errSyntax(i, "control character "+quoteByte(c)+" in a string")
+	}
+}
+
+// errUTF8 is the message of the syntax error for a string that is not valid UTF-8. Decode
+// reports any failure of a payload that is not valid UTF-8 as RuleUTF8 instead.
+const errUTF8 = "invalid UTF-8 in a string"
+
+// plain reports whether c may appear in a string as itself and is ASCII: everything except
+// control characters, '"', '\\' and bytes of multi-byte UTF-8 sequences.
+func plain(c byte) bool { return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' }
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// specialBytes sets the high bit of each byte of x that is not plain (see plain), and
+// possibly of bytes above the lowest such byte, so the lowest set bit is exact. Byte by
+// byte, b-0x20 has its high bit set when b < 0x20, (b^'"')-1 when b == '"' and (b^'\\')-1
+// when b == '\\'; for other bytes below 0x80 none of the three has it, for bytes from 0x80
+// up the byte itself has it. A borrow across bytes starts only at a byte below 0x20, '"' or
+// '\\', so it changes nothing below the lowest flagged byte.
+func specialBytes(x uint64) uint64 {
+	return ((x - 0x20*lsb) | (x ^ '"'*lsb - lsb) | (x ^ '\\'*lsb - lsb) | x) & msb
+}
+
+// runeLen returns the length of the valid UTF-8 sequence starting at s[i] (a byte above
+// ASCII), or 0 when it is invalid: the sequences utf8.Valid accepts, without overlong forms,
+// surrogates or code points above U+10FFFF.
+func runeLen(s []byte, i int) int {
+	c := s[i]
+	n := len(s) - i
+	cont := func(k int) bool { return s[i+k]&0xC0 == 0x80 }
+	switch {
+	case c < 0xC2:
+		return 0
+	case c < 0xE0:
+		if n < 2 || !cont(1) {
+			return 0
+		}
+		return 2
+	case c < 0xF0:
+		if n < 3 {
+			return 0
+		}
+		lo, hi := byte(0x80), byte(0xBF)
+		switch c {
+		case 0xE0:
+			lo = 0xA0
+		case 0xED:
+			hi = 0x9F
+		}
+		if c1 := s[i+1]; c1 < lo || c1 > hi || !cont(2) {
+			return 0
+		}
+		return 3
+	case c < 0xF5:
+		if n < 4 {
+			return 0
+		}
+		lo, hi := byte(0x80), byte(0xBF)
+		switch c {
+		case 0xF0:
+			lo = 0x90
+		case 0xF4:
+			hi = 0x8F
+		}
+		if c1 := s[i+1]; c1 < lo || c1 > hi || !cont(2) || !cont(3) {
+			return 0
+		}
+		return 4
+	}
+	return 0
 }
 
 // scanNumber validates the JSON number starting at s[i] and reports whether it is an
@@ -259,7 +362,11 @@ func parseInt(tok string) (int64, bool) {
 	}
 	const limit = uint64(1) << 63
 	var n uint64
-	for k := 0; k < len(tok); k++ {
+	k := 0
+	for ; k < len(tok) && k < 18; k++ { // 18 digits cannot overflow
+		n = n*10 + uint64(tok[k]-'0')
+	}
+	for ; k < len(tok); k++ {
 		d := uint64(tok[k] - '0')
 		if n > (limit-d)/10 {
 			return 0, false
@@ -298,7 +405,12 @@ func hex4[T text](s T, i int) rune {
 // unescape decodes the body of a JSON string that contains escapes (already validated by
 // scanString). A lone or mismatched UTF-16 surrogate becomes U+FFFD, as encoding/json does.
 func unescape(s string) string {
-	b := make([]byte, 0, len(s))
+	return string(appendUnescape(make([]byte, 0, len(s)), s))
+}
+
+// appendUnescape appends the decoded body s of a JSON string that contains escapes (see
+// unescape); it appends at most len(s) bytes.
+func appendUnescape[T text](b []byte, s T) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c != '\\' {
@@ -339,7 +451,7 @@ func unescape(s string) string {
 		}
 		i += 2
 	}
-	return string(b)
+	return b
 }
 
 // appendCompact appends the valid JSON text src without insignificant whitespace.
@@ -384,7 +496,7 @@ func kindOf(c byte) string {
 	}
 }
 
-func errExpect[T text](s T, i int, want string) *syntaxError {
+func errExpect(s []byte, i int, want string) *syntaxError {
 	if i >= len(s) {
 		return errSyntax(i, "unexpected end of input, want "+want)
 	}
