@@ -173,13 +173,14 @@
 //
 //	go test -run='^$' -bench=PipelineCPU -benchmem ./messaging/
 //
-// (-count=3, so the ranges are three runs each) on 2 vCPU (AMD EPYC, a
-// machine shared with other jobs):
+// (four runs of -count=3, the ranges span all twelve) on 2 vCPU (AMD EPYC,
+// a machine shared with other jobs, load average 5–10 during the runs: wall
+// time depends on that load, CPU time much less):
 //
 //	                                    wall ns/msg  cpu-ns/msg   B/msg  allocs/msg
-//	runtime, prefetch 1 (the default)   1000–1400    1200–1350     554   5
-//	runtime, WithPrefetch(64)           1200–1850    1150–1800     583   5
-//	channels                             110–135      105–125       32   1
+//	runtime, prefetch 1 (the default)   1500–4300    1100–1580     586   5
+//	runtime, WithPrefetch(64)           1580–6000    1150–1670     615   5
+//	channels                             150–1300     120–210       32   1
 //
 // The allocations per message are the in-memory connector's delivered
 // message, the source's in-flight wrapper, the runtime's in-flight tracking
