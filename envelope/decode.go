@@ -215,16 +215,24 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 		if i >= len(s) || s[i] != '"' {
 			return i, syntaxPoison(prefix, errExpect(s, i, "a string key"))
 		}
-		kEnd, kEsc, serr := scanString(s, i)
-		if serr != nil {
-			return i, syntaxPoison(prefix, serr)
+		// A known key spelled plainly is recognised without scanning it as a string.
+		id, kEnd := plainKey(lvl, s, i)
+		name := ""
+		d.keyEscaped = false
+		if id == memberUnknown {
+			end, kEsc, serr := scanString(s, i)
+			if serr != nil {
+				return i, syntaxPoison(prefix, serr)
+			}
+			kEnd = end
+			d.keyEscaped = kEsc
+			name = d.sub(i+1, kEnd-1)
+			if kEsc {
+				name = unescape(name)
+			}
+			id = memberNamed(lvl, name)
 		}
 		d.key = mkSpan(i, kEnd)
-		d.keyEscaped = kEsc
-		name := d.sub(i+1, kEnd-1)
-		if kEsc {
-			name = unescape(name)
-		}
 		i = skipWS(s, kEnd)
 		if i >= len(s) || s[i] != ':' {
 			return i, syntaxPoison(prefix, errExpect(s, i, "':' after an object key"))
@@ -235,14 +243,13 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 		}
 		var err *PoisonError
 		d.depth = 2
-		switch lvl {
-		case levelMeta:
-			i, err = d.metaMember(i, name)
-		case levelDeadLetter:
-			i, err = d.deadLetterMember(i, name)
-		default:
+		if lvl == levelTop {
 			d.depth = 1
-			i, err = d.topMember(i, name)
+		}
+		if id == memberUnknown {
+			i, err = d.unknown(i, name, lvl)
+		} else {
+			i, err = d.member(i, id)
 		}
 		if err != nil {
 			return i, err
@@ -262,21 +269,23 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 	}
 }
 
-func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
+// member decodes the value at s[i] of the known member id.
+func (d *decoder) member(i int, id memberID) (int, *PoisonError) {
 	e := &d.env
 	var err *PoisonError
-	switch name {
-	case "job":
+	var n int64
+	switch id {
+	case memberJob:
 		i, err = d.str(i, "/job", strJob)
-	case "trace_id":
+	case memberTraceID:
 		i, err = d.str(i, "/trace_id", strTraceID)
-	case "urn":
+	case memberURN:
 		start := i
 		i, err = d.str(i, "/urn", strURN)
 		if err == nil {
-			d.addMember(levelTop, name, mkSpan(start, i), false)
+			d.addMember(levelTop, "urn", mkSpan(start, i), false)
 		}
-	case "data":
+	case memberData:
 		if d.s[i] != '{' {
 			return d.typeErr(i, "/data", "an object")
 		}
@@ -286,7 +295,7 @@ func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
 		}
 		d.data, d.dataWS, d.hasData = mkSpan(i, end), ws, true
 		i = end
-	case "meta":
+	case memberMeta:
 		if d.s[i] != '{' {
 			return d.typeErr(i, "/meta", "an object")
 		}
@@ -295,11 +304,10 @@ func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
 		d.strs[strMetaID], d.strs[strMetaQueue], d.strs[strMetaLang] = strValue{}, strValue{}, strValue{}
 		d.tables[levelMeta] = memberTable{}
 		return d.object(i, levelMeta, "/meta")
-	case "attempts":
-		var n int64
+	case memberAttempts:
 		n, i, err = d.integer(i, "/attempts", true)
 		e.Attempts = int(max(n, 0))
-	case "dead_letter":
+	case memberDeadLetter:
 		if d.s[i] != '{' {
 			return d.typeErr(i, "/dead_letter", "an object")
 		}
@@ -309,60 +317,37 @@ func (d *decoder) topMember(i int, name string) (int, *PoisonError) {
 		}
 		d.tables[levelDeadLetter] = memberTable{}
 		return d.object(i, levelDeadLetter, "/dead_letter")
-	case "timestamp":
-		return d.forbidden(i, "/timestamp")
-	default:
-		return d.unknown(i, name, levelTop)
-	}
-	return i, err
-}
+	case memberTimestamp, memberMetaMaxRetries, memberMetaAttempts, memberMetaSource, memberMetaTS:
+		return d.forbidden(i, memberPointer[id])
 
-func (d *decoder) metaMember(i int, name string) (int, *PoisonError) {
-	m := &d.env.Meta
-	var err *PoisonError
-	var n int64
-	switch name {
-	case "id":
+	case memberMetaID:
 		i, err = d.str(i, "/meta/id", strMetaID)
-	case "queue":
+	case memberMetaQueue:
 		i, err = d.str(i, "/meta/queue", strMetaQueue)
-	case "lang":
+	case memberMetaLang:
 		i, err = d.str(i, "/meta/lang", strMetaLang)
-	case "schema_version":
+	case memberMetaSchemaVersion:
 		n, i, err = d.integer(i, "/meta/schema_version", true)
-		m.SchemaVersion = int(n)
-	case "created_at":
-		m.CreatedAt, i, err = d.integer(i, "/meta/created_at", false)
-	case "max_retries", "attempts", "source", "ts":
-		return d.forbidden(i, "/meta/"+name)
-	default:
-		return d.unknown(i, name, levelMeta)
-	}
-	return i, err
-}
+		e.Meta.SchemaVersion = int(n)
+	case memberMetaCreatedAt:
+		e.Meta.CreatedAt, i, err = d.integer(i, "/meta/created_at", false)
 
-func (d *decoder) deadLetterMember(i int, name string) (int, *PoisonError) {
-	dl := d.env.DeadLetter
-	var err *PoisonError
-	var n int64
-	switch name {
-	case "reason":
+	case memberDLReason:
 		i, err = d.str(i, "/dead_letter/reason", strDLReason)
-	case "error":
+	case memberDLError:
 		i, err = d.nullableStr(i, "/dead_letter/error", strDLError)
-	case "exception":
+	case memberDLException:
 		i, err = d.nullableStr(i, "/dead_letter/exception", strDLException)
-	case "failed_at":
-		dl.FailedAt, i, err = d.integer(i, "/dead_letter/failed_at", false)
-	case "original_queue":
+	case memberDLFailedAt:
+		e.DeadLetter.FailedAt, i, err = d.integer(i, "/dead_letter/failed_at", false)
+	case memberDLOriginalQueue:
 		i, err = d.str(i, "/dead_letter/original_queue", strDLOriginalQueue)
-	case "attempts":
+	case memberDLAttempts:
 		n, i, err = d.integer(i, "/dead_letter/attempts", true)
-		dl.Attempts = int(n)
-	case "lang":
+		e.DeadLetter.Attempts = int(n)
+	case memberDLLang:
 		i, err = d.str(i, "/dead_letter/lang", strDLLang)
-	default:
-		return d.unknown(i, name, levelDeadLetter)
+	default: // memberUnknown: object decodes those with unknown
 	}
 	return i, err
 }

@@ -1,0 +1,142 @@
+package envelope
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestSpecialBytesLowestIsExact checks, for words built from bytes that matter to the
+// string scan, that the lowest byte specialBytes flags is the first byte that is not plain.
+func TestSpecialBytesLowestIsExact(t *testing.T) {
+	t.Parallel()
+	interesting := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', '#', '[', '\\', ']', 'a', 0x7e, 0x7f, 0x80, 0x9f, 0xa0, 0xa2, 0xdc, 0xff}
+	check := func(w [8]byte) {
+		want := 8
+		for k, c := range w {
+			if !plain(c) {
+				want = k
+				break
+			}
+		}
+		m := specialBytes(binary.LittleEndian.Uint64(w[:]))
+		got := 8
+		for k := range 8 {
+			if m>>(8*k+7)&1 == 1 {
+				got = k
+				break
+			}
+		}
+		if got != want {
+			t.Fatalf("specialBytes(% x): lowest flagged byte %d, want %d", w, got, want)
+		}
+	}
+	// Every byte value at every position, after plain bytes and before interesting ones.
+	for pos := range 8 {
+		for c := range 256 {
+			for _, after := range interesting {
+				w := [8]byte{'a', 'a', 'a', 'a', 'a', 'a', 'a', 'a'}
+				w[pos] = byte(c)
+				for k := pos + 1; k < 8; k++ {
+					w[k] = after
+				}
+				check(w)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		var w [8]byte
+		for k := range w {
+			w[k] = interesting[r.IntN(len(interesting))]
+		}
+		check(w)
+	}
+}
+
+// TestRuneLenMatchesUTF8 checks runeLen against unicode/utf8 for every sequence of up to
+// three bytes that starts above ASCII, and for four-byte sequences over the boundary bytes.
+func TestRuneLenMatchesUTF8(t *testing.T) {
+	t.Parallel()
+	want := func(b []byte) int {
+		if r, n := utf8.DecodeRune(b); r != utf8.RuneError || n != 1 {
+			return n
+		}
+		return 0
+	}
+	for c0 := 0x80; c0 < 0x100; c0++ {
+		for c1 := range 0x100 {
+			b := []byte{byte(c0), byte(c1)}
+			if got := runeLen(b, 0); got != want(b) {
+				t.Fatalf("runeLen(% x) = %d, want %d", b, got, want(b))
+			}
+			for c2 := range 0x100 {
+				b := []byte{byte(c0), byte(c1), byte(c2)}
+				if got := runeLen(b, 0); got != want(b) {
+					t.Fatalf("runeLen(% x) = %d, want %d", b, got, want(b))
+				}
+			}
+		}
+	}
+	edges := []byte{0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xff}
+	for c0 := 0xf0; c0 < 0x100; c0++ {
+		for _, c1 := range edges {
+			for _, c2 := range edges {
+				for _, c3 := range edges {
+					b := []byte{byte(c0), c1, c2, c3}
+					if got := runeLen(b, 0); got != want(b) {
+						t.Fatalf("runeLen(% x) = %d, want %d", b, got, want(b))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPlainKeyMatchesMemberNamed checks that the fast key path recognises exactly the known
+// keys of each level, spelled plainly and followed by their closing quote.
+func TestPlainKeyMatchesMemberNamed(t *testing.T) {
+	t.Parallel()
+	const pad = `:0,"________________"}`
+	for lvl, names := range knownNames {
+		lvl := level(lvl)
+		for _, name := range names {
+			id := memberNamed(lvl, name)
+			if id == memberUnknown {
+				t.Fatalf("level %d: %q is listed but unknown to memberNamed", lvl, name)
+			}
+			s := []byte(`"` + name + `"` + pad)
+			if got, end := plainKey(lvl, s, 0); got != id || end != len(name)+2 {
+				t.Errorf("level %d: plainKey(%q) = %d, %d, want %d, %d", lvl, name, got, end, id, len(name)+2)
+			}
+			for _, other := range []string{name + "x", name[:len(name)-1], "X" + name[1:], name + `\"`} {
+				s := []byte(`"` + other + `"` + pad)
+				if got, _ := plainKey(lvl, s, 0); got != memberUnknown && memberNamed(lvl, other) != got {
+					t.Errorf("level %d: plainKey(%q) = %d, want %d", lvl, other, got, memberNamed(lvl, other))
+				}
+			}
+		}
+	}
+}
+
+// TestIntegerFastPathMatchesFullPath checks the integer members against parseInt for
+// tokens around the lengths where the fast path hands over.
+func TestIntegerFastPathMatchesFullPath(t *testing.T) {
+	t.Parallel()
+	for _, tok := range []string{
+		"0", "-0", "7", "-7", "10", "01", "-01", "00", "123456789012345678", "-123456789012345678",
+		"999999999999999999", "1234567890123456789", "9223372036854775807", "9223372036854775808",
+		"-9223372036854775808", "-9223372036854775809", "1.5", "1e3", "1E3", "-", "12x",
+	} {
+		d := decoder{s: []byte(tok + ",")}
+		n, end, err := d.integer(0, "/attempts", false)
+		want, ok := int64(0), false
+		if end2, isInt, serr := scanNumber(d.s, 0); serr == nil && isInt {
+			want, ok = parseInt(tok[:end2])
+		}
+		if ok != (err == nil) || (ok && n != want) {
+			t.Errorf("integer(%q) = %d, %d, %v; want %d, ok %v", tok, n, end, err, want, ok)
+		}
+	}
+}
