@@ -152,7 +152,7 @@ func mkSpan(start, end int) span { return span{uint32(start), uint32(end)} } //n
 type memberTable struct {
 	members []tableMember
 	index   memberIndex
-	// escaped holds the decoded names of members whose first key was spelled with escapes,
+	// escaped holds the decoded names of members whose (last) key is spelled with escapes,
 	// by position; the other names are the key text without quotes.
 	escaped map[int]string
 	// size is the length of the members' text as received: the bound of their compact
@@ -161,7 +161,6 @@ type memberTable struct {
 }
 
 type tableMember struct {
-	name     span // the first occurrence's key text without quotes (unused when escaped)
 	key, raw span // the last occurrence's key text (quotes included) and value as scanned
 	ws       bool // whether raw has insignificant whitespace
 }
@@ -481,8 +480,8 @@ func (d *decoder) memberName(t *memberTable, k int) string {
 	if name, ok := t.escaped[k]; ok {
 		return name
 	}
-	m := &t.members[k]
-	return d.sub(int(m.name.start), int(m.name.end))
+	key := t.members[k].key
+	return d.sub(int(key.start)+1, int(key.end)-1)
 }
 
 // addMember adds the member with the current key (d.key), decoded name and value raw (with
@@ -492,12 +491,12 @@ func (d *decoder) memberName(t *memberTable, k int) string {
 // expected.
 func (d *decoder) addMember(lvl level, name string, raw span, ws bool) {
 	t := &d.tables[lvl]
-	m := tableMember{name: span{d.key.start + 1, d.key.end - 1}, key: d.key, raw: raw, ws: ws}
+	m := tableMember{key: d.key, raw: raw, ws: ws}
 	t.size += 2 + m.key.len() + raw.len()
 	if t.index.slots == nil {
 		for k := range t.members {
 			if d.memberName(t, k) == name {
-				d.replaceMember(t, k, m)
+				d.replaceMember(t, k, m, name)
 				return
 			}
 		}
@@ -522,17 +521,32 @@ func (d *decoder) addMember(lvl level, name string, raw span, ws bool) {
 			return
 		}
 		if k := int(slot&posMask) - 1; slot&^posMask == tag && d.memberName(t, k) == name {
-			d.replaceMember(t, k, m)
+			d.replaceMember(t, k, m, name)
 			return
 		}
 	}
 }
 
-// replaceMember gives member k of t the key text and value of m (a later duplicate).
-func (*decoder) replaceMember(t *memberTable, k int, m tableMember) {
+// replaceMember gives member k of t the key text and value of m, a later duplicate with
+// the decoded name.
+func (d *decoder) replaceMember(t *memberTable, k int, m tableMember, name string) {
 	old := &t.members[k]
 	t.size -= 2 + old.key.len() + old.raw.len()
-	old.key, old.raw, old.ws = m.key, m.raw, m.ws
+	*old = m
+	switch {
+	case d.keyEscaped:
+		d.setEscaped(t, k, name)
+	case t.escaped != nil:
+		delete(t.escaped, k)
+	}
+}
+
+// setEscaped records the decoded name of member k of t, whose key has escapes.
+func (*decoder) setEscaped(t *memberTable, k int, name string) {
+	if t.escaped == nil {
+		t.escaped = map[int]string{}
+	}
+	t.escaped[k] = name
 }
 
 // appendMember appends a new member to t, doubling a full list (append grows a large slice
@@ -542,10 +556,7 @@ func (d *decoder) appendMember(t *memberTable, m tableMember, name string) {
 		t.members = slices.Grow(t.members, max(len(t.members), 4))
 	}
 	if d.keyEscaped {
-		if t.escaped == nil {
-			t.escaped = map[int]string{}
-		}
-		t.escaped[len(t.members)] = name
+		d.setEscaped(t, len(t.members), name)
 	}
 	t.members = append(t.members, m)
 }
