@@ -87,8 +87,8 @@ const (
 	levelDeadLetter
 )
 
-// field names the string members of an envelope, which the decoder records as spans of the
-// payload until it builds the envelope.
+// strField names the string members of an envelope, which the decoder records as spans of
+// the payload until it builds the envelope.
 type strField uint8
 
 const (
@@ -115,10 +115,9 @@ type strValue struct {
 
 // decoder is a single pass over the caller's payload, which it only reads. It records what
 // the envelope keeps (the string members, data and the unknown members) as offsets of the
-// payload and the rest (numbers, warnings) in env; when the payload is accepted, build makes
-// the envelope with one allocation holding it and the kept text (see newEnvelope), removing
-// the insignificant whitespace of data and unknown members as it copies them. A refused
-// payload therefore costs no allocation for the envelope.
+// payload and the rest (numbers, warnings) in env; when the payload is accepted, build
+// copies it into one allocation with the Envelope and makes the kept text views of that
+// copy. A refused payload therefore costs no allocation for the envelope.
 type decoder struct {
 	s     []byte
 	env   Envelope // everything but the text members; DeadLetter is set when present

@@ -148,11 +148,11 @@
 // Measured with go test -run='^$' -bench='Decode|Classify|Encode' -benchmem ./envelope on a
 // shared 2-core amd64 machine (Go 1.26), against encoding/json through map[string]any:
 //
-//	Decode   order-created  ~0.7 µs, 640 B, 1 alloc     vs ~4.8 µs, 1632 B, 42 allocs   (~7×)
-//	Decode   nested-4k      ~8.6 µs, 4.9 KB, 1 alloc    vs ~100 µs, 39.6 KB, 910 allocs  (~12×)
-//	Classify order-created  ~0.6 µs, 640 B, 1 alloc     vs ~5.4 µs, 1632 B, 42 allocs   (~9×)
-//	Classify nested-4k      ~11 µs, 4.9 KB, 1 alloc     vs ~112 µs, 39.6 KB, 910 allocs  (~10×)
-//	Classify 100,000 unknown keys (1.5 MB)  ~8–10 ms, 14 MB, 25 allocs
+//	Decode   order-created  ~0.6 µs, 512 B, 1 alloc     vs ~5.0 µs, 1632 B, 42 allocs   (~8×)
+//	Decode   nested-4k      ~7.7 µs, 4.9 KB, 1 alloc    vs ~100 µs, 39.6 KB, 910 allocs  (~13×)
+//	Classify order-created  ~0.6 µs, 512 B, 1 alloc     vs ~5.2 µs, 1632 B, 42 allocs   (~8×)
+//	Classify nested-4k      ~8.5 µs, 4.9 KB, 1 alloc    vs ~110 µs, 39.6 KB, 910 allocs  (~13×)
+//	Classify 100,000 unknown keys (1.5 MB)  ~8–12 ms, 8.9 MB, 23 allocs
 //	Encode   order-created  ~0.5 µs, 0 allocs (AppendEncode into a reused buffer)
 //	                        ~1.1 µs, 1 alloc (Encode)    vs ~8 µs, 1072 B, 26 allocs    (~7×)
 //	Encode   nested-4k      ~11 µs, 1 alloc (Encode)     vs ~200 µs, 24 KB, 571 allocs  (~18×)
