@@ -695,13 +695,11 @@ func (s *FuncSink[T]) inlineLocked(m Message[T]) {
 		s.mu.Unlock()
 		s.sendOne(m)
 		s.mu.Lock()
-		if len(s.queue) == 0 || s.closed {
-			s.running--
-			s.checkDrainedLocked()
+		var ok bool
+		if m, ok = s.nextLocked(); !ok {
 			s.mu.Unlock()
 			return
 		}
-		m, s.queue = popFront(s.queue)
 	}
 }
 
@@ -709,17 +707,28 @@ func (s *FuncSink[T]) run() {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
-		if len(s.queue) == 0 || s.closed {
-			s.running--
-			s.checkDrainedLocked()
-			s.mu.Unlock()
+		m, ok := s.nextLocked()
+		s.mu.Unlock()
+		if !ok {
 			return
 		}
-		var m Message[T]
-		m, s.queue = popFront(s.queue)
-		s.mu.Unlock()
 		s.sendOne(m)
 	}
+}
+
+// nextLocked takes the next queued message for a running sender; with none
+// left (or the sink closed) that sender stops: it reports false, and the sink
+// notes one sender fewer.
+func (s *FuncSink[T]) nextLocked() (Message[T], bool) {
+	if len(s.queue) == 0 || s.closed {
+		s.running--
+		s.checkDrainedLocked()
+		var zero Message[T]
+		return zero, false
+	}
+	var m Message[T]
+	m, s.queue = popFront(s.queue)
+	return m, true
 }
 
 // sendOne sends m, settles it unless WithSendSettles, and makes room for one
