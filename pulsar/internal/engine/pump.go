@@ -95,20 +95,23 @@ func ProducerBroken(err error) bool {
 	}
 }
 
-// timerSet runs delayed actions (negative acks after a RetryAfter delay) and, on stop, runs
-// the pending ones' fallbacks at once.
+// timerSet runs delayed functions (the delayed negative acknowledgements) and, at stop,
+// the ones still waiting at once. Each function runs exactly once, and every one has
+// returned when stop returns.
 type timerSet struct {
 	mu      sync.Mutex
 	stopped bool
-	pending map[*time.Timer]func()
+	pending map[*time.Timer]func() // waiting: the timer → what stop runs instead
+	running sync.WaitGroup         // fired: their function is running
 }
 
-// after runs f after d; if the set is stopped first, now runs instead (at stop).
+// after runs f after d; if the set is stopped first, now runs instead (at stop, or at once
+// when the set is already stopped).
 func (t *timerSet) after(d time.Duration, f, now func()) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.stopped {
-		go now()
+		t.mu.Unlock()
+		now()
 		return
 	}
 	if t.pending == nil {
@@ -117,16 +120,23 @@ func (t *timerSet) after(d time.Duration, f, now func()) {
 	var tm *time.Timer
 	tm = time.AfterFunc(d, func() {
 		t.mu.Lock()
-		_, ok := t.pending[tm]
-		delete(t.pending, tm)
+		_, ok := t.pending[tm] // absent: stop took it and runs now instead
+		if ok {
+			delete(t.pending, tm)
+			t.running.Add(1) // before stop can take the lock, so before its Wait
+		}
 		t.mu.Unlock()
 		if ok {
+			defer t.running.Done()
 			f()
 		}
 	})
 	t.pending[tm] = now
+	t.mu.Unlock()
 }
 
+// stop runs, at once, every function whose timer has not fired, and waits for those
+// whose timer has.
 func (t *timerSet) stop() {
 	t.mu.Lock()
 	t.stopped = true
@@ -134,10 +144,10 @@ func (t *timerSet) stop() {
 	t.pending = nil
 	t.mu.Unlock()
 	for tm, now := range pending {
-		if tm.Stop() {
-			now()
-		}
+		tm.Stop() // if it fired meanwhile, its callback finds nothing to run
+		now()
 	}
+	t.running.Wait()
 }
 
 // pause waits d and reports whether ctx is still alive afterwards.
