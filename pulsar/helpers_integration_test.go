@@ -24,6 +24,16 @@ func newClient(tb testing.TB, b *pulsartest.Broker) apulsar.Client {
 	return brokertest.NewClient(tb, b.URL())
 }
 
+// brokerAndClient starts an embedded broker whose Close must succeed at the end of the
+// test, and a client of it.
+func brokerAndClient(t *testing.T) (*pulsartest.Broker, apulsar.Client) {
+	t.Helper()
+	b, err := pulsartest.Start(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	return b, newClient(t, b)
+}
+
 // earliest makes a subscription start at the beginning of the topic, so that messages
 // published before the consumer subscribed are received.
 func earliest(o *apulsar.ConsumerOptions) {

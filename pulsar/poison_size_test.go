@@ -17,7 +17,6 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
-	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
 // TestHugePoisonBodiesAreDeadLetteredOnceAsTruncatedCopies: poison bodies whose full
@@ -27,10 +26,7 @@ import (
 func TestHugePoisonBodiesAreDeadLetteredOnceAsTruncatedCopies(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, err := pulsartest.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	client := newClient(t, b)
+	b, client := brokerAndClient(t)
 	topic := uniqueTopic(t, "poison")
 
 	bodies := map[string][]byte{

@@ -25,10 +25,7 @@ import (
 func exhaustThenTrim(t *testing.T, retention bool) (int32, dlq.RedriveReport) {
 	t.Helper()
 	ctx := t.Context()
-	b, err := pulsartest.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	client := newClient(t, b)
+	b, client := brokerAndClient(t)
 	topic := uniqueTopic(t, "jobs")
 	dlt := topic + ".dlq"
 
@@ -114,10 +111,7 @@ func (c refusingClient) Subscribe(o apulsar.ConsumerOptions) (apulsar.Consumer, 
 func TestRetentionSubscriptionThatCannotBeMadeNacksAndLosesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, err := pulsartest.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	client := newClient(t, b)
+	b, client := brokerAndClient(t)
 	topic := uniqueTopic(t, "jobs")
 	var reported atomic.Value
 	var attempts atomic.Int32
@@ -173,10 +167,7 @@ func TestRetentionSubscriptionThatCannotBeMadeNacksAndLosesNothing(t *testing.T)
 func TestRoutingDecisionSurvivesTheDeadLetterTopic(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, err := pulsartest.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	client := newClient(t, b)
+	_, client := brokerAndClient(t)
 	topic := uniqueTopic(t, "jobs")
 	const bodyURN, routedURN = "urn:babel:jobs:v1", "urn:babel:jobs:v2"
 
@@ -241,10 +232,7 @@ func TestRoutingDecisionSurvivesTheDeadLetterTopic(t *testing.T) {
 func publishTrimSubscribe(t *testing.T, opts ...bqpulsar.PublisherOption) int32 {
 	t.Helper()
 	ctx := t.Context()
-	b, err := pulsartest.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	client := newClient(t, b)
+	b, client := brokerAndClient(t)
 	topic := uniqueTopic(t, "jobs")
 	pub, err := bqpulsar.NewPublisher(client, topic, opts...)
 	require.NoError(t, err)
