@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -26,6 +27,12 @@ func benchPayloads(b *testing.B) []benchPayload {
 	var out []benchPayload
 	if fx := fixturePayloads(b); fx["order-created.json"] != nil {
 		out = append(out, benchPayload{"order-created", fx["order-created.json"]})
+		// The same envelope as the SDKs put it on the wire: without the fixture's indentation.
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, fx["order-created.json"]); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, benchPayload{"order-created-compact", compact.Bytes()})
 	} else {
 		b.Logf("conformance fixtures not found under %s: order-created benchmarks skipped", conformanceDir)
 	}

@@ -257,6 +257,14 @@ func specialBytes(x uint64) uint64 {
 	return ((x - 0x20*lsb) | (x ^ '"'*lsb - lsb) | (x ^ '\\'*lsb - lsb) | x) & msb
 }
 
+// loadString64 returns the eight bytes of s at i as a little-endian word, as
+// binary.LittleEndian.Uint64 does for a slice (the compiler makes it one load).
+func loadString64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // runeLen returns the length of the valid UTF-8 sequence starting at s[i] (a byte above
 // ASCII), or 0 when it is invalid: the sequences utf8.Valid accepts, without overlong forms,
 // surrogates or code points above U+10FFFF.
