@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"runtime"
@@ -664,7 +665,7 @@ const (
 
 // ratioHeader is the header of the ratio table, which the README's performance section
 // quotes (TestReadmeQuotesTheTable checks it).
-const ratioHeader = "| Comparison | SDK variant | CPU/msg SDK/raw, median (min–max) | throughput SDK/raw, median (min–max) | allocs/msg SDK − raw | Target | Met |"
+const ratioHeader = "| Comparison | SDK variant | CPU/msg SDK/raw, median [95% CI] (min–max) | throughput SDK/raw, median [95% CI] (min–max) | allocs/msg SDK − raw | Target | Met |"
 
 func render(comps []comparison, results [][][]sample, n, reps int, took time.Duration) string {
 	var b strings.Builder
@@ -699,15 +700,17 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 			switch c.kind {
 			case "consume":
 				target = fmt.Sprintf("CPU ≤ %.2f×, allocs ≤ +%.0f", consumeCPUTarget, consumeAllocsTarget)
-				met = yesNo(median(cpu) <= consumeCPUTarget && median(allocs) <= consumeAllocsTarget)
+				met = verdict(median(cpu) <= consumeCPUTarget && median(allocs) <= consumeAllocsTarget,
+					within(cpu, consumeCPUTarget))
 			case "runtime":
 				sdkCPU, sdkAllocs := median(each(sdks, sample.cpuPerMsg)), median(each(sdks, sample.allocPerMsg))
 				target = fmt.Sprintf("≤ %.0f allocs and ≤ %.0f µs CPU a message (measured: %.1f allocs, %.2f µs)",
 					runtimeAllocsTarget, runtimeCPUTargetUsec, sdkAllocs, sdkCPU)
-				met = yesNo(sdkAllocs <= runtimeAllocsTarget && sdkCPU <= runtimeCPUTargetUsec)
+				met = verdict(sdkAllocs <= runtimeAllocsTarget && sdkCPU <= runtimeCPUTargetUsec,
+					within(each(sdks, sample.cpuPerMsg), runtimeCPUTargetUsec))
 			default:
 				target = fmt.Sprintf("throughput ≥ %.2f×", publishRateTarget)
-				met = yesNo(median(rate) >= publishRateTarget)
+				met = verdict(median(rate) >= publishRateTarget, within(rate, publishRateTarget))
 			}
 			if v.info != "" {
 				target, met = v.info, "—"
@@ -719,11 +722,50 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 	return b.String()
 }
 
-func yesNo(ok bool) string {
+// verdict is the Met cell: whether the median meets the target, and, when the confidence
+// interval of the median contains the target, that the run cannot tell (more repeats can).
+func verdict(ok, undecided bool) string {
+	v := "no"
 	if ok {
-		return "yes"
+		v = "yes"
 	}
-	return "no"
+	if undecided {
+		v += " (the CI spans the target)"
+	}
+	return v
+}
+
+// within reports whether target lies inside the 95 % confidence interval of the median of
+// xs (false when there are too few repeats for one).
+func within(xs []float64, target float64) bool {
+	lo, hi, ok := medianCI(xs)
+	return ok && lo <= target && target <= hi
+}
+
+// medianCI returns a distribution-free confidence interval of at least 95 % for the median
+// of xs: the order statistics x(j) and x(n+1−j) for the largest j with
+// P(B ≤ j−1) ≤ 2.5 %, B ~ Binomial(n, ½), so it assumes nothing about the shape of the
+// noise. ok is false below 6 repeats, where no such interval exists.
+func medianCI(xs []float64) (lo, hi float64, ok bool) {
+	n := len(xs)
+	if n < 6 {
+		return 0, 0, false
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	// cdf accumulates P(B ≤ k); pk is P(B = k) = C(n, k) / 2^n.
+	pk := math.Pow(0.5, float64(n))
+	cdf := pk
+	j := 1 // P(B ≤ 0) = 2^-n ≤ 2.5 % for n ≥ 6
+	for k := 1; k < n/2; k++ {
+		pk *= float64(n-k+1) / float64(k)
+		cdf += pk
+		if cdf > 0.025 {
+			break
+		}
+		j = k + 1
+	}
+	return s[j-1], s[n-j], true
 }
 
 func each(ss []sample, f func(sample) float64) []float64 {
@@ -746,8 +788,14 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// spread is a ratio cell: the median, the 95 % confidence interval of the median ("—"
+// below 6 repeats) and the range.
 func spread(xs []float64) string {
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(xs), slices.Min(xs), slices.Max(xs))
+	ci := "[—]"
+	if lo, hi, ok := medianCI(xs); ok {
+		ci = fmt.Sprintf("[%.2f–%.2f]", lo, hi)
+	}
+	return fmt.Sprintf("%.2f %s (%.2f–%.2f)", median(xs), ci, slices.Min(xs), slices.Max(xs))
 }
 
 // The README's performance section quotes the ratio table of a run: its header, and a row
@@ -783,7 +831,7 @@ func TestReadmeQuotesTheTable(t *testing.T) {
 			}
 			for _, c := range cells[2:4] {
 				if !ratioCell.MatchString(strings.TrimSpace(c)) {
-					t.Errorf("row %q: %q is not a ratio with its range, like 1.08 (1.02–1.15)", name, c)
+					t.Errorf("row %q: %q is not a ratio with its confidence interval and range, like 1.08 [1.04–1.11] (1.02–1.15)", name, c)
 				}
 			}
 		}
@@ -793,4 +841,40 @@ func TestReadmeQuotesTheTable(t *testing.T) {
 	}
 }
 
-var ratioCell = regexp.MustCompile(`^\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)$`)
+var ratioCell = regexp.MustCompile(`^\d+\.\d\d \[\d+\.\d\d–\d+\.\d\d\] \(\d+\.\d\d–\d+\.\d\d\)$`)
+
+// The confidence interval of the median uses the order statistics the binomial
+// distribution gives, and the Met cell says when a run cannot decide.
+func TestMedianCI(t *testing.T) {
+	seq := func(n int) []float64 { // n values in reverse, so that medianCI has to sort them
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(n - i)
+		}
+		return xs
+	}
+	for _, tc := range []struct{ n, j int }{{6, 1}, {9, 2}, {15, 4}, {25, 8}, {50, 18}} {
+		lo, hi, ok := medianCI(seq(tc.n))
+		if !ok || lo != float64(tc.j) || hi != float64(tc.n+1-tc.j) {
+			t.Errorf("n=%d: got [%v, %v] ok=%v, want [x(%d), x(%d)]", tc.n, lo, hi, ok, tc.j, tc.n+1-tc.j)
+		}
+	}
+	if _, _, ok := medianCI(seq(5)); ok {
+		t.Error("5 repeats have no 95 % interval of the median, but medianCI gave one")
+	}
+	if got := spread([]float64{1, 2, 3, 4, 5}); got != "3.00 [—] (1.00–5.00)" {
+		t.Errorf("spread of 5 = %q", got)
+	}
+	if got := spread(seq(9)); got != "5.00 [2.00–8.00] (1.00–9.00)" || !ratioCell.MatchString(got) {
+		t.Errorf("spread of 9 = %q", got)
+	}
+	if !within(seq(9), 7.5) || within(seq(9), 8.5) || within(seq(5), 3) {
+		t.Error("within does not follow the interval")
+	}
+	if got := verdict(true, true); got != "yes (the CI spans the target)" {
+		t.Errorf("verdict = %q", got)
+	}
+	if got := verdict(false, false); got != "no" {
+		t.Errorf("verdict = %q", got)
+	}
+}
