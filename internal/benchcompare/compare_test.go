@@ -718,8 +718,36 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %+.1f | %s | %s |\n", c.name, v.name, spread(cpu), spread(rate), median(allocs), target, met)
 		}
 	}
+	renderReferences(&b, comps, results)
 	b.WriteString("\n")
 	return b.String()
+}
+
+// renderReferences sets the SDK variant of each comparison against the reference variants
+// of the same comparison (those with info: the raw loop plus the decode the contract
+// requires, the envelope built by hand), repeat by repeat, so that what the SDK's own
+// machinery costs beyond that work reads from the run.
+func renderReferences(b *strings.Builder, comps []comparison, results [][][]sample) {
+	header := false
+	for ci, c := range comps {
+		for ri, ref := range c.sdks {
+			if ref.info == "" || c.sdks[0].info != "" {
+				continue
+			}
+			if !header {
+				b.WriteString("\nSDK against the reference variants, repeat by repeat:\n\n")
+				b.WriteString("| Comparison | SDK variant | Reference | CPU/msg SDK/reference, median [95% CI] (min–max) | throughput SDK/reference, median [95% CI] (min–max) |\n| --- | --- | --- | --- | --- |\n")
+				header = true
+			}
+			sdks, refs := results[ci][1], results[ci][ri+1]
+			cpu, rate := make([]float64, len(sdks)), make([]float64, len(sdks))
+			for r := range sdks {
+				cpu[r] = sdks[r].cpuPerMsg() / refs[r].cpuPerMsg()
+				rate[r] = sdks[r].perSec() / refs[r].perSec()
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", c.name, c.sdks[0].name, ref.name, spread(cpu), spread(rate))
+		}
+	}
 }
 
 // verdict is the Met cell: whether the median meets the target, and, when the confidence
