@@ -667,6 +667,10 @@ const (
 // quotes (TestReadmeQuotesTheTable checks it).
 const ratioHeader = "| Comparison | SDK variant | CPU/msg SDK/raw, median [95% CI] (min–max) | throughput SDK/raw, median [95% CI] (min–max) | allocs/msg SDK − raw | Target | Met |"
 
+// referenceHeader is the header of the table of the SDK against the reference variants,
+// which the README quotes too.
+const referenceHeader = "| Comparison | SDK variant | Reference | CPU/msg SDK/reference, median [95% CI] (min–max) | throughput SDK/reference, median [95% CI] (min–max) |"
+
 func render(comps []comparison, results [][][]sample, n, reps int, took time.Duration) string {
 	var b strings.Builder
 	load := ""
@@ -736,7 +740,7 @@ func renderReferences(b *strings.Builder, comps []comparison, results [][][]samp
 			}
 			if !header {
 				b.WriteString("\nSDK against the reference variants, repeat by repeat:\n\n")
-				b.WriteString("| Comparison | SDK variant | Reference | CPU/msg SDK/reference, median [95% CI] (min–max) | throughput SDK/reference, median [95% CI] (min–max) |\n| --- | --- | --- | --- | --- |\n")
+				b.WriteString(referenceHeader + "\n| --- | --- | --- | --- | --- |\n")
 				header = true
 			}
 			sdks, refs := results[ci][1], results[ci][ri+1]
@@ -826,8 +830,9 @@ func spread(xs []float64) string {
 	return fmt.Sprintf("%.2f %s (%.2f–%.2f)", median(xs), ci, slices.Min(xs), slices.Max(xs))
 }
 
-// The README's performance section quotes the ratio table of a run: its header, and a row
-// for every comparison with a median and a range in both ratio columns.
+// The README's performance section quotes the tables of a run: the ratio table's header, a
+// row for every comparison with a median, its interval and a range in both ratio columns,
+// and the table of the SDK against the reference variants.
 func TestReadmeQuotesTheTable(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -841,13 +846,18 @@ func TestReadmeQuotesTheTable(t *testing.T) {
 	if !strings.Contains(section, "make bench-compare") {
 		t.Error("the performance section does not say which command its table comes from")
 	}
-	if !strings.Contains(section, ratioHeader+"\n") {
+	_, table, ok := strings.Cut(section, ratioHeader+"\n")
+	if !ok {
 		t.Fatalf("the performance section does not quote the table headed\n%s", ratioHeader)
+	}
+	table, _, _ = strings.Cut(table, "\n\n") // the ratio table only, not the reference table after it
+	if !strings.Contains(section, referenceHeader+"\n") {
+		t.Errorf("the performance section does not quote the table headed\n%s", referenceHeader)
 	}
 	cols := strings.Count(ratioHeader, "|") - 1
 	for _, name := range comparisonNames {
 		found := false
-		for line := range strings.Lines(section) {
+		for line := range strings.Lines(table) {
 			if !strings.HasPrefix(line, "| "+name+" | ") {
 				continue
 			}

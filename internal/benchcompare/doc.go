@@ -8,7 +8,10 @@
 // next, so that the load of a shared machine falls on every variant alike. For each window
 // it measures the wall-clock throughput, the process CPU time (user + system, from
 // getrusage) and the number of heap allocations (runtime.MemStats.Mallocs) per message, and
-// it reports each SDK variant against the raw one of the same repeat as the median and the
-// range of the ratios. A ratio is meaningful on a loaded machine where an absolute time is
-// not.
+// it reports each SDK variant against the raw one of the same repeat as the median, a 95 %
+// confidence interval of the median and the range of the ratios, and the SDK variant against
+// the reference variants of its comparison the same way. A ratio is meaningful on a loaded
+// machine where an absolute time is not; the interval says how far the median can be
+// trusted. It is distribution-free (the binomial order statistics of the sorted ratios), so
+// it needs at least 6 repeats; where it contains a target, the verdict says so.
 package benchcompare
