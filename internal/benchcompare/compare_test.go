@@ -694,10 +694,9 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 		raws := results[ci][0]
 		for si, v := range c.sdks {
 			sdks := results[ci][si+1]
-			cpu, rate, allocs := make([]float64, len(raws)), make([]float64, len(raws)), make([]float64, len(raws))
+			cpu, rate := paired(sdks, raws)
+			allocs := make([]float64, len(raws))
 			for r := range raws {
-				cpu[r] = sdks[r].cpuPerMsg() / raws[r].cpuPerMsg()
-				rate[r] = sdks[r].perSec() / raws[r].perSec()
 				allocs[r] = sdks[r].allocPerMsg() - raws[r].allocPerMsg()
 			}
 			var target, met string
@@ -744,14 +743,21 @@ func renderReferences(b *strings.Builder, comps []comparison, results [][][]samp
 				header = true
 			}
 			sdks, refs := results[ci][1], results[ci][ri+1]
-			cpu, rate := make([]float64, len(sdks)), make([]float64, len(sdks))
-			for r := range sdks {
-				cpu[r] = sdks[r].cpuPerMsg() / refs[r].cpuPerMsg()
-				rate[r] = sdks[r].perSec() / refs[r].perSec()
-			}
+			cpu, rate := paired(sdks, refs)
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", c.name, c.sdks[0].name, ref.name, spread(cpu), spread(rate))
 		}
 	}
+}
+
+// paired returns, repeat by repeat, the CPU per message and the throughput of a over those
+// of b (the samples of two variants in the same repeats).
+func paired(a, b []sample) (cpu, rate []float64) {
+	cpu, rate = make([]float64, len(b)), make([]float64, len(b))
+	for r := range b {
+		cpu[r] = a[r].cpuPerMsg() / b[r].cpuPerMsg()
+		rate[r] = a[r].perSec() / b[r].perSec()
+	}
+	return cpu, rate
 }
 
 // verdict is the Met cell: whether the median meets the target, and, when the confidence
