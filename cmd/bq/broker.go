@@ -57,13 +57,14 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -addr (there is no authentication)")
 	verbose := fs.Bool("v", false, "trace every command in and out on standard error")
 	quotaCheck := fs.Duration("backlog-quota-check-interval", time.Minute, "how often backlog quotas are enforced (Pulsar's backlogQuotaCheckIntervalInSeconds)")
+	trimEvery := fs.Duration("trim-interval", 0, "drop, this often, the entries no durable subscription still needs, as Pulsar trims its ledgers (0: keep every entry until exit)")
 	var sec securityFlags
 	sec.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: bq broker [flags]
 
 Runs the embedded Pulsar-protocol broker (package pulsartest) until interrupted. It keeps
-everything in memory. The service URL is printed on standard output; connections are logged
+everything in memory, every entry until it exits unless -trim-interval is set. The service URL is printed on standard output; connections are logged
 on standard error.
 
 Example:
@@ -76,6 +77,10 @@ Flags:
 	}
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
+	}
+	if *trimEvery < 0 {
+		fmt.Fprintf(stderr, "bq broker: -trim-interval %v: want 0 (off) or a positive duration\n", *trimEvery)
+		return exitUsage
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
@@ -111,6 +116,7 @@ Flags:
 		pulsartest.WithBatchIndexAck(*batchAck),
 		pulsartest.WithKeySharedSelector(selector),
 		pulsartest.WithBacklogQuotaCheck(*quotaCheck),
+		pulsartest.WithTrimInterval(*trimEvery),
 	}
 	secOpts, err := sec.options()
 	if err != nil {

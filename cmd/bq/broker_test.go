@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +86,56 @@ func TestBrokerCommandFlags(t *testing.T) {
 	assert.Contains(t, errOut.String(), "name=N")
 
 	errOut.Reset()
+	assert.Equal(t, exitUsage, runBroker(t.Context(), []string{"-trim-interval", "-1s"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "-trim-interval -1s")
+
+	errOut.Reset()
 	assert.Equal(t, exitOK, runBroker(t.Context(), []string{"-h"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "-partitioned")
+}
+
+func TestBrokerCommandTrims(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runBroker(ctx, []string{"-addr", "127.0.0.1:0", "-trim-interval", "20ms"}, &stdout, &stderr)
+	}()
+	var url string
+	require.Eventually(t, func() bool {
+		url = strings.TrimSpace(stdout.String())
+		return url != ""
+	}, 10*time.Second, 5*time.Millisecond, "service URL on stdout; stderr: %s", stderr.String())
+	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: url, Logger: plog.DefaultNopLogger()})
+	require.NoError(t, err)
+	defer client.Close()
+	producer, err := client.CreateProducer(apulsar.ProducerOptions{Topic: "unsubscribed"})
+	require.NoError(t, err)
+	_, err = producer.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("nobody needs me")})
+	require.NoError(t, err)
+	producer.Close()
+
+	// No durable subscription holds the entry, so a trim drops it, as Pulsar drops the
+	// ledgers of a topic without subscriptions; a reader from the earliest position then
+	// receives nothing (HasNext would still say yes: the last message id stays).
+	assert.Eventually(t, func() bool {
+		r, err := client.CreateReader(apulsar.ReaderOptions{Topic: "unsubscribed", StartMessageID: apulsar.EarliestMessageID()})
+		if err != nil {
+			return false
+		}
+		defer r.Close()
+		rctx, rcancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer rcancel()
+		_, err = r.Next(rctx)
+		return errors.Is(err, context.DeadlineExceeded)
+	}, 10*time.Second, 50*time.Millisecond, "the entry was never trimmed")
+
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, exitOK, code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("bq broker did not exit after cancellation")
+	}
 }
