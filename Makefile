@@ -31,11 +31,12 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 ## bench-compare: SDK against the raw client in one process, interleaved and repeated (ratios for the README)
-## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison, BENCH_OUT a copy of the tables)
+## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison, BENCH_OUT a copy of the tables,
+## BENCH_PULSAR_URL a broker outside the process instead of the embedded one)
 BENCH_N       ?= 20000
 BENCH_REPEATS ?= 5
 bench-compare:
-	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_OUT="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))" \
+	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))" \
 		$(GO) test -count=1 -timeout=30m -run='^TestCompare$$' -v ./internal/benchcompare
 
 ## fuzz: every Fuzz* target of the module, FUZZTIME each, on top of the seed corpus. The

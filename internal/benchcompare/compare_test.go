@@ -36,11 +36,12 @@ import (
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 var (
-	compare = flag.Bool("compare", os.Getenv("BENCH_COMPARE") != "", "run the SDK/raw comparison (make bench-compare)")
-	msgs    = flag.Int("compare.n", envInt("BENCH_N", 20000), "messages per window (env BENCH_N)")
-	repeats = flag.Int("compare.repeats", envInt("BENCH_REPEATS", 5), "repeats of every variant (env BENCH_REPEATS)")
-	only    = flag.String("compare.only", os.Getenv("BENCH_ONLY"), "run only the comparisons whose name contains this (env BENCH_ONLY)")
-	outFile = flag.String("compare.out", os.Getenv("BENCH_OUT"), "also write the tables to this file (env BENCH_OUT)")
+	compare   = flag.Bool("compare", os.Getenv("BENCH_COMPARE") != "", "run the SDK/raw comparison (make bench-compare)")
+	msgs      = flag.Int("compare.n", envInt("BENCH_N", 20000), "messages per window (env BENCH_N)")
+	repeats   = flag.Int("compare.repeats", envInt("BENCH_REPEATS", 5), "repeats of every variant (env BENCH_REPEATS)")
+	only      = flag.String("compare.only", os.Getenv("BENCH_ONLY"), "run only the comparisons whose name contains this (env BENCH_ONLY)")
+	outFile   = flag.String("compare.out", os.Getenv("BENCH_OUT"), "also write the tables to this file (env BENCH_OUT)")
+	brokerURL = flag.String("compare.url", os.Getenv("BENCH_PULSAR_URL"), "a broker outside this process to run against instead of an embedded one (env BENCH_PULSAR_URL)")
 )
 
 func envInt(name string, def int) int {
@@ -115,19 +116,74 @@ func TestCompare(t *testing.T) {
 	if !*compare {
 		t.Skip("the SDK/raw comparison runs with -compare or BENCH_COMPARE=1 (make bench-compare)")
 	}
-	broker := pulsartest.NewBroker(t)
+	h := newHarness(t, *brokerURL)
+	report := h.compareAll(h.comparisons(*only), *msgs, *repeats)
+	_, _ = fmt.Fprint(os.Stdout, report)
+	if *outFile != "" {
+		if err := os.WriteFile(*outFile, []byte(report), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOutsideBrokerMode runs the consume comparisons in a few short windows the way
+// BENCH_PULSAR_URL does (no paused dispatch; the SDK Consumer runs inside each window only),
+// against a broker the harness is not given, so that the mode keeps working. It measures
+// nothing.
+func TestOutsideBrokerMode(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	h := newHarness(t, b.URL())
+	report := h.compareAll(h.comparisons("consume"), 300, 2)
+	for _, want := range []string{
+		"Broker: a broker outside this process (" + b.URL() + ")",
+		"| consume, no-op handler | SDK Consumer | ",
+		"| consume, no-op handler, WithConcurrency(4) | SDK Consumer, WithConcurrency(4) | ",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report has no %q:\n%s", want, report)
+		}
+	}
+}
+
+// harness runs the comparisons against the embedded broker or, with BENCH_PULSAR_URL,
+// against a broker outside this process (broker nil). An embedded broker pauses a consume
+// topic's dispatch while it is filled; an outside broker cannot, so there the consumers
+// take nothing while a topic is filled (the raw loop does not call Receive, the SDK
+// Consumer does not Run) and only the client's prefetch (its receiver queue, the same on
+// both sides) arrives before the window.
+type harness struct {
+	t      *testing.T
+	broker *pulsartest.Broker // nil when running against a broker outside the process
+	url    string             // the outside broker's service URL
+	client apulsar.Client
+	run    string // names this run's topics apart from an earlier run's on a shared broker
+	seq    int
+}
+
+// newHarness connects to the broker at url or, when url is empty, to an embedded one.
+func newHarness(t *testing.T, url string) *harness {
+	t.Helper()
+	h := &harness{t: t, url: url, run: strconv.FormatInt(time.Now().Unix(), 36)}
+	if url == "" {
+		h.broker = pulsartest.NewBroker(t)
+		url = h.broker.URL()
+	}
 	client, err := apulsar.NewClient(apulsar.ClientOptions{
-		URL: broker.URL(), OperationTimeout: 10 * time.Second, ConnectionTimeout: 10 * time.Second,
+		URL: url, OperationTimeout: 10 * time.Second, ConnectionTimeout: 10 * time.Second,
 		Logger: bqpulsar.NewClientLogger(zap.NewNop()),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	h := &harness{t: t, broker: broker, client: client}
-	comps := h.comparisons()
-	n, reps := *msgs, *repeats
+	h.client = client
+	return h
+}
 
+// compareAll warms every variant of comps up, runs reps repeats of n messages each in
+// rotating order, and returns the report.
+func (h *harness) compareAll(comps []comparison, n, reps int) string {
+	t := h.t
 	start := time.Now()
 	for _, c := range comps { // a short warm-up of every variant, not counted
 		for _, v := range append([]variant{c.raw}, c.sdks...) {
@@ -150,29 +206,40 @@ func TestCompare(t *testing.T) {
 					t.Fatalf("%s / %s: %v", c.name, vs[vi].name, err)
 				}
 				results[ci][vi] = append(results[ci][vi], s)
-				broker.TrimAll() // what was acknowledged or never subscribed to is let go
+				if h.broker != nil {
+					h.broker.TrimAll() // what was acknowledged or never subscribed to is let go
+				}
 			}
 		}
 	}
-	report := render(comps, results, n, reps, time.Since(start))
-	_, _ = fmt.Fprint(os.Stdout, report)
-	if *outFile != "" {
-		if err := os.WriteFile(*outFile, []byte(report), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-type harness struct {
-	t      *testing.T
-	broker *pulsartest.Broker
-	client apulsar.Client
-	seq    int
+	return render(comps, results, n, reps, time.Since(start), h.where())
 }
 
 func (h *harness) topic(name string) string {
 	h.seq++
-	return fmt.Sprintf("persistent://public/default/compare-%s-%d", name, h.seq)
+	return fmt.Sprintf("persistent://public/default/compare-%s-%s-%d", h.run, name, h.seq)
+}
+
+// where says which broker the run used, and so whether its CPU is in the figures.
+func (h *harness) where() string {
+	if h.broker == nil {
+		return "a broker outside this process (" + h.url + "): the CPU figures are the client's alone"
+	}
+	return "the embedded broker, in this process: the CPU figures include its work"
+}
+
+// pause holds back the dispatch of topic (on the embedded broker) while it is filled.
+func (h *harness) pause(topic string) {
+	if h.broker != nil {
+		h.broker.PauseDispatch(topic)
+	}
+}
+
+// resume lets the dispatch of topic go on (on the embedded broker).
+func (h *harness) resume(topic string) {
+	if h.broker != nil {
+		h.broker.ResumeDispatch(topic)
+	}
 }
 
 // rawMessage is what the raw side sends and what every consume topic is filled with: an
@@ -202,7 +269,8 @@ var comparisonNames = [...]string{
 	"runtime, in-memory Process pipeline",
 }
 
-func (h *harness) comparisons() []comparison {
+// comparisons returns those whose name contains only (all of them when it is empty).
+func (h *harness) comparisons(only string) []comparison {
 	all := []comparison{
 		h.consume(comparisonNames[0], 1),
 		h.consume(comparisonNames[1], 4),
@@ -215,12 +283,12 @@ func (h *harness) comparisons() []comparison {
 	}
 	var out []comparison
 	for _, c := range all {
-		if *only == "" || strings.Contains(c.name, *only) {
+		if only == "" || strings.Contains(c.name, only) {
 			out = append(out, c)
 		}
 	}
 	if len(out) == 0 {
-		h.t.Fatalf("no comparison matches %q", *only)
+		h.t.Fatalf("no comparison matches %q", only)
 	}
 	return out
 }
@@ -251,7 +319,7 @@ func (h *harness) consume(name string, concurrency int) comparison {
 		name:    "raw Receive + Ack",
 		prepare: h.fill(rawTopic, msg),
 		run: func(n int) error {
-			h.broker.ResumeDispatch(rawTopic)
+			h.resume(rawTopic)
 			for range n {
 				m, err := rawC.Receive(ctx)
 				if err != nil {
@@ -279,7 +347,7 @@ func (h *harness) consume(name string, concurrency int) comparison {
 		info:    "— (the codec's share of the gap)",
 		prepare: h.fill(clsTopic, msg),
 		run: func(n int) error {
-			h.broker.ResumeDispatch(clsTopic)
+			h.resume(clsTopic)
 			for range n {
 				m, err := clsC.Receive(ctx)
 				if err != nil {
@@ -311,13 +379,31 @@ func (h *harness) consume(name string, concurrency int) comparison {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
+	// On the embedded broker the Consumer runs throughout (its topic's dispatch is paused
+	// while it is filled). On an outside broker it starts inside each window and is stopped
+	// after it, by the next fill or the cleanup, so that stopping is not counted either.
+	var stop func() error // set while Run runs
+	start := func() {
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- c.Run(runCtx) }()
+		stop = func() error {
+			stop = nil
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("Run returned %w, want context.Canceled", err)
+			}
+			return nil
+		}
+	}
+	if h.broker != nil {
+		start()
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Error(err)
+		if stop != nil {
+			if err := stop(); err != nil {
+				t.Error(err)
+			}
 		}
 		if err := c.Close(); err != nil {
 			t.Error(err)
@@ -331,11 +417,20 @@ func (h *harness) consume(name string, concurrency int) comparison {
 	sdk := variant{
 		name: label,
 		prepare: func(n int) error {
+			if h.broker == nil && stop != nil {
+				if err := stop(); err != nil {
+					return err
+				}
+			}
 			target.Add(int64(n))
 			return fillSDK(n)
 		},
 		run: func(int) error {
-			h.broker.ResumeDispatch(sdkTopic)
+			if h.broker != nil {
+				h.broker.ResumeDispatch(sdkTopic)
+			} else {
+				start()
+			}
 			select {
 			case <-reached:
 				return nil
@@ -360,7 +455,7 @@ func (h *harness) fill(topic string, msg *apulsar.ProducerMessage) func(int) err
 	}
 	h.t.Cleanup(p.Close)
 	return func(n int) error {
-		h.broker.PauseDispatch(topic)
+		h.pause(topic)
 		var wg sync.WaitGroup
 		var failed atomic.Pointer[error]
 		wg.Add(n)
@@ -671,15 +766,16 @@ const ratioHeader = "| Comparison | SDK variant | CPU/msg SDK/raw, median [95% C
 // which the README quotes too.
 const referenceHeader = "| Comparison | SDK variant | Reference | CPU/msg SDK/reference, median [95% CI] (min–max) | throughput SDK/reference, median [95% CI] (min–max) |"
 
-func render(comps []comparison, results [][][]sample, n, reps int, took time.Duration) string {
+func render(comps []comparison, results [][][]sample, n, reps int, took time.Duration, where string) string {
 	var b strings.Builder
 	load := ""
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
 		load = ", load average " + strings.Join(strings.Fields(string(l))[:3], " ")
 	}
-	fmt.Fprintf(&b, "\nbench-compare: %d repeats × %d messages per variant, interleaved in rotating order, GOMAXPROCS=%d, %s/%s%s, %s\n\n",
+	fmt.Fprintf(&b, "\nbench-compare: %d repeats × %d messages per variant, interleaved in rotating order, GOMAXPROCS=%d, %s/%s%s, %s\n",
 		reps, n, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, load, took.Round(time.Second))
-	b.WriteString("Absolute figures (median of the repeats; process-wide, embedded broker included):\n\n")
+	fmt.Fprintf(&b, "Broker: %s.\n\n", where)
+	b.WriteString("Absolute figures (median of the repeats; the CPU of the whole process):\n\n")
 	b.WriteString("| Comparison | Variant | msgs/s | CPU µs/msg | allocs/msg |\n| --- | --- | --- | --- | --- |\n")
 	for ci, c := range comps {
 		for vi, v := range append([]variant{c.raw}, c.sdks...) {

@@ -14,4 +14,15 @@
 // machine where an absolute time is not; the interval says how far the median can be
 // trusted. It is distribution-free (the binomial order statistics of the sorted ratios), so
 // it needs at least 6 repeats; where it contains a target, the verdict says so.
+//
+// With BENCH_PULSAR_URL (flag -compare.url) the comparisons run against that broker instead
+// of an embedded one: a real cluster, or `bq broker -trim-interval 10s` started in another
+// process. The process CPU is then the client's alone, where the embedded broker's work is
+// otherwise part of every variant's figure, so the ratios are those a service sees in its
+// own process. Such a broker cannot pause a topic's dispatch while the harness fills it, so
+// there the consumers take nothing during a fill (the raw loop does not call Receive; the SDK
+// Consumer's Run starts inside the window and is stopped after it) and only the client's
+// prefetch, its receiver queue of 1,000 messages on every side, arrives before the window.
+// The topics are named compare-<run>-… in public/default, apart from an earlier run's, and
+// left behind.
 package benchcompare
