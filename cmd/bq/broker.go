@@ -64,8 +64,8 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(fs.Output(), `Usage: bq broker [flags]
 
 Runs the embedded Pulsar-protocol broker (package pulsartest) until interrupted. It keeps
-everything in memory, every entry until it exits unless -trim-interval is set. The service URL is printed on standard output; connections are logged
-on standard error.
+everything in memory, every entry until it exits unless -trim-interval is set. The service
+URL is printed on standard output; connections are logged on standard error.
 
 Example:
 
