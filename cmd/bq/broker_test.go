@@ -33,19 +33,52 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestBrokerCommandServesARealClient(t *testing.T) {
+// brokerCommand is a `bq broker` running in the test: what it writes, and stop, which
+// cancels it and checks that it exits with exitOK within 10 s.
+type brokerCommand struct {
+	stdout, stderr syncBuffer
+	stop           func()
+}
+
+// startBrokerCommand runs runBroker with args until stop (or the end of the test).
+func startBrokerCommand(t *testing.T, args ...string) *brokerCommand {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncBuffer
+	t.Cleanup(cancel)
+	b := &brokerCommand{}
 	done := make(chan int, 1)
-	go func() {
-		done <- runBroker(ctx, []string{"-addr", "127.0.0.1:0", "-partitioned", "orders=2", "-admin-addr", "127.0.0.1:0"}, &stdout, &stderr)
-	}()
+	go func() { done <- runBroker(ctx, args, &b.stdout, &b.stderr) }()
+	b.stop = func() {
+		t.Helper()
+		cancel()
+		select {
+		case code := <-done:
+			assert.Equal(t, exitOK, code, b.stderr.String())
+		case <-time.After(10 * time.Second):
+			t.Fatal("bq broker did not exit after cancellation")
+		}
+	}
+	return b
+}
+
+// url waits until the broker has printed a URL starting with prefix, and returns it.
+func (b *brokerCommand) url(t *testing.T, prefix string) string {
+	t.Helper()
 	var url string
 	require.Eventually(t, func() bool {
-		url = strings.TrimSpace(stdout.String())
+		for _, l := range strings.Fields(b.stdout.String()) {
+			if strings.HasPrefix(l, prefix) {
+				url = l
+			}
+		}
 		return url != ""
-	}, 10*time.Second, 5*time.Millisecond, "service URL on stdout; stderr: %s", stderr.String())
+	}, 10*time.Second, 5*time.Millisecond, "%s URL on stdout; stderr: %s", prefix, b.stderr.String())
+	return url
+}
+
+func TestBrokerCommandServesARealClient(t *testing.T) {
+	b := startBrokerCommand(t, "-addr", "127.0.0.1:0", "-partitioned", "orders=2", "-admin-addr", "127.0.0.1:0")
+	url := b.url(t, "pulsar://")
 	require.True(t, strings.HasPrefix(url, "pulsar://127.0.0.1:"), url)
 
 	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: url, Logger: plog.DefaultNopLogger()})
@@ -65,15 +98,9 @@ func TestBrokerCommandServesARealClient(t *testing.T) {
 	consumer.Close()
 	client.Close()
 
-	cancel()
-	select {
-	case code := <-done:
-		assert.Equal(t, exitOK, code, stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("bq broker did not exit after cancellation")
-	}
-	assert.Contains(t, stderr.String(), "connection opened")
-	assert.Contains(t, stderr.String(), "admin REST subset")
+	b.stop()
+	assert.Contains(t, b.stderr.String(), "connection opened")
+	assert.Contains(t, b.stderr.String(), "admin REST subset")
 }
 
 func TestBrokerCommandFlags(t *testing.T) {
@@ -95,21 +122,10 @@ func TestBrokerCommandFlags(t *testing.T) {
 }
 
 func TestBrokerCommandTrims(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runBroker(ctx, []string{"-addr", "127.0.0.1:0", "-trim-interval", "20ms"}, &stdout, &stderr)
-	}()
-	var url string
-	require.Eventually(t, func() bool {
-		url = strings.TrimSpace(stdout.String())
-		return url != ""
-	}, 10*time.Second, 5*time.Millisecond, "service URL on stdout; stderr: %s", stderr.String())
+	b := startBrokerCommand(t, "-addr", "127.0.0.1:0", "-trim-interval", "20ms")
+	url := b.url(t, "pulsar://")
 	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: url, Logger: plog.DefaultNopLogger()})
 	require.NoError(t, err)
-	defer client.Close()
 	producer, err := client.CreateProducer(apulsar.ProducerOptions{Topic: "unsubscribed"})
 	require.NoError(t, err)
 	_, err = producer.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("nobody needs me")})
@@ -130,12 +146,6 @@ func TestBrokerCommandTrims(t *testing.T) {
 		_, err = r.Next(rctx)
 		return errors.Is(err, context.DeadlineExceeded)
 	}, 10*time.Second, 50*time.Millisecond, "the entry was never trimmed")
-
-	cancel()
-	select {
-	case code := <-done:
-		assert.Equal(t, exitOK, code, stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("bq broker did not exit after cancellation")
-	}
+	client.Close()
+	b.stop()
 }

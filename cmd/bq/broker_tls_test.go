@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/hmac"
@@ -16,7 +15,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -74,25 +72,10 @@ func TestBrokerCommandTLSAndToken(t *testing.T) {
 	ca, cert, key := writeTestCerts(t)
 	secret := filepath.Join(t.TempDir(), "secret.key")
 	require.NoError(t, os.WriteFile(secret, []byte("0123456789abcdef"), 0o600))
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runBroker(ctx, []string{
-			"-addr", "127.0.0.1:0", "-tls-addr", "127.0.0.1:0", "-tls-cert-file", cert, "-tls-key-file", key,
-			"-auth-token-secret-file", secret,
-		}, &stdout, &stderr)
-	}()
-	var tlsURL string
-	require.Eventually(t, func() bool {
-		for _, l := range strings.Fields(stdout.String()) {
-			if strings.HasPrefix(l, "pulsar+ssl://") {
-				tlsURL = l
-			}
-		}
-		return tlsURL != ""
-	}, 10*time.Second, 5*time.Millisecond, "TLS URL on stdout; stderr: %s", stderr.String())
+	b := startBrokerCommand(t,
+		"-addr", "127.0.0.1:0", "-tls-addr", "127.0.0.1:0", "-tls-cert-file", cert, "-tls-key-file", key,
+		"-auth-token-secret-file", secret)
+	tlsURL := b.url(t, "pulsar+ssl://")
 
 	produce := func(auth apulsar.Authentication) error {
 		c, err := apulsar.NewClient(apulsar.ClientOptions{
@@ -113,14 +96,7 @@ func TestBrokerCommandTLSAndToken(t *testing.T) {
 	}
 	require.NoError(t, produce(apulsar.NewAuthenticationToken(signHS256([]byte("0123456789abcdef"), `{"sub":"app"}`))))
 	require.Error(t, produce(nil), "no anonymous role: a client without a token is refused")
-
-	cancel()
-	select {
-	case code := <-done:
-		assert.Equal(t, exitOK, code, stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("bq broker did not exit after cancellation")
-	}
+	b.stop()
 }
 
 func TestBrokerCommandSecurityFlags(t *testing.T) {
