@@ -5,7 +5,7 @@ TOOL      := $(GO) tool -modfile=tools/go.mod
 SUITE     ?= ../shared/babelqueue-conformance
 FUZZTIME  ?= 30s
 
-.PHONY: all check test race lint vet bench bench-compare fuzz cover generate generate-check tidy-check conformance fidelity ci
+.PHONY: all check test race flake lint vet bench bench-compare fuzz cover generate generate-check tidy-check conformance fidelity ci
 
 all: check
 
@@ -19,6 +19,13 @@ test:
 ## race: the tests under the race detector
 race:
 	$(GO) test -race ./...
+
+## flake: the race suite N times (-count=1, each run shuffled with its own seed), then every
+## test that failed at least once, how often, why and the seeds to replay it (tools/flake/run.sh;
+## PKGS narrows the packages, RACE=0 drops the race detector)
+N ?= 10
+flake:
+	N="$(N)" PKGS="$(PKGS)" RACE="$(RACE)" bash tools/flake/run.sh
 
 vet:
 	$(GO) vet ./...
