@@ -2,10 +2,9 @@ package idempotency_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
-// redisServer is a redis-server started for one test on a free loopback port.
+// redisServer is a redis-server started for one test on a Unix socket of its own.
 type redisServer struct {
 	addr string
 	cmd  *exec.Cmd
@@ -34,27 +33,19 @@ func startRedis(tb testing.TB) (*redisServer, *redis.Client) {
 		}
 		tb.Skip("redis-server not found on PATH: Redis store tests skipped (install redis-server to run them; under CI=true they fail instead)")
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("find a free port: %v", err)
-	}
-	addr, ok := ln.Addr().(*net.TCPAddr)
-	if !ok {
-		tb.Fatalf("listener address %v is not TCP", ln.Addr())
-	}
-	port := addr.Port
-	if err := ln.Close(); err != nil {
-		tb.Fatalf("free the port: %v", err)
-	}
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	// A Unix socket in the test's own directory: no port to pick, so none that another test
+	// or process can take between the pick and the server's bind (a port taken by listening
+	// on :0 and closing it again is free only until someone else listens).
+	sock := filepath.Join(tb.TempDir(), "redis.sock")
+	cmd := exec.Command(path, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
 		"--save", "", "--appendonly", "no", "--loglevel", "warning")
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start redis-server: %v", err)
 	}
-	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
+	s := &redisServer{addr: sock, cmd: cmd}
 	tb.Cleanup(s.stop)
-	client := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second})
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second})
 	tb.Cleanup(func() { _ = client.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
