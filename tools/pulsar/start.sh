@@ -208,11 +208,11 @@ deadline=$((SECONDS + timeout))
 wait_for() { # description, command...
   local what=$1; shift
   until "$@"; do
-    kill -0 "$pid" 2>/dev/null || fail "the broker exited before $what"
-    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for $what"
+    kill -0 "$pid" 2>/dev/null || fail "the broker exited while waiting for: $what"
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
     sleep 1
   done
-  log "$what after $((SECONDS - started))s"
+  log "$what: ok after $((SECONDS - started))s"
 }
 healthy() { [ "$(get /admin/v2/brokers/health)" = ok ]; }
 has_default_ns() { get /admin/v2/namespaces/public | grep -q '"public/default"'; }
@@ -236,10 +236,10 @@ tc_ready() {
     case "$states" in *'"Ready"') ;; *) return 1 ;; esac
   done
 }
-wait_for "the broker is healthy" healthy
-wait_for "namespace public/default exists" has_default_ns
-wait_for "a transaction round trip works" txn_ready
-wait_for "every transaction coordinator is Ready" tc_ready
+wait_for "broker health" healthy
+wait_for "namespace public/default" has_default_ns
+wait_for "a transaction round trip" txn_ready
+wait_for "every transaction coordinator Ready" tc_ready
 
 if ! $foreground; then
   trap - INT TERM
