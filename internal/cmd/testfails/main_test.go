@@ -301,3 +301,65 @@ func TestCIEndsWithTheFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetTally counts the leaves under "real" in a real JSON run of dual-target tests:
+// the embedded halves and the parents do not count, skips and failures are named.
+func TestTargetTally(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"go.mod": "module example.com/dual\n\ngo 1.24\n",
+		"p/p_test.go": `package p
+
+import "testing"
+
+func each(t *testing.T, f func(t *testing.T)) {
+	for _, n := range []string{"embedded", "real"} {
+		t.Run(n, f)
+	}
+}
+
+func TestOne(t *testing.T) { each(t, func(t *testing.T) {}) }
+
+func TestTwo(t *testing.T) {
+	each(t, func(t *testing.T) {
+		t.Run("a", func(t *testing.T) {})
+		t.Run("b", func(t *testing.T) {
+			if t.Name() == "TestTwo/real/b" {
+				t.Skip("the broker is not configured for it")
+			}
+		})
+	})
+}
+
+func TestThree(t *testing.T) {
+	each(t, func(t *testing.T) {
+		if t.Name() == "TestThree/real" {
+			t.Fatal("refused")
+		}
+	})
+}
+
+func TestEmbeddedOnly(t *testing.T) {}
+`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run1 := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(run1, []byte(goTest(t, dir, "-json", "./...")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-target", "real", "-label", "real pulsar 4.0.7", run1}, &stdout, &stderr)
+	want := "SKIP example.com/dual/p TestTwo/real/b: p_test.go:18: the broker is not configured for it\n" +
+		"FAIL example.com/dual/p TestThree/real: p_test.go:27: refused\n" +
+		"real pulsar 4.0.7: 2 passed, 1 failed, 1 skipped\n"
+	if code != 1 || stdout.String() != want {
+		t.Fatalf("exit %d, got\n%s\nwant\n%s\nstderr %s", code, stdout.String(), want, stderr.String())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -101,10 +102,20 @@ func clip(s string) string {
 	return s
 }
 
-// parse reads one go test run, as test2json events or as go test's plain output (a file may
-// mix both, for example a step's log), and returns its failures, leaves only: a test whose
-// subtest failed is not listed again, nor a package whose test failed.
+// parse reads one go test run (see parseRun), returning its failures.
 func parse(r io.Reader) ([]failure, error) {
+	p, err := parseRun(r)
+	if err != nil {
+		return nil, err
+	}
+	return p.result(), nil
+}
+
+// parseRun reads one go test run, as test2json events or as go test's plain output (a file may
+// mix both, for example a step's log). Its result is the run's failures, leaves only: a test
+// whose subtest failed is not listed again, nor a package whose test failed. Verdicts of
+// passing and skipped tests are kept from JSON events only (plain output names failures).
+func parseRun(r io.Reader) (*parser, error) {
 	p := newParser()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
@@ -122,13 +133,16 @@ func parse(r io.Reader) ([]failure, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err //nolint:wrapcheck // the caller names the file
 	}
-	return p.result(), nil
+	return p, nil
 }
 
 type parser struct {
-	// JSON events: output per package and test, and the tests that failed.
-	out    map[string][]string // key of (package, test) → output lines
-	failed []failure
+	// JSON events: output per package and test, the tests that failed, and every test's
+	// last verdict (pass, fail or skip), for tallying a target's subtests.
+	out      map[string][]string // key of (package, test) → output lines
+	failed   []failure
+	verdicts map[string]verdict
+	order    []string
 
 	// Plain text: the failing tests of the package whose output is being read, attributed
 	// when its "FAIL <package>" line arrives.
@@ -141,7 +155,7 @@ type parser struct {
 }
 
 func newParser() *parser {
-	return &parser{out: map[string][]string{}, buildPkgs: map[string][]string{}}
+	return &parser{out: map[string][]string{}, buildPkgs: map[string][]string{}, verdicts: map[string]verdict{}}
 }
 
 func (p *parser) event(e event) {
@@ -159,7 +173,46 @@ func (p *parser) event(e event) {
 		f := failure{Package: e.Package, Test: e.Test}
 		f.Line = firstErrorLine(p.out[f.key()])
 		p.failed = append(p.failed, f)
+		p.verdict(f, e.Action)
+	case "pass", "skip":
+		p.verdict(failure{Package: e.Package, Test: e.Test, Line: firstErrorLine(p.out[e.Package+"\x00"+e.Test])}, e.Action)
 	}
+}
+
+// verdict is one test's outcome in a JSON run.
+type verdict struct {
+	failure
+	Action string // pass, fail or skip
+}
+
+func (p *parser) verdict(f failure, action string) {
+	if f.Test == "" {
+		return
+	}
+	if _, ok := p.verdicts[f.key()]; !ok {
+		p.order = append(p.order, f.key())
+	}
+	p.verdicts[f.key()] = verdict{failure: f, Action: action}
+}
+
+// leafVerdicts returns the outcomes of the tests that have a path element named element
+// ("real" in TestX/real/case) and no subtest of their own, in the order they ended.
+func (p *parser) leafVerdicts(element string) []verdict {
+	parents := map[string]bool{}
+	for _, k := range p.order {
+		v := p.verdicts[k]
+		if i := strings.LastIndex(v.Test, "/"); i >= 0 {
+			parents[v.Package+"\x00"+v.Test[:i]] = true
+		}
+	}
+	var out []verdict
+	for _, k := range p.order {
+		v := p.verdicts[k]
+		if !parents[k] && slices.Contains(strings.Split(v.Test, "/"), element) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // trimVariant drops the " [p.test]" that names the test variant of a package being built.
