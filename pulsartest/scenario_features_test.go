@@ -2,7 +2,6 @@ package pulsartest_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -75,7 +74,7 @@ func TestReadCompactedWithoutCompaction(t *testing.T) {
 func TestTopicTermination(t *testing.T) {
 	t.Parallel()
 	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
-	c := newClient(t, b.URL())
+	c, closing := newClientSeeingCloses(t, b.URL())
 	topic := uniqueName(t, "t")
 	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
 	k := subscribe(t, c, apulsar.ConsumerOptions{
@@ -85,13 +84,14 @@ func TestTopicTermination(t *testing.T) {
 	code, body := adminDo(t, http.MethodPost, b.AdminURL()+"/admin/v2/persistent/public/default/"+topic+"/terminate", "")
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, `"entryId":0`)
-	eventually(t, "the producer to close", func() bool {
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		defer cancel()
-		_, err := p.Send(ctx, &apulsar.ProducerMessage{Payload: []byte("more")})
-		return errors.Is(err, apulsar.ErrTopicTerminated) || errors.Is(err, apulsar.ErrProducerClosed)
-	})
-	_, err := c.CreateProducer(apulsar.ProducerOptions{Topic: topic})
+	// Waited for through the client's log, not by polling with Send: the client's close of
+	// the producer races with a concurrent Send (newClientSeeingCloses).
+	eventually(t, "the producer to close", closing)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err := p.Send(ctx, &apulsar.ProducerMessage{Payload: []byte("more")})
+	require.ErrorIs(t, err, apulsar.ErrProducerClosed)
+	_, err = c.CreateProducer(apulsar.ProducerOptions{Topic: topic})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "TopicTerminated")
 	assert.Equal(t, "last", string(receive(t, k).Payload()))

@@ -17,7 +17,11 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
@@ -156,6 +160,28 @@ func newClient(t *testing.T, url string) apulsar.Client {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
+}
+
+// newClientSeeingCloses returns a client for url, closed when the test ends, and a condition
+// that holds once one of its producers has begun to close on its own (the broker fenced it,
+// or terminated its topic). A test waits for that instead of polling with Send: in
+// pulsar-client-go v0.19.0 a producer's reconnect goroutine closes its data channel while a
+// Send that passed the state check may still send on it, a data race in the client that the
+// race detector charges to every test running in parallel. The client logs "Closing producer"
+// after the producer has left the ready state, so a Send after it fails with
+// ErrProducerClosed before it reaches the channel.
+func newClientSeeingCloses(t *testing.T, url string) (apulsar.Client, func() bool) {
+	t.Helper()
+	core, logs := observer.New(zapcore.InfoLevel)
+	c, err := apulsar.NewClient(apulsar.ClientOptions{
+		URL:               url,
+		OperationTimeout:  5 * time.Second,
+		ConnectionTimeout: 5 * time.Second,
+		Logger:            bqpulsar.NewClientLogger(zap.New(core)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c, func() bool { return logs.FilterMessage("Closing producer").Len() > 0 }
 }
 
 func newProducer(t *testing.T, c apulsar.Client, opts apulsar.ProducerOptions) apulsar.Producer {
