@@ -1,0 +1,87 @@
+package pulsartest_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+)
+
+// The admin subset answers Pulsar's trim call with Broker.Trim: 204, or 404 for a topic that does not exist; a
+// partitioned topic is trimmed partition by partition.
+func TestAdminTrim(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
+	c := newClient(t, b.URL())
+	base := b.AdminURL() + "/admin/v2/persistent/public/default/"
+
+	topic := uniqueName(t, "t")
+	sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), numbered(3)...)
+	code, body := adminDo(t, http.MethodPost, base+topic+"/trim", "")
+	assert.Equal(t, http.StatusNoContent, code, body)
+	assert.Zero(t, b.Stats(topic).Entries, "no subscription needed them")
+
+	code, _ = adminDo(t, http.MethodPost, base+"missing/trim", "")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.NotContains(t, b.Topics(), "persistent://public/default/missing", "the call creates nothing")
+
+	part := uniqueName(t, "p")
+	require.NoError(t, b.CreatePartitionedTopic(part, 2))
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: part, DisableBatching: true})
+	sendAll(t, p, numbered(6)...)
+	code, body = adminDo(t, http.MethodPost, base+part+"/trim", "")
+	assert.Equal(t, http.StatusNoContent, code, body)
+	for _, name := range []string{part + "-partition-0", part + "-partition-1"} {
+		assert.Zero(t, b.Stats(name).Entries, name)
+	}
+	code, _ = adminDo(t, http.MethodPost, base+part+"-partition-1/trim", "")
+	assert.Equal(t, http.StatusNoContent, code, "a partition on its own")
+}
+
+// ForceTrim (unload, then trim) deletes, on both brokers, what no durable subscription needs: everything of a
+// topic without subscriptions, nothing that a durable subscription has not acknowledged. On Pulsar the unload
+// matters: a trim never deletes the ledger being written.
+func TestForceTrimDeletesWhatNoSubscriptionNeeds(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "a forced trim")
+		kept := topic + "-kept"
+		k := durable(t, c, kept, "keep")
+		k.Close() // a durable subscription without consumers still holds what it has not acknowledged
+		for _, name := range []string{topic, kept} {
+			sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: name, DisableBatching: true}), numbered(3)...)
+		}
+		brokertest.ForceTrim(t, admin, topic, kept)
+
+		st, ok := brokertest.Stats(t, admin, topic)
+		require.True(t, ok)
+		assert.Zero(t, st.StorageSize, "nothing stored")
+		late := durable(t, c, topic, "late")
+		expectNone(t, late, time.Second)
+		k = durable(t, c, kept, "keep")
+		assert.Equal(t, numbered(3), payloads(receiveN(t, k, 3)), "the subscription kept them")
+	})
+}
+
+// Trimming a partitioned topic trims each partition; unloading it unloads each partition.
+func TestForceTrimOfAPartitionedTopic(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "a forced trim")
+		tg.CreatePartitionedTopic(t, topic, 2)
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		sendAll(t, p, numbered(6)...)
+		brokertest.ForceTrim(t, admin, topic)
+		for _, name := range []string{topic + "-partition-0", topic + "-partition-1"} {
+			st, ok := brokertest.Stats(t, admin, name)
+			require.True(t, ok, name)
+			assert.Zero(t, st.StorageSize, name)
+		}
+		late := durable(t, c, topic, "late")
+		expectNone(t, late, time.Second)
+	})
+}
