@@ -96,11 +96,20 @@ func Each(t *testing.T, body func(t *testing.T, tg *Target), opts ...pulsartest.
 }
 
 // Embedded starts an embedded broker with the admin REST subset on a loopback port (and
-// opts), closed when the test ends, and returns it as a Target.
+// opts), closed when the test ends (a failed Close fails the test), and returns it as a
+// Target.
 func Embedded(tb testing.TB, opts ...pulsartest.Option) *Target {
 	tb.Helper()
 	opts = append([]pulsartest.Option{pulsartest.WithAdminHTTP("127.0.0.1:0")}, opts...)
-	b := pulsartest.NewBroker(tb, opts...)
+	b, err := pulsartest.Start(tb.Context(), opts...)
+	if err != nil {
+		tb.Fatalf("brokertest: start an embedded broker: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			tb.Errorf("brokertest: close the embedded broker: %v", err)
+		}
+	})
 	return &Target{Name: "embedded", URL: b.URL(), AdminURL: b.AdminURL(), Broker: b}
 }
 
