@@ -98,7 +98,11 @@ func expectStatus(tb testing.TB, method, rawURL, what string) {
 		case code == http.StatusNoContent || code == http.StatusOK:
 			return
 		case code >= 500 && time.Now().Before(deadline):
-			time.Sleep(100 * time.Millisecond)
+			select {
+			case <-tb.Context().Done():
+				tb.Fatalf("brokertest: %s: HTTP %d: %s (the test ended)", what, code, body)
+			case <-time.After(100 * time.Millisecond):
+			}
 		default:
 			tb.Fatalf("brokertest: %s: HTTP %d: %s", what, code, body)
 		}

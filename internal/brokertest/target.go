@@ -59,14 +59,16 @@ func (tg *Target) Client(tb testing.TB) apulsar.Client {
 }
 
 // Topic returns a fresh fully qualified topic name in public/default. Unlike UniqueTopic it
-// is also unique across test runs, since a real broker keeps the topics of earlier runs.
+// is also unique across test runs, since a real broker keeps the topics of earlier runs. No
+// such name is a prefix of another one (Topics and StateOf select a test's topics by prefix),
+// apart from the names made from it, such as name+".dlq" or name+"-partition-0".
 func (tg *Target) Topic(tb testing.TB, base string) string {
 	tb.Helper()
 	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(strings.ToLower(tb.Name()))
 	if len(name) > 60 {
 		name = name[len(name)-60:]
 	}
-	return fmt.Sprintf("persistent://public/default/%s-%s-%s-%d", base, name, runID, topicSeq.Add(1))
+	return fmt.Sprintf("persistent://public/default/%s-%d-%s-%s", base, topicSeq.Add(1), name, runID)
 }
 
 // runID tells this process's topics apart from those earlier runs left on a real broker.
