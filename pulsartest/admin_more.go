@@ -230,7 +230,7 @@ func (a *adminServer) unload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(a.b.topicsFor(fq)) == 0 {
-		writeReason(w, http.StatusNotFound, "Topic not found")
+		writeReason(w, http.StatusNotFound, "Topic "+fq+" not found")
 		return
 	}
 	a.b.UnloadTopic(fq)
@@ -238,8 +238,8 @@ func (a *adminServer) unload(w http.ResponseWriter, r *http.Request) {
 }
 
 // trim answers Pulsar's POST …/trim (trimTopic): it deletes what no durable subscription needs and the retention
-// policy does not keep, of the topic or of every partition of a partitioned one (Broker.Trim), with 204, or 404
-// for a topic that does not exist.
+// policy does not keep, of the topic or of every partition of a partitioned one (Broker.Trim). As Pulsar 4.0
+// does, it answers 200 with an empty body (not 204), and 404 for a topic that does not exist.
 func (a *adminServer) trim(w http.ResponseWriter, r *http.Request) {
 	fq, err := normalizeTopic(topicOf(r))
 	if err != nil {
@@ -247,11 +247,12 @@ func (a *adminServer) trim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(a.b.topicsFor(fq)) == 0 {
-		writeReason(w, http.StatusNotFound, "Topic not found")
+		writeReason(w, http.StatusNotFound, "Topic "+fq+" not found")
 		return
 	}
 	a.b.Trim(fq)
-	w.WriteHeader(http.StatusNoContent)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
 }
 
 // lookup answers Pulsar's HTTP lookup: this broker owns every topic.

@@ -2,6 +2,7 @@ package pulsartest_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
-// The admin subset answers Pulsar's trim call with Broker.Trim: 204, or 404 for a topic that does not exist; a
-// partitioned topic is trimmed partition by partition.
+// The admin subset answers Pulsar's trim call with Broker.Trim and Pulsar 4.0's status codes: 200 with an empty
+// body (not 204), 404 for a topic that does not exist; a partitioned topic is trimmed partition by partition.
 func TestAdminTrim(t *testing.T) {
 	t.Parallel()
 	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
@@ -24,11 +25,13 @@ func TestAdminTrim(t *testing.T) {
 	topic := uniqueName(t, "t")
 	sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), numbered(3)...)
 	code, body := adminDo(t, http.MethodPost, base+topic+"/trim", "")
-	assert.Equal(t, http.StatusNoContent, code, body)
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Empty(t, body)
 	assert.Zero(t, b.Stats(topic).Entries, "no subscription needed them")
 
-	code, _ = adminDo(t, http.MethodPost, base+"missing/trim", "")
+	code, body = adminDo(t, http.MethodPost, base+"missing/trim", "")
 	assert.Equal(t, http.StatusNotFound, code)
+	assert.JSONEq(t, `{"reason":"Topic persistent://public/default/missing not found"}`, body)
 	assert.NotContains(t, b.Topics(), "persistent://public/default/missing", "the call creates nothing")
 
 	part := uniqueName(t, "p")
@@ -36,12 +39,14 @@ func TestAdminTrim(t *testing.T) {
 	p := newProducer(t, c, apulsar.ProducerOptions{Topic: part, DisableBatching: true})
 	sendAll(t, p, numbered(6)...)
 	code, body = adminDo(t, http.MethodPost, base+part+"/trim", "")
-	assert.Equal(t, http.StatusNoContent, code, body)
+	assert.Equal(t, http.StatusOK, code, body)
 	for _, name := range []string{part + "-partition-0", part + "-partition-1"} {
 		assert.Zero(t, b.Stats(name).Entries, name)
 	}
 	code, _ = adminDo(t, http.MethodPost, base+part+"-partition-1/trim", "")
-	assert.Equal(t, http.StatusNoContent, code, "a partition on its own")
+	assert.Equal(t, http.StatusOK, code, "a partition on its own")
+	code, _ = adminDo(t, http.MethodPost, base+part+"-partition-7/trim", "")
+	assert.Equal(t, http.StatusNotFound, code, "no such partition")
 }
 
 // ForceTrim (unload, then trim) deletes, on both brokers, what no durable subscription needs: everything of a
@@ -83,5 +88,25 @@ func TestForceTrimOfAPartitionedTopic(t *testing.T) {
 		}
 		late := durable(t, c, topic, "late")
 		expectNone(t, late, time.Second)
+	})
+}
+
+// Unload and trim answer the same status codes on both brokers: 204 for an unload, 200 with an empty body for a
+// trim, 404 with the topic's name for a topic that does not exist.
+func TestAdminUnloadAndTrimStatusCodes(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		base := needAdmin(t, tg, "the unload and trim calls") + "/admin/v2/persistent/public/default/"
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic}), "x")
+		code, body := adminDo(t, http.MethodPut, base+topic+"/unload", "")
+		assert.Equal(t, http.StatusNoContent, code, body)
+		code, body = adminDo(t, http.MethodPost, base+topic+"/trim", "")
+		assert.Equal(t, http.StatusOK, code, body)
+		assert.Empty(t, body)
+		for _, m := range []string{http.MethodPut + " unload", http.MethodPost + " trim"} {
+			method, call, _ := strings.Cut(m, " ")
+			code, body = adminDo(t, method, base+topic+"-missing/"+call, "")
+			assert.Equal(t, http.StatusNotFound, code, m)
+			assert.JSONEq(t, `{"reason":"Topic persistent://public/default/`+topic+`-missing not found"}`, body, m)
+		}
 	})
 }
