@@ -110,3 +110,27 @@ func TestAdminUnloadAndTrimStatusCodes(t *testing.T) {
 		}
 	})
 }
+
+// The partitioned-topic metadata of a topic that does not exist is a 404 on both brokers, unless the caller asks
+// whether the topic could be created on use (checkAllowAutoCreation=true); neither call creates it.
+func TestAdminPartitionsOfAMissingTopic(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		base := needAdmin(t, tg, "the partitioned-topic metadata") + "/admin/v2/persistent/public/default/"
+		code, body := adminDo(t, http.MethodGet, base+topic+"/partitions", "")
+		assert.Equal(t, http.StatusNotFound, code, body)
+		assert.JSONEq(t, `{"reason":"Topic persistent://public/default/`+topic+` not found"}`, body)
+		code, body = adminDo(t, http.MethodGet, base+topic+"/partitions?checkAllowAutoCreation=true", "")
+		assert.Equal(t, http.StatusOK, code, body)
+		assert.JSONEq(t, `{"partitions":0,"deleted":false}`, body)
+		assert.Empty(t, brokertest.Topics(t, tg.AdminURL(), "persistent://public/default/"+topic), "nothing created")
+
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic}), "x")
+		code, body = adminDo(t, http.MethodGet, base+topic+"/partitions", "")
+		assert.Equal(t, http.StatusOK, code, body)
+		assert.JSONEq(t, `{"partitions":0,"deleted":false}`, body, "a non-partitioned topic")
+		tg.CreatePartitionedTopic(t, topic+"-p", 2)
+		code, body = adminDo(t, http.MethodGet, base+topic+"-p/partitions", "")
+		assert.Equal(t, http.StatusOK, code, body)
+		assert.JSONEq(t, `{"partitions":2,"deleted":false}`, body)
+	})
+}
