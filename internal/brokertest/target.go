@@ -62,7 +62,7 @@ func (tg *Target) Client(tb testing.TB) apulsar.Client {
 // is also unique across test runs, since a real broker keeps the topics of earlier runs. No
 // such name is a prefix of another one (Topics and StateOf select a test's topics by prefix),
 // apart from the names made from it, such as name+".dlq" or name+"-partition-0".
-func (tg *Target) Topic(tb testing.TB, base string) string {
+func (*Target) Topic(tb testing.TB, base string) string {
 	tb.Helper()
 	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(strings.ToLower(tb.Name()))
 	if len(name) > 60 {
