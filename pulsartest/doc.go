@@ -83,9 +83,10 @@
 // is kept, and message ids are never reused.
 //
 // Not modelled: ledgers (Pulsar deletes whole ledgers and never the one it is writing, so removed entries can
-// stay readable on a real broker until the next rollover; pulsartest removes them entry by entry), message TTL,
-// tiered storage and per-topic policies. Namespace backlog quotas are enforced (SetBacklogQuota,
-// WithBacklogQuotaCheck).
+// stay readable on a real broker until the next rollover; pulsartest removes them entry by entry: on Pulsar 4.0
+// a trim call without the unload before it deletes nothing of a topic whose entries are all in its current
+// ledger, on the embedded broker it deletes them), message TTL, tiered storage and per-topic policies. Namespace
+// backlog quotas are enforced (SetBacklogQuota, WithBacklogQuotaCheck).
 //
 // # Concurrency
 //
