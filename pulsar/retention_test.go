@@ -24,9 +24,9 @@ import (
 // and both are trimmed the same way, through the admin API (brokertest.ForceTrim).
 
 // exhaustThenTrim publishes one job, lets a failing consumer dead-letter it (maxAttempts 1),
-// trims both topics as Pulsar does with no retention policy, and redrives the dead-letter
-// topic to a consumer that succeeds. It returns how many times the job was handled after the
-// trim and the redrive report.
+// trims the dead-letter topic as Pulsar does with no retention policy, and redrives it to a
+// consumer that succeeds. It returns how many times the job was handled after the trim and
+// the redrive report.
 func exhaustThenTrim(t *testing.T, tg *brokertest.Target, retention bool) (int32, dlq.RedriveReport) {
 	t.Helper()
 	ctx := t.Context()
@@ -64,7 +64,11 @@ func exhaustThenTrim(t *testing.T, tg *brokertest.Target, retention bool) (int32
 		}
 	})
 
-	brokertest.ForceTrim(t, admin, topic, dlt) // what the broker's trimming does to storage nobody needs
+	// What the broker's trimming does to storage nobody needs. Only the dead-letter topic: on
+	// Pulsar an unload of the job topic right after the failing consumer closed can lose that
+	// consumer's last acknowledgement while the broker is still persisting it (seen on 4.0.7:
+	// "Failed to update cursor metadata"), and the job would come back as a second delivery.
+	brokertest.ForceTrim(t, admin, dlt)
 
 	var handled atomic.Int32
 	ok, err := bqpulsar.NewConsumer(client,
