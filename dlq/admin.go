@@ -153,7 +153,8 @@ func isNotFound(err error) bool {
 }
 
 // Partitions returns the partition count of a partitioned topic, 0 for a non-partitioned
-// (or missing) one. It reads the partitioned-topic metadata; it creates nothing.
+// (or missing) one. It reads the partitioned-topic metadata; it creates nothing. Pulsar 4.0
+// answers that read with 404 for a topic that does not exist: that is 0 too.
 func (a *Admin) Partitions(ctx context.Context, topic string) (int, error) {
 	p, err := restPath(topic)
 	if err != nil {
@@ -163,6 +164,9 @@ func (a *Admin) Partitions(ctx context.Context, topic string) (int, error) {
 		Partitions int `json:"partitions"`
 	}
 	if err := a.getJSON(ctx, p+"/partitions", &md); err != nil {
+		if isNotFound(err) {
+			return 0, nil
+		}
 		return 0, err
 	}
 	if md.Partitions < 0 {

@@ -2,22 +2,20 @@ package dlq_test
 
 import (
 	"context"
+	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
-
-var topicSeq atomic.Int64
 
 const (
 	urnA = "urn:babel:orders:created"
@@ -34,27 +32,77 @@ func annotated(urn, id string, reason envelope.Reason) []byte {
 	return []byte(strings.NewReplacer("URN", urn, "MID", id, "REASON", string(reason)).Replace(annotatedTmpl))
 }
 
+// Most tests here are dual-target (eachTarget): the same body runs against the embedded
+// broker and, with PULSAR_URL and PULSAR_ADMIN_URL, against a real Apache Pulsar, and checks
+// the broker through the admin API on both (backlogs, subscriptions, the topic list). The few
+// that need an embedded-only fault hook, or no broker semantics at all, use embeddedFixture.
+
 type fixture struct {
-	b      *pulsartest.Broker
-	client apulsar.Client
-	admin  *dlq.Admin
-	queue  string
-	dlq    string
+	b        *pulsartest.Broker // nil on a real broker
+	client   apulsar.Client
+	adminURL string
+	admin    *dlq.Admin
+	queue    string
+	dlq      string
 }
 
-func newFixture(t *testing.T) *fixture {
+// eachTarget runs body as a parallel subtest per target (brokertest.Each), each with its
+// own fixture.
+func eachTarget(t *testing.T, body func(t *testing.T, f *fixture)) {
 	t.Helper()
-	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
-	admin, err := dlq.NewAdmin(b.AdminURL())
-	require.NoError(t, err)
-	client, err := apulsar.NewClient(apulsar.ClientOptions{
-		URL: b.URL(), OperationTimeout: 5 * time.Second, ConnectionTimeout: 5 * time.Second,
-		Logger: plog.DefaultNopLogger(),
+	t.Parallel()
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
+		body(t, newFixture(t, tg))
 	})
+}
+
+// embeddedFixture is the fixture of a test that runs against the embedded broker only.
+func embeddedFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newFixture(t, brokertest.Embedded(t))
+}
+
+func newFixture(t *testing.T, tg *brokertest.Target) *fixture {
+	t.Helper()
+	adminURL := tg.Admin(t)
+	// An HTTP client whose keep-alive connections close when the test ends: a real broker
+	// keeps them open after it, and goleak would count their goroutines.
+	admin, err := dlq.NewAdmin(adminURL, dlq.WithHTTPClient(brokertest.HTTPClient(t)))
 	require.NoError(t, err)
-	t.Cleanup(client.Close)
-	q := "persistent://public/default/redrive-" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-") + "-" + string(rune('a'+topicSeq.Add(1)%26))
-	return &fixture{b: b, client: client, admin: admin, queue: q, dlq: q + ".dlq"}
+	q := tg.Topic(t, "redrive")
+	return &fixture{b: tg.Broker, client: tg.Client(t), adminURL: adminURL, admin: admin, queue: q, dlq: q + ".dlq"}
+}
+
+// backlog is a subscription's backlog as the admin API reports it.
+func (f *fixture) backlog(t *testing.T, topic, sub string) int {
+	t.Helper()
+	return int(brokertest.Backlog(t, f.adminURL, topic, sub))
+}
+
+// subscriptions are a topic's subscriptions as the admin API reports them.
+func (f *fixture) subscriptions(t *testing.T, topic string) []string {
+	t.Helper()
+	return brokertest.Subscriptions(t, f.adminURL, topic)
+}
+
+// stored returns the messages a reader from the earliest position finds on topic, waiting a
+// second for each one.
+func (f *fixture) stored(t *testing.T, topic string) []apulsar.Message {
+	t.Helper()
+	r, err := f.client.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.EarliestMessageID()})
+	require.NoError(t, err)
+	defer r.Close()
+	var out []apulsar.Message
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		m, err := r.Next(ctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, m)
+	}
 }
 
 // ensure creates the retention subscription, as a consumer does before its first dead letter.
@@ -63,20 +111,33 @@ func (f *fixture) ensure(t *testing.T) {
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription))
 }
 
-// brokerState is what a read-only operation must leave as it was: the topics, and for
-// each its subscriptions with their backlog, consumers, pending and replay counts.
+// brokerState is what a read-only operation must leave as it was. Admin is what the admin
+// API shows on either broker: the test's topics, and for each its subscriptions with their
+// backlog, unacknowledged messages and consumers. Embedded adds what only the embedded broker
+// tells: pending and replay counts, and the messages stored.
 type brokerState struct {
+	Admin    brokertest.State
+	Embedded *embeddedState // nil on a real broker
+}
+
+type embeddedState struct {
 	Topics []string
 	Subs   map[string]map[string]pulsartest.SubscriptionStats
 	Stored map[string]int
 }
 
-func (f *fixture) state() brokerState {
-	st := brokerState{Topics: f.b.Topics(), Subs: map[string]map[string]pulsartest.SubscriptionStats{}, Stored: map[string]int{}}
-	for _, topic := range st.Topics {
-		ts := f.b.Stats(topic)
-		st.Subs[topic], st.Stored[topic] = ts.Subscriptions, ts.Messages
+func (f *fixture) state(t *testing.T) brokerState {
+	t.Helper()
+	st := brokerState{Admin: brokertest.StateOf(t, f.adminURL, f.queue)}
+	if f.b == nil {
+		return st
 	}
+	es := &embeddedState{Topics: f.b.Topics(), Subs: map[string]map[string]pulsartest.SubscriptionStats{}, Stored: map[string]int{}}
+	for _, topic := range es.Topics {
+		ts := f.b.Stats(topic)
+		es.Subs[topic], es.Stored[topic] = ts.Subscriptions, ts.Messages
+	}
+	st.Embedded = es
 	return st
 }
 
@@ -123,10 +184,13 @@ func (f *fixture) receiveTarget(t *testing.T, n int) []apulsar.Message {
 }
 
 func TestPeekIsReadOnly(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, peekIsReadOnly)
+}
+
+func peekIsReadOnly(t *testing.T, f *fixture) {
 	f.seed(t)
-	before := f.state()
+	before := f.state(t)
+	require.Equal(t, []string{f.dlq}, before.Admin.Topics, "the admin API lists the test's topic")
 	first, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
 	require.NoError(t, err)
 	require.Len(t, first, 4)
@@ -147,14 +211,16 @@ func TestPeekIsReadOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, again, 2, "limit")
 	assert.Equal(t, first[0].Payload, again[0].Payload, "nothing consumed")
-	assert.Equal(t, before, f.state(), "no topic, subscription, backlog or consumer changed")
-	assert.Equal(t, 4, f.b.Backlog(f.dlq, dlq.DefaultSubscription))
+	assert.Equal(t, before, f.state(t), "no topic, subscription, backlog or consumer changed")
+	assert.Equal(t, 4, f.backlog(t, f.dlq, dlq.DefaultSubscription))
 }
 
 func TestPeekOfAMissingTopicOrSubscriptionCreatesNothing(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	before := f.state()
+	eachTarget(t, peekOfAMissingTopicOrSubscriptionCreatesNothing)
+}
+
+func peekOfAMissingTopicOrSubscriptionCreatesNothing(t *testing.T, f *fixture) {
+	before := f.state(t)
 	_, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
 	require.ErrorIs(t, err, dlq.ErrSubscriptionNotFound)
 	var se *dlq.SubscriptionError
@@ -163,7 +229,8 @@ func TestPeekOfAMissingTopicOrSubscriptionCreatesNothing(t *testing.T) {
 	assert.Contains(t, se.Error(), "bq subscription create")
 	_, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, DryRun: true, Admin: f.admin})
 	require.ErrorIs(t, err, dlq.ErrSubscriptionNotFound)
-	assert.Equal(t, before, f.state(), "no topic created")
+	assert.Equal(t, before, f.state(t), "no topic created")
+	assert.Empty(t, before.Admin.Topics)
 
 	// A topic written to without the retention subscription: reported, still not created.
 	p, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: f.dlq})
@@ -171,18 +238,21 @@ func TestPeekOfAMissingTopicOrSubscriptionCreatesNothing(t *testing.T) {
 	_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: annotated(urnA, "id-a", envelope.ReasonFailed)})
 	require.NoError(t, err)
 	p.Close()
-	before = f.state()
+	before = f.state(t)
 	_, err = dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
 	require.ErrorIs(t, err, dlq.ErrSubscriptionNotFound)
 	assert.Contains(t, err.Error(), "no such subscription")
-	assert.Equal(t, before, f.state(), "no subscription created")
+	assert.Equal(t, before, f.state(t), "no subscription created")
 }
 
 func TestDryRunIsReadOnly(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, dryRunIsReadOnly)
+}
+
+func dryRunIsReadOnly(t *testing.T, f *fixture) {
 	f.seed(t)
-	before := f.state()
+	before := f.state(t)
+	require.Equal(t, []string{f.dlq}, before.Admin.Topics, "the admin API lists the test's topic")
 	dry, err := dlq.Redrive(t.Context(), nil, dlq.RedriveOptions{Topic: f.dlq, DryRun: true, Admin: f.admin})
 	require.NoError(t, err)
 	assert.Len(t, dry.Moved, 2)
@@ -192,14 +262,16 @@ func TestDryRunIsReadOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dry.Moved, 1)
 	assert.Equal(t, 1, dry.Skipped)
-	assert.Equal(t, before, f.state(), "a dry run publishes, acknowledges and creates nothing")
+	assert.Equal(t, before, f.state(t), "a dry run publishes, acknowledges and creates nothing")
 	_, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, DryRun: true})
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions, "a dry run needs the admin API")
 }
 
 func TestRedriveMovesBackAndKeepsTheRest(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, redriveMovesBackAndKeepsTheRest)
+}
+
+func redriveMovesBackAndKeepsTheRest(t *testing.T, f *fixture) {
 	f.seed(t)
 
 	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnA, IdleTimeout: 300 * time.Millisecond})
@@ -208,7 +280,7 @@ func TestRedriveMovesBackAndKeepsTheRest(t *testing.T) {
 	assert.Equal(t, 1, rep.Skipped)
 	require.Len(t, rep.Poison, 1, "poison copies are reported")
 	assert.Len(t, rep.Raw, 1)
-	assert.Equal(t, 3, f.b.Backlog(f.dlq, dlq.DefaultSubscription), "only the moved copy was acknowledged")
+	assert.Equal(t, 3, f.backlog(t, f.dlq, dlq.DefaultSubscription), "only the moved copy was acknowledged")
 
 	got := f.receiveTarget(t, 1)[0]
 	want := strings.Replace(string(annotated(urnA, "id-a", envelope.ReasonFailed)), `"attempts":3,"dead_letter":{"reason":"failed","error":"boom","exception":"RuntimeException","failed_at":1700000001000,"original_queue":"orders","attempts":3,"lang":"php"}`, `"attempts":0`, 1)
@@ -227,22 +299,26 @@ func TestRedriveMovesBackAndKeepsTheRest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 1)
 	assert.Equal(t, urnB, rep.Moved[0].URN)
-	assert.Equal(t, 2, f.b.Backlog(f.dlq, dlq.DefaultSubscription), "poison and raw stay")
+	assert.Equal(t, 2, f.backlog(t, f.dlq, dlq.DefaultSubscription), "poison and raw stay")
 }
 
 func TestRedriveLimit(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, redriveLimit)
+}
+
+func redriveLimit(t *testing.T, f *fixture) {
 	f.seed(t)
 	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 1, IdleTimeout: 300 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Len(t, rep.Moved, 1)
-	assert.Equal(t, 1, f.b.Stats(f.queue).Messages)
+	assert.Len(t, f.stored(t, f.queue), 1)
 }
 
+// TestRedriveFailedPublishIsNotAcked runs against the embedded broker only: it needs a fault
+// hook (FailNextSends) that a real broker does not have.
 func TestRedriveFailedPublishIsNotAcked(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := embeddedFixture(t)
 	f.seed(t)
 	require.NoError(t, f.b.CreateTopic(f.queue))
 	// NotAllowedError: the client gives the send up without reconnecting; it never completes.
@@ -252,14 +328,16 @@ func TestRedriveFailedPublishIsNotAcked(t *testing.T) {
 	rep, err := dlq.Redrive(ctx, f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
 	require.Error(t, err)
 	assert.Empty(t, rep.Moved)
-	assert.Equal(t, 4, f.b.Backlog(f.dlq, dlq.DefaultSubscription), "nothing acknowledged")
+	assert.Equal(t, 4, f.backlog(t, f.dlq, dlq.DefaultSubscription), "nothing acknowledged")
 }
 
+// TestRedriveAndPeekRefuseBadOptions runs against the embedded broker only: every call fails
+// before it reaches a broker.
 func TestRedriveAndPeekRefuseBadOptions(t *testing.T) {
 	t.Parallel()
 	_, err := dlq.Redrive(t.Context(), nil, dlq.RedriveOptions{Topic: "orders.dlq"})
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
-	f := newFixture(t)
+	f := embeddedFixture(t)
 	_, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: "orders-dead"})
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions, "no .dlq suffix and no target")
 	_, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: "a/b"})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 )
 
 // write sends the payloads to topic, unbatched, with the given properties.
@@ -35,8 +36,10 @@ func sevenDeadLetters() [][]byte {
 }
 
 func TestRedriveThreeOfSevenLeavesFourToPeek(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, redriveThreeOfSevenLeavesFourToPeek)
+}
+
+func redriveThreeOfSevenLeavesFourToPeek(t *testing.T, f *fixture) {
 	f.ensure(t)
 	f.write(t, f.dlq, map[string]string{"bq-job": urnA}, sevenDeadLetters()...)
 
@@ -52,13 +55,15 @@ func TestRedriveThreeOfSevenLeavesFourToPeek(t *testing.T) {
 	dry, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, DryRun: true, Admin: f.admin})
 	require.NoError(t, err)
 	assert.Len(t, dry.Moved, 4, "list and dry run agree")
-	assert.Equal(t, 4, f.b.Backlog(f.dlq, dlq.DefaultSubscription))
-	assert.Equal(t, []string{dlq.DefaultSubscription}, f.b.Subscriptions(f.dlq), "no separate redrive subscription")
+	assert.Equal(t, 4, f.backlog(t, f.dlq, dlq.DefaultSubscription))
+	assert.Equal(t, []string{dlq.DefaultSubscription}, f.subscriptions(t, f.dlq), "no separate redrive subscription")
 }
 
 func TestRedriveKeepsTheRoutingURN(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, redriveKeepsTheRoutingURN)
+}
+
+func redriveKeepsTheRoutingURN(t *testing.T, f *fixture) {
 	f.ensure(t)
 	// Routed by its bq-job property (urnB), which won over the body's URN (urnA).
 	f.write(t, f.dlq, map[string]string{"bq-job": urnB}, annotated(urnA, "id-r", envelope.ReasonFailed))
@@ -86,63 +91,84 @@ func TestRedriveKeepsTheRoutingURN(t *testing.T) {
 }
 
 func TestRedriveOnAnotherSubscription(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, redriveOnAnotherSubscription)
+}
+
+func redriveOnAnotherSubscription(t *testing.T, f *fixture) {
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, "ops"))
 	f.write(t, f.dlq, nil, annotated(urnA, "id-a", envelope.ReasonFailed))
 	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Subscription: "ops", IdleTimeout: 300 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Len(t, rep.Moved, 1)
-	assert.Zero(t, f.b.Backlog(f.dlq, "ops"))
+	assert.Zero(t, f.backlog(t, f.dlq, "ops"))
 	_, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Subscription: "has space"})
 	require.ErrorIs(t, err, dlq.ErrInvalidSubscriptionName)
 }
 
+// storageSize is the bytes the admin API says the topic stores.
+func (f *fixture) storageSize(t *testing.T, topic string) int64 {
+	t.Helper()
+	st, ok := brokertest.Stats(t, f.adminURL, topic)
+	require.True(t, ok, "no topic %s", topic)
+	return st.StorageSize
+}
+
 func TestEnsureSubscriptionKeepsWhatIsWrittenAfterIt(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, ensureSubscriptionKeepsWhatIsWrittenAfterIt)
+}
+
+func ensureSubscriptionKeepsWhatIsWrittenAfterIt(t *testing.T, f *fixture) {
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription))
-	assert.Equal(t, []string{dlq.DefaultSubscription}, f.b.Subscriptions(f.dlq))
-	st := f.b.Stats(f.dlq).Subscriptions[dlq.DefaultSubscription]
-	assert.True(t, st.Durable)
-	assert.Zero(t, st.Consumers, "the consumer that created it is gone")
+	assert.Equal(t, []string{dlq.DefaultSubscription}, f.subscriptions(t, f.dlq))
+	st, ok := brokertest.Stats(t, f.adminURL, f.dlq)
+	require.True(t, ok)
+	assert.True(t, st.Subscriptions[dlq.DefaultSubscription].Durable)
+	assert.Zero(t, st.Subscriptions[dlq.DefaultSubscription].Consumers, "the consumer that created it is gone")
 
 	f.write(t, f.dlq, nil, sevenDeadLetters()...)
-	assert.Zero(t, f.b.Trim(f.dlq), "the retention subscription holds every dead letter")
+	brokertest.ForceTrim(t, f.adminURL, f.dlq)
+	assert.Positive(t, f.storageSize(t, f.dlq), "the retention subscription holds every dead letter")
 	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Len(t, rep.Moved, 7, "all there after a trim")
-	assert.Equal(t, 7, f.b.Trim(f.dlq), "acknowledged dead letters are free to go")
+	brokertest.ForceTrim(t, f.adminURL, f.dlq)
+	assert.Zero(t, f.storageSize(t, f.dlq), "acknowledged dead letters are free to go")
 }
 
 func TestWithoutTheRetentionSubscriptionATrimLosesDeadLetters(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, withoutTheRetentionSubscriptionATrimLosesDeadLetters)
+}
+
+func withoutTheRetentionSubscriptionATrimLosesDeadLetters(t *testing.T, f *fixture) {
 	f.write(t, f.dlq, nil, sevenDeadLetters()...) // no EnsureSubscription
-	f.b.Trim(f.dlq)
-	assert.Zero(t, f.b.Stats(f.dlq).Messages, "nothing needed them: trimmed")
+	brokertest.ForceTrim(t, f.adminURL, f.dlq)
+	assert.Zero(t, f.storageSize(t, f.dlq), "nothing needed them: trimmed")
 	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Moved, "gone")
 }
 
 func TestEnsureSubscriptionOnAnExistingSubscriptionChangesNothing(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, ensureSubscriptionOnAnExistingSubscriptionChangesNothing)
+}
+
+func ensureSubscriptionOnAnExistingSubscriptionChangesNothing(t *testing.T, f *fixture) {
 	f.ensure(t)
 	f.write(t, f.dlq, nil, sevenDeadLetters()...)
 	_, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 2, IdleTimeout: 300 * time.Millisecond})
 	require.NoError(t, err)
-	before := f.state()
+	before := f.state(t)
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription))
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription, dlq.WithSubscriptionType(apulsar.Exclusive)))
-	assert.Equal(t, before, f.state(), "position, backlog and consumers as they were")
-	assert.Equal(t, 5, f.b.Backlog(f.dlq, dlq.DefaultSubscription))
+	assert.Equal(t, before, f.state(t), "position, backlog and consumers as they were")
+	assert.Equal(t, 5, f.backlog(t, f.dlq, dlq.DefaultSubscription))
 }
 
 func TestEnsureSubscriptionWhileAConsumerHoldsIt(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, ensureSubscriptionWhileAConsumerHoldsIt)
+}
+
+func ensureSubscriptionWhileAConsumerHoldsIt(t *testing.T, f *fixture) {
 	f.write(t, f.queue, nil, []byte("a"), []byte("b"), []byte("c"))
 	c, err := f.client.Subscribe(apulsar.ConsumerOptions{
 		Topic: f.queue, SubscriptionName: "workers", Type: apulsar.Shared,
@@ -156,29 +182,35 @@ func TestEnsureSubscriptionWhileAConsumerHoldsIt(t *testing.T) {
 		cancel()
 		require.NoError(t, err)
 	}
-	before := f.b.Stats(f.queue).Subscriptions["workers"]
+	before := f.state(t)
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.queue, "workers"), "Shared joins and leaves")
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.queue, "workers",
 		dlq.WithSubscriptionType(apulsar.Exclusive)), "ConsumerBusy: it exists")
-	after := f.b.Stats(f.queue).Subscriptions["workers"]
+	after := f.state(t)
 	assert.Equal(t, before, after, "nothing redelivered or acknowledged")
-	assert.Equal(t, 3, after.Pending)
+	workers := after.Admin.Subs[f.queue]["workers"]
+	assert.Equal(t, brokertest.SubscriptionStats{Backlog: 3, Unacked: 3, Consumers: 1, Durable: true}, workers)
+	if f.b != nil {
+		assert.Equal(t, 3, after.Embedded.Subs[f.queue]["workers"].Pending)
+	}
 }
 
 func TestEnsureSubscriptionOnAPartitionedTopic(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	require.NoError(t, f.b.CreatePartitionedTopic(f.dlq, 3))
+	eachTarget(t, ensureSubscriptionOnAPartitionedTopic)
+}
+
+func ensureSubscriptionOnAPartitionedTopic(t *testing.T, f *fixture) {
+	brokertest.CreatePartitioned(t, f.adminURL, f.dlq, 3)
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription))
 	for i := range 3 {
-		assert.Equal(t, []string{dlq.DefaultSubscription}, f.b.Subscriptions(fmt.Sprintf("%s-partition-%d", f.dlq, i)))
+		assert.Equal(t, []string{dlq.DefaultSubscription}, f.subscriptions(t, fmt.Sprintf("%s-partition-%d", f.dlq, i)))
 	}
 	f.write(t, f.dlq, nil, sevenDeadLetters()...)
-	before := f.state()
+	before := f.state(t)
 	msgs, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
 	require.NoError(t, err)
 	assert.Len(t, msgs, 7, "every partition")
-	assert.Equal(t, before, f.state())
+	assert.Equal(t, before, f.state(t))
 	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 3, IdleTimeout: 300 * time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 3)
@@ -188,8 +220,10 @@ func TestEnsureSubscriptionOnAPartitionedTopic(t *testing.T) {
 }
 
 func TestEnsureSubscriptionRefusesBadArguments(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, ensureSubscriptionRefusesBadArguments)
+}
+
+func ensureSubscriptionRefusesBadArguments(t *testing.T, f *fixture) {
 	for _, name := range []string{"", "a b", "tab\there", "nl\n", string([]byte{0xff}), string(make([]byte, 257))} {
 		err := dlq.EnsureSubscription(t.Context(), f.client, f.dlq, name)
 		require.ErrorIs(t, err, dlq.ErrInvalidSubscriptionName, "%q", name)
@@ -201,12 +235,17 @@ func TestEnsureSubscriptionRefusesBadArguments(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	require.ErrorIs(t, dlq.EnsureSubscription(ctx, f.client, f.dlq, "s"), context.Canceled)
-	assert.Empty(t, f.b.Topics(), "nothing created")
+	assert.Empty(t, brokertest.Topics(t, f.adminURL, f.queue), "nothing created")
+	if f.b != nil {
+		assert.Empty(t, f.b.Topics(), "nothing created")
+	}
 }
 
 func TestPurge(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, purge)
+}
+
+func purge(t *testing.T, f *fixture) {
 	f.seed(t)
 	rep, err := dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, Reason: envelope.ReasonPoison, IdleTimeout: 300 * time.Millisecond})
 	require.NoError(t, err)
@@ -219,7 +258,7 @@ func TestPurge(t *testing.T) {
 	left, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
 	require.NoError(t, err)
 	assert.Empty(t, left)
-	assert.Equal(t, []string{dlq.DefaultSubscription}, f.b.Subscriptions(f.dlq), "the subscription stays")
+	assert.Equal(t, []string{dlq.DefaultSubscription}, f.subscriptions(t, f.dlq), "the subscription stays")
 	_, err = dlq.Purge(t.Context(), nil, dlq.PurgeOptions{Topic: f.dlq})
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
 	_, err = dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, Limit: -1})
@@ -262,8 +301,10 @@ func TestNewAdminRefusesBadURLs(t *testing.T) {
 }
 
 func TestPeekSplitsBatches(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+	eachTarget(t, peekSplitsBatches)
+}
+
+func peekSplitsBatches(t *testing.T, f *fixture) {
 	f.ensure(t)
 	p, err := f.client.CreateProducer(apulsar.ProducerOptions{
 		Topic: f.dlq, BatchingMaxMessages: 10, BatchingMaxPublishDelay: time.Minute,
@@ -281,7 +322,9 @@ func TestPeekSplitsBatches(t *testing.T) {
 	for range 3 {
 		require.NoError(t, <-done)
 	}
-	assert.Equal(t, 1, f.b.Stats(f.dlq).Entries, "one batch entry")
+	if f.b != nil { // only the embedded broker tells how many entries it stores
+		assert.Equal(t, 1, f.b.Stats(f.dlq).Entries, "one batch entry")
+	}
 	msgs, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
 	require.NoError(t, err)
 	require.Len(t, msgs, 3)

@@ -142,13 +142,21 @@ func (a *adminServer) createPartitioned(w http.ResponseWriter, r *http.Request) 
 	writeErr(w, a.b.CreatePartitionedTopic(topicOf(r), n))
 }
 
+// getPartitioned answers the partitioned-topic metadata as Pulsar 4.0 does: {"partitions":N,"deleted":false}, N 0
+// for a non-partitioned topic, and 404 for a topic that does not exist, unless the query says
+// checkAllowAutoCreation=true (the topic could be created on use; nothing is created).
 func (a *adminServer) getPartitioned(w http.ResponseWriter, r *http.Request) {
 	fq, err := normalizeTopic(topicOf(r))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"partitions": a.b.partitions(fq)})
+	n := a.b.partitions(fq)
+	if n == 0 && len(a.b.topicsFor(fq)) == 0 && r.URL.Query().Get("checkAllowAutoCreation") != "true" {
+		writeReason(w, http.StatusNotFound, "Topic "+fq+" not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partitions": n, "deleted": false})
 }
 
 func (a *adminServer) deletePartitioned(w http.ResponseWriter, r *http.Request) {

@@ -40,6 +40,7 @@ func (a *adminServer) registerMore(mux *http.ServeMux, base string) {
 	mux.HandleFunc("GET "+base+"/{topic}/partitioned-stats", a.partitionedStats)
 	mux.HandleFunc("GET "+base+"/{topic}/ledger/{ledger}/entry/{entry}", a.messageByID)
 	mux.HandleFunc("PUT "+base+"/{topic}/unload", a.unload)
+	mux.HandleFunc("POST "+base+"/{topic}/trim", a.trim)
 	const nsBase = "/admin/v2/namespaces/{tenant}/{namespace}"
 	mux.HandleFunc("PUT "+nsBase, a.createNamespace)
 	mux.HandleFunc("DELETE "+nsBase, a.deleteNamespace)
@@ -229,11 +230,29 @@ func (a *adminServer) unload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(a.b.topicsFor(fq)) == 0 {
-		writeReason(w, http.StatusNotFound, "Topic not found")
+		writeReason(w, http.StatusNotFound, "Topic "+fq+" not found")
 		return
 	}
 	a.b.UnloadTopic(fq)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// trim answers Pulsar's POST …/trim (trimTopic): it deletes what no durable subscription needs and the retention
+// policy does not keep, of the topic or of every partition of a partitioned one (Broker.Trim). As Pulsar 4.0
+// does, it answers 200 with an empty body (not 204), and 404 for a topic that does not exist.
+func (a *adminServer) trim(w http.ResponseWriter, r *http.Request) {
+	fq, err := normalizeTopic(topicOf(r))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if len(a.b.topicsFor(fq)) == 0 {
+		writeReason(w, http.StatusNotFound, "Topic "+fq+" not found")
+		return
+	}
+	a.b.Trim(fq)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
 }
 
 // lookup answers Pulsar's HTTP lookup: this broker owns every topic.

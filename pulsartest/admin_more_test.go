@@ -23,7 +23,7 @@ func TestAdminPartitionsJSONBodyAndUpdate(t *testing.T) {
 	code, _ = adminDo(t, http.MethodPost, base+"/p/partitions", "4")
 	require.Equal(t, http.StatusNoContent, code)
 	_, body := adminDo(t, http.MethodGet, base+"/p/partitions", "")
-	assert.JSONEq(t, `{"partitions":4}`, body)
+	assert.JSONEq(t, `{"partitions":4,"deleted":false}`, body)
 	assert.Len(t, b.Topics(), 4)
 	code, _ = adminDo(t, http.MethodPost, base+"/p/partitions", "1")
 	assert.Equal(t, http.StatusUnprocessableEntity, code, "partitions never shrink")

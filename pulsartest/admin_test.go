@@ -35,7 +35,7 @@ func TestAdminHTTPSubset(t *testing.T) {
 	assert.Equal(t, http.StatusConflict, code)
 	code, body := adminDo(t, http.MethodGet, base+"/orders/partitions", "")
 	assert.Equal(t, http.StatusOK, code)
-	assert.JSONEq(t, `{"partitions":3}`, body)
+	assert.JSONEq(t, `{"partitions":3,"deleted":false}`, body)
 	code, _ = adminDo(t, http.MethodPut, base+"/plain", "")
 	assert.Equal(t, http.StatusNoContent, code)
 

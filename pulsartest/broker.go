@@ -481,7 +481,9 @@ func (b *Broker) DropConnections() {
 }
 
 // UnloadTopic sends CLOSE_PRODUCER and CLOSE_CONSUMER to every client of the topic (all partitions of a
-// partitioned topic), which makes the clients look the topic up again and reconnect.
+// partitioned topic), which makes the clients look the topic up again and reconnect. Every acknowledgement the
+// broker received stays; on Pulsar an unload can lose one it is still persisting (seen on 4.0.7 with an ack that
+// came with the consumer's close), and the message is delivered again.
 func (b *Broker) UnloadTopic(topicName string) {
 	for _, t := range b.topicsFor(topicName) {
 		t.unload()

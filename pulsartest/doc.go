@@ -76,14 +76,17 @@
 // (a time and a size limit, InfiniteRetention), but unlike Pulsar it never trims unless asked: by default every
 // entry stays until Close, and tests that read a topic again later see everything that was written. For Pulsar's
 // behaviour, call Trim where a real broker may have trimmed, or set WithTrimInterval (a real broker checks every
-// 120 s and after each ledger rollover). After a trim a reader or a new subscription at Earliest starts at the
+// 120 s and after each ledger rollover). The admin subset answers Pulsar's trim call (POST …/trim) with Trim, so a
+// test can force a trim the same way on both brokers: PUT …/unload, which on Pulsar closes the ledger being
+// written, then POST …/trim. After a trim a reader or a new subscription at Earliest starts at the
 // first entry kept, GET_LAST_MESSAGE_ID still answers with the last entry written, backlogs and Stats count what
 // is kept, and message ids are never reused.
 //
 // Not modelled: ledgers (Pulsar deletes whole ledgers and never the one it is writing, so removed entries can
-// stay readable on a real broker until the next rollover; pulsartest removes them entry by entry), message TTL,
-// tiered storage and per-topic policies. Namespace backlog quotas are enforced (SetBacklogQuota,
-// WithBacklogQuotaCheck).
+// stay readable on a real broker until the next rollover; pulsartest removes them entry by entry: on Pulsar 4.0
+// a trim call without the unload before it deletes nothing of a topic whose entries are all in its current
+// ledger, on the embedded broker it deletes them), message TTL, tiered storage and per-topic policies. Namespace
+// backlog quotas are enforced (SetBacklogQuota, WithBacklogQuotaCheck).
 //
 // # Concurrency
 //
@@ -112,8 +115,8 @@
 //
 //   - The admin REST subset (WithAdminHTTP, WithAdminTLS) covers topics and partitioned topics (create with a
 //     count or pulsaradmin's metadata body, grow, delete, list), partition metadata, subscriptions, stats and
-//     partitioned stats, a message by id, peeking a subscription, unload, termination, namespaces (create,
-//     delete, list, topics, backlog quotas), HTTP lookup and schemas; other endpoints answer 404, the
+//     partitioned stats, a message by id, peeking a subscription, unload, trim (Trim), termination, namespaces
+//     (create, delete, list, topics, backlog quotas), HTTP lookup and schemas; other endpoints answer 404, the
 //     out-of-scope ones 501.
 //   - Measured with pulsar-client-go v0.19.0's own package tests (tools/fidelity, make fidelity): every test
 //     that does not need transactions or a Pulsar container of its own passes.

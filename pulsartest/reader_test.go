@@ -21,10 +21,8 @@ func readNext(t *testing.T, r apulsar.Reader) string {
 // A reader's non-durable subscription goes when the reader closes (Pulsar removes a non-durable subscription with
 // its last consumer); a durable one stays. Checked through the admin REST subscription list on every target.
 func TestReaderCloseRemovesItsSubscription(t *testing.T) {
-	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) { //nolint:thelper // the scenario body is the subtest
-		if tg.AdminURL() == "" {
-			t.Skip("PULSAR_ADMIN_URL not set: the subscription list needs the admin API")
-		}
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		needAdmin(t, tg, "the subscription list")
 		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "durable"})
 		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 		sendAll(t, p, "0", "1")

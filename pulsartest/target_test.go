@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -106,9 +107,19 @@ func (*realTarget) Capabilities() capabilities {
 func (r *realTarget) CreatePartitionedTopic(t *testing.T, name string, n int) {
 	t.Helper()
 	if r.admin == "" {
-		t.Skip("PULSAR_ADMIN_URL not set: partitioned topics need the admin API on a real broker")
+		brokertest.Unavailable(t, brokertest.EnvAdminURL+" is not set: partitioned topics need the admin API on a real broker")
 	}
 	createPartitionedREST(t, r.admin, name, n)
+}
+
+// needAdmin returns the target's admin REST base URL, or ends the test as brokertest.Unavailable when a real
+// broker runs without PULSAR_ADMIN_URL; what stands for what the test needs it for.
+func needAdmin(t *testing.T, tg target, what string) string {
+	t.Helper()
+	if tg.AdminURL() == "" {
+		brokertest.Unavailable(t, brokertest.EnvAdminURL+" is not set: "+what+" needs the admin API on a real broker")
+	}
+	return tg.AdminURL()
 }
 
 // targetCase starts one target for one (sub)test; t.Run calls it inside the subtest.
@@ -117,7 +128,6 @@ type targetCase struct {
 	start func(t *testing.T) target
 }
 
-// targets lists where the suite runs: the embedded broker always, a real broker when PULSAR_URL is set.
 // eachTarget runs scenario as a parallel subtest on every target, with a client connected to
 // it and a topic unique to the subtest.
 func eachTarget(t *testing.T, scenario func(t *testing.T, tg target, c apulsar.Client, topic string)) {
@@ -132,6 +142,9 @@ func eachTarget(t *testing.T, scenario func(t *testing.T, tg target, c apulsar.C
 	}
 }
 
+// targets lists where the suite runs: the embedded broker always, a real broker when PULSAR_URL is set. A real
+// half that cannot run ends as brokertest.Unavailable says, the rule every dual-target test of the module shares:
+// a skip, or a failure under REAL_PULSAR_REQUIRED=1.
 func targets() []targetCase {
 	return []targetCase{
 		{name: "embedded", start: func(t *testing.T) target {
@@ -140,11 +153,8 @@ func targets() []targetCase {
 		}},
 		{name: "real", start: func(t *testing.T) target {
 			t.Helper()
-			url := os.Getenv("PULSAR_URL")
-			if url == "" {
-				t.Skip("PULSAR_URL not set: the scenario runs against the embedded broker only")
-			}
-			return &realTarget{url: url, admin: os.Getenv("PULSAR_ADMIN_URL")}
+			url, admin := brokertest.RealURLs(t)
+			return &realTarget{url: url, admin: admin}
 		}},
 	}
 }

@@ -72,6 +72,15 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type adminFlags struct {
 	fs  *flag.FlagSet
 	url string
+	tr  *http.Transport // the admin client's, once made
+}
+
+// close closes the admin client's idle keep-alive connections: the broker would keep them
+// open after the command, each with two goroutines of the process that ran it.
+func (a *adminFlags) close() {
+	if a.tr != nil {
+		a.tr.CloseIdleConnections()
+	}
 }
 
 func (a *adminFlags) register(fs *flag.FlagSet) {
@@ -106,7 +115,8 @@ func (a *adminFlags) admin(conn *connFlags) (*dlq.Admin, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
-	hc := &http.Client{Timeout: s.timeout, Transport: &http.Transport{TLSClientConfig: tlsCfg, Proxy: http.ProxyFromEnvironment}}
+	a.tr = &http.Transport{TLSClientConfig: tlsCfg, Proxy: http.ProxyFromEnvironment}
+	hc := &http.Client{Timeout: s.timeout, Transport: a.tr}
 	opts := []dlq.AdminOption{dlq.WithHTTPClient(hc)}
 	if s.token != "" {
 		opts = append(opts, dlq.WithAdminToken(s.token))
@@ -144,6 +154,7 @@ func runDLQRead(ctx context.Context, sub string, args []string, stdout, stderr i
 	conn.register(fs)
 	var adm adminFlags
 	adm.register(fs)
+	defer adm.close()
 	topic := fs.String("topic", "", "the dead-letter `topic`, e.g. orders.dlq (required)")
 	subscription := subscriptionFlag(fs)
 	limit := newIntFlag(fs, "n", dlq.DefaultPeekLimit, 1, "show at most this many messages")
@@ -210,6 +221,7 @@ func runDLQRedrive(ctx context.Context, args []string, stdout, stderr io.Writer)
 	conn.register(fs)
 	var adm adminFlags
 	adm.register(fs)
+	defer adm.close()
 	topic := fs.String("topic", "", "the dead-letter `topic` to move messages from (required)")
 	target := fs.String("target", "", "the `topic` to move them to (default: --topic without .dlq)")
 	urn := fs.String("urn", "", "move only messages routed by this `URN` (their bq-job, else the body's URN)")

@@ -1,7 +1,14 @@
 // Package brokertest is the module's test support for code that talks to a broker: unique
-// topic names, a client for an embedded broker closed at cleanup, a collector that records
-// every message of a topic, and a polling wait. The pulsar and pulsar/connector tests share
-// it; it is imported by _test.go files only.
+// topic names, a client closed at cleanup, a collector that records every message of a
+// topic, and a polling wait. The pulsar, pulsar/connector, dlq, cmd/bq and pulsartest tests
+// share it; it is imported by _test.go files only.
+//
+// Dual-target tests run the same body against the embedded broker (pulsartest) and, when
+// PULSAR_URL is set, against a real Apache Pulsar: Each runs the two as parallel subtests
+// "embedded" and "real", and Unavailable is the one rule for a real half that cannot run
+// (skip, or fail under REAL_PULSAR_REQUIRED=1). They drive both brokers through the same
+// admin REST calls: ForceTrim (unload, then trim), Stats, Subscriptions, Topics and StateOf
+// for checking that an operation changed nothing.
 package brokertest
 
 import (
