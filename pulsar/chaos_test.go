@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -36,28 +38,75 @@ func TestChaos(t *testing.T) {
 		name string
 		typ  apulsar.SubscriptionType
 	}{{"Shared", apulsar.Shared}, {"Key_Shared", apulsar.KeyShared}, {"Exclusive", apulsar.Exclusive}} {
-		t.Run(st.name, func(t *testing.T) { runChaos(t, st.typ) })
+		t.Run(st.name, func(t *testing.T) {
+			runChaos(t, brokertest.Embedded(t), st.typ, chaosPlan{n: 50_000, keys: 1000, faultEvery: 500 * time.Millisecond})
+		})
 	}
 }
 
-func runChaos(t *testing.T, subType apulsar.SubscriptionType) {
+// TestChaosShort is the chaos scenario small enough for every run, on both brokers: 2,000
+// messages on 100 keys, the same failing and panicking handler, two restarts of the
+// consumer, on a Shared subscription. On the embedded broker every connection is dropped
+// every 500 ms and the dead-letter topic has its 2 s outage. On a real Apache Pulsar, where
+// neither fault hook exists, the topic is unloaded every second through the admin API: the
+// broker closes every producer and consumer of the topic, which reconnect by themselves,
+// and an acknowledgement still being persisted may be lost, so that message comes again.
+// Nothing may be lost, on either.
+func TestChaosShort(t *testing.T) {
+	t.Parallel()
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
+		plan := chaosPlan{n: 2000, keys: 100, faultEvery: 500 * time.Millisecond}
+		if tg.Real() {
+			plan.faultEvery = time.Second
+		}
+		runChaos(t, tg, apulsar.Shared, plan)
+	})
+}
+
+// chaosPlan sizes a chaos run; its faults come from the target.
+type chaosPlan struct {
+	n, keys    int
+	faultEvery time.Duration // how often the connections are dropped (embedded) or the topic unloaded (real)
+}
+
+func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionType, plan chaosPlan) {
 	t.Helper()
 	const (
-		n           = 50_000
-		keys        = 1000
 		maxAttempts = 3
 		concurrency = 8
 		queueSize   = 100
 		ackGroup    = 50
-		dropEvery   = 500 * time.Millisecond
 		outage      = 2 * time.Second
 	)
+	n, keys := plan.n, plan.keys
 	began := time.Now()
-	b := pulsartest.NewBroker(t)
-	client := newClient(t, b)
-	topic := uniqueTopic(t, "chaos")
+	client := tg.Client(t)
+	topic := tg.Topic(t, "chaos")
 	dlqTopic := topic + ".dlq"
-	require.NoError(t, b.CreateTopic(dlqTopic))
+	// The faults: the embedded broker's hooks, or what a real broker's admin API can do.
+	b := tg.Broker
+	var fault func()
+	var backlog func() int64
+	if b != nil {
+		require.NoError(t, b.CreateTopic(dlqTopic))
+		fault = func() { b.DropConnections() }
+		backlog = func() int64 { return int64(b.Backlog(topic, "app")) }
+	} else {
+		admin := tg.Admin(t)
+		hc, unload := brokertest.HTTPClient(t), brokertest.TopicURL(admin, topic)+"/unload"
+		fault = func() { // from the fault goroutine: it reports nothing; a refused unload is a fault that did not happen
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPut, unload, http.NoBody)
+			if err != nil {
+				return
+			}
+			if resp, err := hc.Do(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}
+		backlog = func() int64 { return brokertest.Backlog(t, admin, topic, "app") }
+	}
 	dead := collect(t, client, dlqTopic)
 	state := &lossState{
 		rng:       rand.New(rand.NewPCG(5, 6)),
@@ -127,11 +176,11 @@ func runChaos(t *testing.T, subType apulsar.SubscriptionType) {
 	require.Len(t, ids, n)
 	published := time.Now()
 
-	// Drops every 500 ms until everything is settled.
+	// A fault every plan.faultEvery until everything is settled.
 	dropCtx, stopDrops := context.WithCancel(context.Background())
 	dropsDone := make(chan int)
 	go func() {
-		tick := time.NewTicker(dropEvery)
+		tick := time.NewTicker(plan.faultEvery)
 		defer tick.Stop()
 		drops := 0
 		for {
@@ -140,7 +189,7 @@ func runChaos(t *testing.T, subType apulsar.SubscriptionType) {
 				dropsDone <- drops
 				return
 			case <-tick.C:
-				b.DropConnections()
+				fault()
 				drops++
 			}
 		}
@@ -152,15 +201,16 @@ func runChaos(t *testing.T, subType apulsar.SubscriptionType) {
 		defer state.mu.Unlock()
 		return len(state.successes)
 	}
-	restarts, outageDone := 0, false
+	restarts, outageDone := 0, b == nil // a real broker has no outage hook
 	var outageAt time.Time
-	settled := func() bool { return handled()+dead.count() >= n && b.Backlog(topic, "app") == 0 }
+	settled := func() bool { return handled()+dead.count() >= n && backlog() == 0 }
 	deadline := time.Now().Add(10 * time.Minute)
 	for !settled() || restarts < 2 || !outageDone {
 		require.False(t, time.Now().After(deadline), "chaos did not settle: handled %d, dead %d, backlog %d",
-			handled(), dead.count(), b.Backlog(topic, "app"))
+			handled(), dead.count(), backlog())
 		_, successes := state.progress()
 		switch {
+		case b == nil:
 		case outageAt.IsZero() && successes >= n/3:
 			b.FailNextSends(dlqTopic, 1<<30, pulsartest.NotAllowedError)
 			outageAt = time.Now()
@@ -216,11 +266,11 @@ func runChaos(t *testing.T, subType apulsar.SubscriptionType) {
 	for _, c := range deadIDs {
 		copies += c
 	}
-	t.Logf("%s: published %d, handled %d, dead-lettered %d (copies %d), lost %d; handler calls %d, "+
+	t.Logf("%s on the %s broker: published %d, handled %d, dead-lettered %d (copies %d), lost %d; handler calls %d, "+
 		"repeated deliveries %d, duplicate successes %d, handled and dead-lettered %d, calls beyond max attempts %d; "+
-		"%d drops, 1 DLQ outage of %s (%d failed dead-letter writes, %d failed republishes), %d restarts; settled in %s after publishing (total %s)",
-		subTypeName(subType), n, len(state.successes), len(deadIDs), copies, lost, state.calls,
-		repeats, dupSuccess, both, beyond, drops, outage, dlqFailures.Load(), republishFailures.Load(), restarts, elapsed.Round(time.Millisecond),
+		"%d drops or unloads, DLQ outage done %t (%s; %d failed dead-letter writes, %d failed republishes), %d restarts; settled in %s after publishing (total %s)",
+		subTypeName(subType), tg.Name, n, len(state.successes), len(deadIDs), copies, lost, state.calls,
+		repeats, dupSuccess, both, beyond, drops, b != nil, outage, dlqFailures.Load(), republishFailures.Load(), restarts, elapsed.Round(time.Millisecond),
 		time.Since(began).Round(time.Millisecond))
 	assert.Zero(t, lost, "messages lost")
 	assert.Zero(t, beyond, "deliveries handled beyond max attempts")
