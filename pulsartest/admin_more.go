@@ -223,14 +223,24 @@ func (b *Broker) UpdatePartitionedTopic(name string, n int) error {
 	return nil
 }
 
-func (a *adminServer) unload(w http.ResponseWriter, r *http.Request) {
+// existingTopic returns the request's topic, or answers the request itself (400 for a bad
+// name, 404 "Topic … not found" as Pulsar does) and returns false.
+func (a *adminServer) existingTopic(w http.ResponseWriter, r *http.Request) (string, bool) {
 	fq, err := normalizeTopic(topicOf(r))
 	if err != nil {
 		writeErr(w, err)
-		return
+		return "", false
 	}
 	if len(a.b.topicsFor(fq)) == 0 {
 		writeReason(w, http.StatusNotFound, "Topic "+fq+" not found")
+		return "", false
+	}
+	return fq, true
+}
+
+func (a *adminServer) unload(w http.ResponseWriter, r *http.Request) {
+	fq, ok := a.existingTopic(w, r)
+	if !ok {
 		return
 	}
 	a.b.UnloadTopic(fq)
@@ -241,13 +251,8 @@ func (a *adminServer) unload(w http.ResponseWriter, r *http.Request) {
 // policy does not keep, of the topic or of every partition of a partitioned one (Broker.Trim). As Pulsar 4.0
 // does, it answers 200 with an empty body (not 204), and 404 for a topic that does not exist.
 func (a *adminServer) trim(w http.ResponseWriter, r *http.Request) {
-	fq, err := normalizeTopic(topicOf(r))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if len(a.b.topicsFor(fq)) == 0 {
-		writeReason(w, http.StatusNotFound, "Topic "+fq+" not found")
+	fq, ok := a.existingTopic(w, r)
+	if !ok {
 		return
 	}
 	a.b.Trim(fq)

@@ -332,12 +332,5 @@ func listSubscriptionsREST(t *testing.T, admin, name string) []string {
 // test had passed. Every admin call of the tests goes through here (TestAdminHTTPLeavesNoConnections).
 func adminHTTP(t *testing.T) *http.Client {
 	t.Helper()
-	base, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		t.Fatalf("http.DefaultTransport is a %T, not an *http.Transport", http.DefaultTransport)
-	}
-	tr := base.Clone()
-	// After CloseIdleConnections the transport also closes connections that become idle later.
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	return brokertest.HTTPClient(t)
 }
