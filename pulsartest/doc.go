@@ -41,6 +41,13 @@
 // ExclusiveWithFencing producer closes every connected producer and fails the waiting ones. Every new exclusive
 // owner moves the topic epoch on, and a producer reconnecting with an older epoch is fenced.
 //
+// A deliberate difference: pulsartest closes the producers an ExclusiveWithFencing producer fences at once
+// (CLOSE_PRODUCER; the client reconnects, is answered ProducerFenced and closes the producer, so its next Send
+// fails with ErrProducerClosed). Apache Pulsar 4.0.7 leaves them connected until they next send: that send
+// fails with ErrProducerFenced, and then the client closes the producer. Either way the fenced producer writes
+// nothing more; a test that must not depend on which sends once and then waits for the close
+// (TestAccessModeExclusiveWithFencing runs both).
+//
 // # TLS and authentication
 //
 // WithTLS serves pulsar+ssl:// next to the plain listener and WithAdminTLS the admin subset over HTTPS.
