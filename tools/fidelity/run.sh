@@ -39,7 +39,8 @@
 #                     a test that passes on a retry counts as passed and is listed as flaky, so
 #                     a timing-sensitive client test on a loaded machine (some wait 1 s for a
 #                     reconnect) does not fail the run, while a test that fails every time does
-#   PULSAR_*          passed on to tools/pulsar/start.sh (PULSAR_M2, PULSAR_BOOKIE_PORT, PULSAR_MEM, ...)
+#   PULSAR_*          passed on to tools/pulsar/start.sh: PULSAR_M2, PULSAR_MEM, ..., PULSAR_BOOKIE_PORT (13182
+#                     here, so that a broker on tools/pulsar's default ports may run alongside)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -170,7 +171,9 @@ start_real() {
 	# The admin token's subject (admin) is a super-user; the readiness checks and the setup use it. The
 	# ports are the client's (its tests name localhost:6650 and localhost:8080; the overlay has the TLS ones).
 	token=$(cat "$conf/tokens/admin-token")
-	if ! real_env=$(PULSAR_PORT=6650 PULSAR_HTTP_PORT=8080 PULSAR_CONF_EXTRA="$tmp/real-overlay.conf" \
+	# The bookie's port is one off tools/pulsar's default, so that a broker of `make pulsar` or of CI's
+	# dual-target step (16650, 18080, 13181) may run alongside.
+	if ! real_env=$(PULSAR_PORT=6650 PULSAR_HTTP_PORT=8080 PULSAR_BOOKIE_PORT=${PULSAR_BOOKIE_PORT:-13182} PULSAR_CONF_EXTRA="$tmp/real-overlay.conf" \
 		PULSAR_AUTH_TOKEN=$token PULSAR_DATA="$tmp/pulsar" tools/pulsar/start.sh 2>>"$tmp/real-broker.log"); then
 		real_env=
 		echo "fidelity: the real broker did not start; tools/pulsar/start.sh said:" >&2
@@ -200,9 +203,14 @@ done <tools/fidelity/exclude.txt
 mapfile -t tests < <("$tmp/pulsar.test" -test.list "$run_re" | grep '^Test')
 
 first_error() { # log: the first line that says why the test failed
-	local line
+	local line why
 	line=$("$tmp/testfails" -max 1 "$1" 2>/dev/null | sed -n 's/^FAIL [^:]*: //p' | head -n 1 || true)
 	[ -n "$line" ] || line=$(grep -m 1 -E 'panic:|Error:|_test\.go:[0-9]+:' "$1" | sed 's/^[[:space:]]*//' || true)
+	# testify puts its message on the lines after "x_test.go:N:": the first "Error:" says why.
+	if [[ "$line" =~ _test\.go:[0-9]+:[[:space:]]*$ ]]; then
+		why=$(grep -m 1 -E '^[[:space:]]+Error:' "$1" | sed 's/^[[:space:]]*Error:[[:space:]]*//' || true)
+		line="${line%"${line##*[![:space:]]}"} $why"
+	fi
 	printf '%s' "${line:-(no error line; see the log)}" | cut -c1-220
 }
 
