@@ -229,7 +229,7 @@ log "starting Pulsar $version standalone (pid $pid, data $data, log $log_file)"
 # reads it from the environment.
 auth=()
 [ -z "${PULSAR_AUTH_TOKEN:-}" ] || auth=(-H "Authorization: Bearer $PULSAR_AUTH_TOKEN")
-get() { curl -s -m 5 "${auth[@]}" "$admin$1" 2>/dev/null || true; }
+get() { curl -s -m 5 ${auth[@]+"${auth[@]}"} "$admin$1" 2>/dev/null || true; }
 started=$SECONDS
 deadline=$((SECONDS + timeout))
 wait_for() { # description, command...
