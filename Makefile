@@ -5,7 +5,7 @@ TOOL      := $(GO) tool -modfile=tools/go.mod
 SUITE     ?= ../shared/babelqueue-conformance
 FUZZTIME  ?= 30s
 
-.PHONY: all check test race flake lint vet bench bench-compare fuzz cover generate generate-check tidy-check conformance fidelity pulsar ci
+.PHONY: all check test race flake lint vet bench bench-compare fuzz cover generate generate-check tidy-check conformance fidelity fidelity-calibrate pulsar ci
 
 all: check
 
@@ -81,6 +81,11 @@ conformance:
 ## fidelity: pulsar-client-go's own package tests (from the module cache) against `bq broker`, one process each
 fidelity:
 	bash tools/fidelity/run.sh
+
+## fidelity-calibrate: the same tests against `bq broker` and a real Apache Pulsar (tools/pulsar, with the
+## client's own standalone.conf), side by side: what fails on real Pulsar too is harness or configuration
+fidelity-calibrate:
+	FIDELITY_TARGET=both bash tools/fidelity/run.sh
 
 ## pulsar: a real Apache Pulsar standalone broker (tools/pulsar: Maven Central jars, no Docker) in the
 ## foreground, at pulsar://127.0.0.1:16650 and http://127.0.0.1:18080; Ctrl-C stops it and removes its data

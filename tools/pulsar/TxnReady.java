@@ -1,4 +1,6 @@
 import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.api.AuthenticationFactory;
+import org.apache.pulsar.client.api.ClientBuilder;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.transaction.Transaction;
 
@@ -11,6 +13,9 @@ import org.apache.pulsar.client.api.transaction.Transaction;
  * connects to it, so no admin endpoint reports one as ready before that; this both loads the
  * coordinators and proves that they serve. Exit status 0 when the transaction round trip
  * worked, 1 otherwise (start.sh retries until its deadline).
+ *
+ * <p>When the environment variable {@code PULSAR_AUTH_TOKEN} is set (a configuration overlay
+ * turned authentication on), the client authenticates with that token.
  */
 public final class TxnReady {
     private TxnReady() {
@@ -21,11 +26,15 @@ public final class TxnReady {
             System.err.println("usage: TxnReady <pulsar service URL>");
             System.exit(2);
         }
-        try (PulsarClient client = PulsarClient.builder()
+        ClientBuilder builder = PulsarClient.builder()
                 .serviceUrl(args[0])
                 .enableTransaction(true)
-                .operationTimeout(15, TimeUnit.SECONDS)
-                .build()) {
+                .operationTimeout(15, TimeUnit.SECONDS);
+        String token = System.getenv("PULSAR_AUTH_TOKEN");
+        if (token != null && !token.isEmpty()) {
+            builder.authentication(AuthenticationFactory.token(token));
+        }
+        try (PulsarClient client = builder.build()) {
             Transaction txn = client.newTransaction()
                     .withTransactionTimeout(1, TimeUnit.MINUTES)
                     .build()

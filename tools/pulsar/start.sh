@@ -20,7 +20,9 @@
 # repository, ~/.m2/repository), PULSAR_CACHE (classpath cache, ~/.cache/babelqueue-pulsar),
 # PULSAR_START_TIMEOUT (180 seconds), PULSAR_MEM, PULSAR_GC, PULSAR_EXTRA_OPTS (JVM flags),
 # PULSAR_LOG_LEVEL (info), PULSAR_KEEP (keep the data directory on stop or failure),
-# JAVA_HOME, MVN. See tools/pulsar/README.md.
+# PULSAR_CONF_EXTRA (a properties file appended after standalone.conf, before the ports),
+# PULSAR_AUTH_TOKEN (a token the readiness checks authenticate with, for an overlay that turns
+# authentication on), JAVA_HOME, MVN. See tools/pulsar/README.md.
 # shellcheck disable=SC2317 # the readiness checks are called through wait_for
 set -euo pipefail
 
@@ -86,11 +88,27 @@ if ! cp_ok; then
 fi
 classpath=$(cat "$cp_file")
 
+# --- an optional overlay of the test configuration ------------------------------------------
+extra=${PULSAR_CONF_EXTRA:-}
+if [ -n "$extra" ]; then
+  [ -r "$extra" ] || die "PULSAR_CONF_EXTRA=$extra is not a readable file"
+  extra=$(cd "$(dirname "$extra")" && pwd)/$(basename "$extra")
+fi
+# The last value of a key in the configuration as the broker will read it (the last one wins).
+conf_value() { sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*//p" "$here/standalone.conf" ${extra:+"$extra"} | tail -n 1 | tr -d '[:space:]'; }
+tls_port=$(conf_value brokerServicePortTls)
+https_port=$(conf_value webServicePortTls)
+
 # --- ports must be free -------------------------------------------------------------------
 in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for p in "$port" "$http_port" "$bookie_port"; do
   if in_use "$p"; then
     die "127.0.0.1:$p is already in use (set PULSAR_PORT, PULSAR_HTTP_PORT or PULSAR_BOOKIE_PORT)"
+  fi
+done
+for p in $tls_port $https_port; do
+  if in_use "$p"; then
+    die "127.0.0.1:$p (a TLS listener of the configuration) is already in use"
   fi
 done
 
@@ -106,10 +124,15 @@ fi
 mkdir -p "$data/logs" "$data/tmp"
 log_file=$data/logs/pulsar-standalone.log
 
-# The test configuration, with this run's ports and paths last (the last key wins).
+# The test configuration, then the overlay, with this run's ports and paths last (the last
+# key wins).
 conf=$data/standalone.conf
 {
   cat "$here/standalone.conf"
+  if [ -n "$extra" ]; then
+    printf '\n### --- PULSAR_CONF_EXTRA=%s --- ###\n' "$extra"
+    cat "$extra"
+  fi
   printf '\n### --- set by start.sh --- ###\n'
   printf 'brokerServicePort=%s\n' "$port"
   printf 'webServicePort=%s\n' "$http_port"
@@ -202,7 +225,11 @@ fi
 log "starting Pulsar $version standalone (pid $pid, data $data, log $log_file)"
 
 # --- wait until it is really usable -------------------------------------------------------
-get() { curl -s -m 5 "$admin$1" 2>/dev/null || true; }
+# With authentication on (an overlay's), the checks present PULSAR_AUTH_TOKEN; TxnReady.java
+# reads it from the environment.
+auth=()
+[ -z "${PULSAR_AUTH_TOKEN:-}" ] || auth=(-H "Authorization: Bearer $PULSAR_AUTH_TOKEN")
+get() { curl -s -m 5 ${auth[@]+"${auth[@]}"} "$admin$1" 2>/dev/null || true; }
 started=$SECONDS
 deadline=$((SECONDS + timeout))
 wait_for() { # description, command...
