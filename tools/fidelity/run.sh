@@ -91,6 +91,8 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'exit 143' TERM # so that the cleanup stops the brokers when CI ends the run
+trap 'exit 130' INT
 
 start=$(date +%s)
 cp -r "$dir" "$tmp/client"
