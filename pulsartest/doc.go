@@ -52,11 +52,17 @@
 // Broker semantics follow Apache Pulsar 3.x:
 //
 //   - Exclusive and Failover have one active consumer; a negative ack rewinds the cursor (everything unacked is
-//     delivered again, redelivery count 0) and deliver_at_time is ignored. Failover picks the consumer first in
-//     name order (partition i: sorted[i % n]) and sends ACTIVE_CONSUMER_CHANGE after the consumer's first FLOW.
+//     delivered again, redelivery count 0) and deliver_at_time is ignored. Failover chooses among the consumers
+//     of the highest priority level (the lowest CommandSubscribe.priority_level) sorted by name: on partition i
+//     the (i mod n)-th of them, on a non-partitioned topic the first one; Pulsar 4.0 picks there by consistent
+//     hash of the topic name, which WithFailoverSelection(ConsistentHash) reproduces. It sends
+//     ACTIVE_CONSUMER_CHANGE after the consumer's first FLOW.
 //   - Shared and Key_Shared track pending entries per consumer, count redeliveries, honour delayed delivery and
-//     re-queue a leaving consumer's entries. Shared hands out up to 20 entries per consumer in turn and pins the
-//     chunks of one message to one consumer. Key_Shared routes by Murmur3 of the ordering key, else the partition
+//     re-queue a leaving consumer's entries. Shared serves only the consumers of the highest priority level
+//     that have permits, up to 20 entries per consumer in turn, and a lower level only while none of them has
+//     any; it pins the chunks of one message to one consumer. Key_Shared ignores priority levels, as Pulsar
+//     does. pulsar-client-go v0.19.0 cannot set a priority level (it never sends priority_level); other
+//     clients, such as the Java client's priorityLevel, can. Key_Shared routes by Murmur3 of the ordering key, else the partition
 //     key, else "NONE_KEY", on a consistent-hash ring of consumer names (100 points each; WithKeySharedSelector
 //     switches to auto-split hash ranges) or the declared ranges of STICKY consumers, and holds a hash back from
 //     a new owner while its old owner has unacked entries of it (PIP-379 draining hashes).

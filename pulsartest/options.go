@@ -13,9 +13,12 @@ type FailoverSelection int
 
 // Failover selection modes.
 const (
-	// SortedByName picks the first consumer in (name) order; partition i picks sorted[i % n].
+	// SortedByName picks the first consumer in (name) order; partition i picks sorted[i % n]. Only the
+	// consumers of the highest priority level are candidates, in either mode.
 	SortedByName FailoverSelection = iota
-	// ConsistentHash picks the consumer nearest murmur3(topic) on a ring of consumer names (Pulsar 3.x).
+	// ConsistentHash picks the consumer nearest murmur3(topic) on a ring of consumer names, as Apache Pulsar
+	// 3.x and 4.0 do on non-partitioned topics (for the same topic and names the same consumer as Pulsar
+	// 4.0.7); partitions still pick sorted[i % n], as Pulsar does by default.
 	ConsistentHash
 )
 

@@ -212,7 +212,10 @@ func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerE
 	default:
 		s.subType, s.ksMode, s.allowOOO = typ, ks.GetKeySharedMode(), ks.GetAllowOutOfOrderDelivery()
 	}
-	k := &consumer{id: m.GetConsumerId(), c: c, name: m.GetConsumerName(), sub: s, pending: map[int64]pendingEntry{}}
+	k := &consumer{
+		id: m.GetConsumerId(), c: c, name: m.GetConsumerName(), sub: s, priority: m.GetPriorityLevel(),
+		pending: map[int64]pendingEntry{},
+	}
 	if s.subType == wire.CommandSubscribe_Key_Shared && s.ksMode == wire.KeySharedMode_STICKY {
 		for _, r := range ks.GetHashRanges() {
 			if r.GetStart() < 0 || r.GetEnd() >= ksRangeSize || r.GetStart() > r.GetEnd() {
@@ -231,7 +234,7 @@ func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerE
 	if s.autoSplit() && !s.splitAdd(k) {
 		return nil, ConsumerAssignError, "no hash range left to split for a new consumer"
 	}
-	s.consumers = append(s.consumers, k)
+	s.addConsumer(k)
 	s.membershipChanged()
 	if s.singleActive() {
 		outs = s.pickActive(outs)
@@ -360,6 +363,12 @@ func (t *topic) removeConsumerLocked(k *consumer, notify bool, outs []outbound) 
 	for i, o := range s.consumers {
 		if o == k {
 			s.consumers = append(s.consumers[:i:i], s.consumers[i+1:]...)
+			switch {
+			case i < s.rrIdx:
+				s.rrIdx-- // the current consumer keeps its turn
+			case i == s.rrIdx:
+				s.rrGiven = 0 // the consumer after it starts a fresh turn
+			}
 			break
 		}
 	}
