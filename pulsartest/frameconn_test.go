@@ -67,6 +67,9 @@ func dialFrames(t *testing.T, serviceURL string) *frameConn {
 	return fc
 }
 
+// drop closes the TCP connection without a word, as a crashed client's.
+func (fc *frameConn) drop() { _ = fc.nc.Close() }
+
 func (fc *frameConn) write(cmd *wire.BaseCommand) error {
 	b, err := wire.EncodeCommand(cmd)
 	if err != nil {
@@ -226,3 +229,12 @@ func (fc *frameConn) messagesByConsumer(n int) map[uint64][]string {
 
 // rawQuiet is how long messagesByConsumer waits for further messages once it has the expected ones.
 const rawQuiet = 500 * time.Millisecond
+
+// closeConsumer closes consumer id (CLOSE_CONSUMER) and waits for the broker's SUCCESS.
+func (fc *frameConn) closeConsumer(id uint64) {
+	fc.t.Helper()
+	fc.send(&wire.BaseCommand{Type: wire.BaseCommand_CLOSE_CONSUMER.Enum(), CloseConsumer: &wire.CommandCloseConsumer{
+		ConsumerId: proto.Uint64(id), RequestId: proto.Uint64(fc.nextRequestID()),
+	}})
+	fc.await(wire.BaseCommand_SUCCESS)
+}

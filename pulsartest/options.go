@@ -87,7 +87,9 @@ func WithClock(c Clock) Option {
 func WithRealisticTiming(on bool) Option { return func(o *options) { o.realisticTiming = on } }
 
 // WithRedeliveryOnDisconnect increments the redelivery count of entries re-queued when a Shared or Key_Shared
-// consumer leaves while others remain (Pulsar 2.5 to 2.x behaviour). Default: off (3.x behaviour).
+// consumer leaves while others remain (Pulsar 2.5 to 2.x behaviour). Default: off, as Apache Pulsar 3.x and
+// 4.0 do: a consumer that closes or loses its connection leaves its unacknowledged entries to the others with
+// the counts they had (TestRedeliveryCountAfterConsumerLeaves measures it on 4.0.7).
 func WithRedeliveryOnDisconnect(on bool) Option {
 	return func(o *options) { o.redeliveryOnDisconnect = on }
 }

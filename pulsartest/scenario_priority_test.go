@@ -6,7 +6,6 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
@@ -96,10 +95,7 @@ func TestPriorityLevelsFailover(t *testing.T) {
 		assert.Equal(t, "z", fc.activeOf(c, fq, 1,
 			rawSub{name: "a", priority: 1}, rawSub{name: "z", priority: 0}, rawSub{name: "b", priority: 2}))
 		// The priority-0 consumer leaves: the priority-1 one takes over.
-		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_CLOSE_CONSUMER.Enum(), CloseConsumer: &wire.CommandCloseConsumer{
-			ConsumerId: proto.Uint64(2), RequestId: proto.Uint64(fc.nextRequestID()),
-		}})
-		fc.await(wire.BaseCommand_SUCCESS)
+		fc.closeConsumer(2)
 		assert.Equal(t, map[uint64][]string{1: {"m"}}, fc.messagesByConsumer(1),
 			"priority 1 gets the unacknowledged message again")
 		assert.Equal(t, "y", fc.activeOf(c, fq+"-2", 11, rawSub{name: "y", priority: 0}, rawSub{name: "a", priority: 1}))
