@@ -85,8 +85,9 @@
 // 120 s and after each ledger rollover). The admin subset answers Pulsar's trim call (POST …/trim) with Trim, so a
 // test can force a trim the same way on both brokers: PUT …/unload, which on Pulsar closes the ledger being
 // written, then POST …/trim. After a trim a reader or a new subscription at Earliest starts at the
-// first entry kept, GET_LAST_MESSAGE_ID still answers with the last entry written, backlogs and Stats count what
-// is kept, and message ids are never reused.
+// first entry kept, GET_LAST_MESSAGE_ID answers with the last entry written while any entry is kept and with
+// -1:-1 once none is, as for a topic never written to (so Reader.HasNext is false on a fully trimmed topic, as on
+// Pulsar 4.0), backlogs and Stats count what is kept, and message ids are never reused.
 //
 // Not modelled: ledgers (Pulsar deletes whole ledgers and never the one it is writing, so removed entries can
 // stay readable on a real broker until the next rollover; pulsartest removes them entry by entry: on Pulsar 4.0

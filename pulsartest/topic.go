@@ -460,11 +460,22 @@ func (t *topic) seek(s *subscription, m *wire.CommandSeek) {
 func (t *topic) lastMessageID(s *subscription) (*wire.MessageIdData, *wire.MessageIdData) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	last := &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition)}
-	if t.next > 0 { // the last entry written, even once trimmed
-		last.EntryId = ptr(uint64(t.next - 1))
-		if t.lastBatch >= 0 {
-			last.BatchIndex = ptr(t.lastBatch)
+	var last *wire.MessageIdData
+	switch {
+	case t.first >= t.next && !t.nonPersistent:
+		// Nothing is stored: the topic was never written to, or a trim removed everything. Pulsar 4.0 answers
+		// -1:-1 for both (the last entry went with its ledger), so a reader from Earliest has no next message.
+		last = &wire.MessageIdData{
+			LedgerId: ptr(uint64(math.MaxUint64)), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition),
+			BatchIndex: ptr(int32(-1)),
+		}
+	default: // the last entry written, although a trim may have removed it from a non-persistent topic
+		last = &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition)}
+		if t.next > 0 {
+			last.EntryId = ptr(uint64(t.next - 1))
+			if t.lastBatch >= 0 {
+				last.BatchIndex = ptr(t.lastBatch)
+			}
 		}
 	}
 	md := &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(s.markDelete))} //nolint:gosec // -1 wraps as on the wire
