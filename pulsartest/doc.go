@@ -118,6 +118,30 @@
 // client for the rest, so the broker is not the bottleneck of the SDK's benchmarks. Everything is kept in
 // memory: a benchmark holds all its payloads until Close (or Trim).
 //
+// # Errors
+//
+// A refused command answers with Apache Pulsar 4.0's error code and text, which the Go client shows as
+// "server error: <code>: <text>" (TestErrorsOfRefusedConsumers, TestErrorsOfRefusedProducers,
+// TestErrorsOfRawCommands, TestErrorsOfTheAdminAPI): "Exclusive consumer is already connected", "Subscription is
+// of different type. Active subscription type of 'Shared' is different than the connecting consumer's type
+// 'Failover'.", a refused PRODUCER with the broker's exception class first
+// ("org.apache.pulsar.broker.service.BrokerServiceException$TopicTerminatedException: Topic was already
+// terminated"), MetadataError "Consumer not found" for a command naming a consumer the connection does not have,
+// UnknownError "Failed to recover Transaction Buffer." for GET_LAST_MESSAGE_ID on a non-persistent topic, and
+// the admin API's "Topic persistent://… not found" and "This topic already exists". Texts of what only pulsartest
+// refuses (unsupported features, injected faults, its authentication and authorization) begin with
+// "pulsartest: ". Deliberate limits:
+//
+//   - Tenants and namespaces exist implicitly for the binary protocol: a producer or consumer in a namespace
+//     that nobody created is accepted, where Pulsar 4.0 refuses the lookup (TopicNotFound "Namespace not found")
+//     and the subscribe (ServiceNotReady). The module's tests and most users' tests use topics in any
+//     namespace without creating it; enforcing it would make every one of them call the admin API first.
+//   - An admin path outside the subset answers 404 with a JSON reason that says so; Pulsar answers 404 with
+//     Jetty's HTML page for paths it does not know, and other codes for the endpoints it has.
+//   - The conflict text of overlapping STICKY hash ranges renders the other consumer as Pulsar's
+//     Consumer.toString does; its address part (a Netty channel id) is not the same. Match on
+//     "Range conflict with consumer".
+//
 // # Notes and deviations
 //
 //   - The admin REST subset (WithAdminHTTP, WithAdminTLS) covers topics and partitioned topics (create with a

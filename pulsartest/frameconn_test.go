@@ -81,6 +81,15 @@ func (fc *frameConn) write(cmd *wire.BaseCommand) error {
 	return err
 }
 
+// sendFrame writes an encoded frame, such as a SEND with its payload.
+func (fc *frameConn) sendFrame(frame []byte) {
+	fc.t.Helper()
+	fc.wmu.Lock()
+	defer fc.wmu.Unlock()
+	_, err := fc.nc.Write(frame)
+	require.NoError(fc.t, err)
+}
+
 func (fc *frameConn) send(cmd *wire.BaseCommand) {
 	fc.t.Helper()
 	require.NoError(fc.t, fc.write(cmd))
