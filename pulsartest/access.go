@@ -73,8 +73,9 @@ func brokerException(class, msg string) string {
 //     while any Shared producer is connected, or when p reconnects with an older topic epoch.
 //   - WaitForExclusive: queued (PRODUCER_SUCCESS with producer_ready=false) while any producer is connected;
 //     it gets a second PRODUCER_SUCCESS when the exclusive producer ahead of it leaves.
-//   - ExclusiveWithFencing: closes every connected producer (CLOSE_PRODUCER) and fails every waiting one with
-//     ProducerFenced, then takes the topic, unless p itself reconnects with an older epoch.
+//   - ExclusiveWithFencing: removes every connected producer (without CLOSE_PRODUCER, see fenceLocked) and
+//     fails every waiting one with ProducerFenced, then takes the topic, unless p itself reconnects with an
+//     older epoch.
 //
 // A producer name already connected on a live connection is refused with ProducerBusy.
 func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSub string) addResult {
@@ -155,20 +156,20 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 	return addResult{ready: true, epoch: a.epochOf(), outs: outs}
 }
 
-// fenceLocked fails every waiting producer with ProducerFenced and closes every connected one, for an
-// ExclusiveWithFencing producer taking the topic.
+// fenceLocked fails every waiting producer with ProducerFenced and removes every connected one, for an
+// ExclusiveWithFencing producer taking the topic. As Apache Pulsar 4.0 does (AbstractTopic closes them without a
+// word to the client), a fenced producer is not sent CLOSE_PRODUCER: its client learns on its next SEND, which
+// closes the connection (a SEND for an unregistered producer), and its reconnect is refused with ProducerFenced.
 func (t *topic) fenceLocked(outs []outbound) []outbound {
 	waiting := t.access.waiting
 	t.access.waiting = nil
 	for _, w := range waiting {
 		w.c.forgetProducer(w)
 		outs = append(outs,
-			outbound{w.c, w.c.encode(errorCmd(w.reqID, ProducerFenced, "%s", brokerException("ProducerFencedException", "Fenced out")))},
-			outbound{w.c, w.c.encode(closeProducerCmd(w.id))})
+			outbound{w.c, w.c.encode(errorCmd(w.reqID, ProducerFenced, "%s", brokerException("ProducerFencedException", "Fenced out")))})
 	}
 	for other := range t.producers {
 		other.c.forgetProducer(other)
-		outs = append(outs, outbound{other.c, other.c.encode(closeProducerCmd(other.id))})
 		outs = t.removeProducerLocked(other, outs)
 	}
 	return outs

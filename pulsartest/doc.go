@@ -38,7 +38,9 @@
 // waits for it; an Exclusive producer is refused with ProducerFenced (on which the client gives up) while any
 // producer is connected or waiting; a WaitForExclusive producer is queued (producer_ready=false) and takes the
 // topic when the exclusive producer ahead of it leaves (not when the last Shared one does, as in Pulsar); an
-// ExclusiveWithFencing producer closes every connected producer and fails the waiting ones. Every new exclusive
+// ExclusiveWithFencing producer removes every connected producer and fails the waiting ones. As in Pulsar 4.0 a
+// removed producer is not told (no CLOSE_PRODUCER): its next SEND closes its connection, and its reconnect is
+// refused with ProducerFenced. Every new exclusive
 // owner moves the topic epoch on, and a producer reconnecting with an older epoch is fenced.
 //
 // # TLS and authentication
