@@ -60,6 +60,12 @@ func (a *producerAccess) staleMsg(p *producer) string {
 		", Producer epoch: " + strconv.FormatUint(*p.topicEpoch, 10)
 }
 
+// brokerException is how Pulsar 4.0 words a refused PRODUCER: the broker's exception class, then its message
+// (org.apache.pulsar.broker.service.BrokerServiceException$ProducerFencedException: Fenced out).
+func brokerException(class, msg string) string {
+	return "org.apache.pulsar.broker.service.BrokerServiceException$" + class + ": " + msg
+}
+
 // addProducer registers p according to its access mode, with Apache Pulsar's rules and error codes:
 //
 //   - Shared: refused with ProducerBusy while an exclusive producer holds the topic or one waits for it.
@@ -67,8 +73,9 @@ func (a *producerAccess) staleMsg(p *producer) string {
 //     while any Shared producer is connected, or when p reconnects with an older topic epoch.
 //   - WaitForExclusive: queued (PRODUCER_SUCCESS with producer_ready=false) while any producer is connected;
 //     it gets a second PRODUCER_SUCCESS when the exclusive producer ahead of it leaves.
-//   - ExclusiveWithFencing: closes every connected producer (CLOSE_PRODUCER) and fails every waiting one with
-//     ProducerFenced, then takes the topic, unless p itself reconnects with an older epoch.
+//   - ExclusiveWithFencing: removes every connected producer (without CLOSE_PRODUCER, see fenceLocked) and
+//     fails every waiting one with ProducerFenced, then takes the topic, unless p itself reconnects with an
+//     older epoch.
 //
 // A producer name already connected on a live connection is refused with ProducerBusy.
 func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSub string) addResult {
@@ -86,12 +93,13 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 		if other.name == p.name {
 			return addResult{
 				code: ProducerBusy, outs: outs,
-				msg: "Producer with name '" + p.name + "' is already connected to topic '" + t.name + "'",
+				msg: brokerException("NamingException",
+					"Producer with name '"+p.name+"' is already connected to topic '"+t.name+"'"),
 			}
 		}
 	}
 	if t.terminated.Load() {
-		return addResult{code: TopicTerminatedError, msg: "Topic was already terminated", outs: outs}
+		return addResult{code: TopicTerminatedError, msg: brokerException("TopicTerminatedException", "Topic was already terminated"), outs: outs}
 	}
 	if code, msg, refused := t.quotaRefusalLocked(); refused {
 		return addResult{code: code, msg: msg, outs: outs}
@@ -99,19 +107,22 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 	a := &t.access
 	p.exclusive = mode != wire.ProducerAccessMode_Shared
 	busyExclusive := "Topic has an existing exclusive producer: " + a.exclusiveName
+	fenced := func(msg string) addResult {
+		return addResult{code: ProducerFenced, msg: brokerException("ProducerFencedException", msg), outs: outs}
+	}
 	switch mode {
 	case wire.ProducerAccessMode_Shared:
 		if a.hasExclusive || len(a.waiting) > 0 {
-			return addResult{code: ProducerBusy, msg: busyExclusive, outs: outs}
+			return addResult{code: ProducerBusy, msg: brokerException("ProducerBusyException", busyExclusive), outs: outs}
 		}
 	case wire.ProducerAccessMode_Exclusive:
 		switch {
 		case a.hasExclusive || len(a.waiting) > 0:
-			return addResult{code: ProducerFenced, msg: busyExclusive, outs: outs}
+			return fenced(busyExclusive)
 		case len(t.producers) > 0:
-			return addResult{code: ProducerFenced, msg: "Topic has existing shared producers", outs: outs}
+			return fenced("Topic has existing shared producers")
 		case a.stale(p):
-			return addResult{code: ProducerFenced, msg: a.staleMsg(p), outs: outs}
+			return fenced(a.staleMsg(p))
 		}
 		a.takeExclusive(p)
 	case wire.ProducerAccessMode_WaitForExclusive:
@@ -120,7 +131,7 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 			a.waiting = append(a.waiting, p)
 			return addResult{epoch: a.epochOf(), outs: outs}
 		case a.stale(p):
-			return addResult{code: ProducerFenced, msg: a.staleMsg(p), outs: outs}
+			return fenced(a.staleMsg(p))
 		}
 		a.takeExclusive(p)
 	case wire.ProducerAccessMode_ExclusiveWithFencing:
@@ -129,7 +140,7 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 		}
 		if a.stale(p) {
 			a.hasExclusive = false
-			return addResult{code: ProducerFenced, msg: a.staleMsg(p), outs: outs}
+			return fenced(a.staleMsg(p))
 		}
 		a.takeExclusive(p)
 	default:
@@ -145,20 +156,20 @@ func (t *topic) addProducer(p *producer, mode wire.ProducerAccessMode, initialSu
 	return addResult{ready: true, epoch: a.epochOf(), outs: outs}
 }
 
-// fenceLocked fails every waiting producer with ProducerFenced and closes every connected one, for an
-// ExclusiveWithFencing producer taking the topic.
+// fenceLocked fails every waiting producer with ProducerFenced and removes every connected one, for an
+// ExclusiveWithFencing producer taking the topic. As Apache Pulsar 4.0 does (AbstractTopic closes them without a
+// word to the client), a fenced producer is not sent CLOSE_PRODUCER: its client learns on its next SEND, which
+// closes the connection (a SEND for an unregistered producer), and its reconnect is refused with ProducerFenced.
 func (t *topic) fenceLocked(outs []outbound) []outbound {
 	waiting := t.access.waiting
 	t.access.waiting = nil
 	for _, w := range waiting {
 		w.c.forgetProducer(w)
 		outs = append(outs,
-			outbound{w.c, w.c.encode(errorCmd(w.reqID, ProducerFenced, "Fenced out"))},
-			outbound{w.c, w.c.encode(closeProducerCmd(w.id))})
+			outbound{w.c, w.c.encode(errorCmd(w.reqID, ProducerFenced, "%s", brokerException("ProducerFencedException", "Fenced out")))})
 	}
 	for other := range t.producers {
 		other.c.forgetProducer(other)
-		outs = append(outs, outbound{other.c, other.c.encode(closeProducerCmd(other.id))})
 		outs = t.removeProducerLocked(other, outs)
 	}
 	return outs

@@ -3,7 +3,6 @@ package pulsartest
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -86,12 +85,21 @@ func topicOf(r *http.Request) string {
 	return "persistent://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic")
 }
 
-func writeErr(w http.ResponseWriter, err error) {
+// topicNotFound is Pulsar 4.0's 404 reason for a topic that does not exist.
+func topicNotFound(fq string) string { return "Topic " + fq + " not found" }
+
+// writeErr answers err with Pulsar 4.0's status and, for the topics' own errors, its reason: "This topic
+// already exists", "Topic … not found" (fq names the topic).
+func writeErr(w http.ResponseWriter, err error) { writeTopicErr(w, "", err) }
+
+func writeTopicErr(w http.ResponseWriter, fq string, err error) {
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, ErrTopicExists):
-		writeReason(w, http.StatusConflict, err.Error())
+		writeReason(w, http.StatusConflict, "This topic already exists")
+	case errors.Is(err, ErrTopicNotFound) && fq != "":
+		writeReason(w, http.StatusNotFound, topicNotFound(fq))
 	case errors.Is(err, ErrTopicNotFound):
 		writeReason(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, ErrTopicBusy):
@@ -130,7 +138,7 @@ func (a *adminServer) createTopic(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *adminServer) deleteTopic(w http.ResponseWriter, r *http.Request) {
-	writeErr(w, a.b.DeleteTopic(topicOf(r)))
+	writeTopicErr(w, topicOf(r), a.b.DeleteTopic(topicOf(r)))
 }
 
 func (a *adminServer) createPartitioned(w http.ResponseWriter, r *http.Request) {
@@ -162,7 +170,8 @@ func (a *adminServer) getPartitioned(w http.ResponseWriter, r *http.Request) {
 func (a *adminServer) deletePartitioned(w http.ResponseWriter, r *http.Request) {
 	fq, err := normalizeTopic(topicOf(r))
 	if err == nil && a.b.partitions(fq) == 0 {
-		err = fmt.Errorf("%w: partitioned topic %s", ErrTopicNotFound, fq)
+		writeReason(w, http.StatusNotFound, topicNotFound(fq)+".") // sic: Pulsar 4.0 ends this one with a period
+		return
 	}
 	if err == nil {
 		err = a.b.DeleteTopic(fq)
@@ -171,7 +180,12 @@ func (a *adminServer) deletePartitioned(w http.ResponseWriter, r *http.Request) 
 }
 
 func (a *adminServer) listSubscriptions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, nonNil(a.b.Subscriptions(topicOf(r))))
+	fq := topicOf(r)
+	if a.b.partitions(fq) == 0 && len(a.b.topicsFor(fq)) == 0 {
+		writeReason(w, http.StatusNotFound, topicNotFound(fq))
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(a.b.Subscriptions(fq)))
 }
 
 func (*adminServer) notImplemented(w http.ResponseWriter, r *http.Request) {

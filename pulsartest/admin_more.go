@@ -362,7 +362,7 @@ func (a *adminServer) messageByID(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := a.b.getTopic(fq, false)
 	if err != nil {
-		writeReason(w, http.StatusNotFound, "Topic not found")
+		writeReason(w, http.StatusNotFound, topicNotFound(fq))
 		return
 	}
 	t.mu.Lock()
@@ -560,12 +560,12 @@ func (a *adminServer) topicStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.b.partitions(fq) > 0 {
-		writeReason(w, http.StatusNotFound, "Topic not found") // Pulsar: use partitioned-stats
+		writeReason(w, http.StatusNotFound, topicNotFound(fq)) // Pulsar: use partitioned-stats
 		return
 	}
 	t, err := a.b.getTopic(fq, false)
 	if err != nil {
-		writeReason(w, http.StatusNotFound, "Topic not found")
+		writeReason(w, http.StatusNotFound, topicNotFound(fq))
 		return
 	}
 	st := newTopicStatsJSON()
@@ -581,7 +581,7 @@ func (a *adminServer) partitionedStats(w http.ResponseWriter, r *http.Request) {
 	}
 	n := a.b.partitions(fq)
 	if n == 0 {
-		writeReason(w, http.StatusNotFound, "Partitioned Topic not found")
+		writeReason(w, http.StatusNotFound, "Partitioned Topic "+fq+" not found")
 		return
 	}
 	st := newTopicStatsJSON()

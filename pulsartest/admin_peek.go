@@ -44,7 +44,7 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := a.b.getTopic(fq, false)
 	if errors.Is(err, ErrTopicNotFound) {
-		writeReason(w, http.StatusNotFound, "Topic not found")
+		writeReason(w, http.StatusNotFound, topicNotFound(fq))
 		return
 	}
 	if err != nil {

@@ -50,7 +50,8 @@ func TestAdminTrim(t *testing.T) {
 }
 
 // ForceTrim (unload, then trim) deletes, on both brokers, what no durable subscription needs: everything of a
-// topic without subscriptions, nothing that a durable subscription has not acknowledged. On Pulsar the unload
+// topic without subscriptions, nothing that a durable subscription has not acknowledged (whose last entry
+// GET_LAST_MESSAGE_ID still answers). On Pulsar the unload
 // matters: a trim never deletes the ledger being written.
 func TestForceTrimDeletesWhatNoSubscriptionNeeds(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
@@ -58,8 +59,9 @@ func TestForceTrimDeletesWhatNoSubscriptionNeeds(t *testing.T) {
 		kept := topic + "-kept"
 		k := durable(t, c, kept, "keep")
 		k.Close() // a durable subscription without consumers still holds what it has not acknowledged
+		var keptIDs []apulsar.MessageID
 		for _, name := range []string{topic, kept} {
-			sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: name, DisableBatching: true}), numbered(3)...)
+			keptIDs = sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: name, DisableBatching: true}), numbered(3)...)
 		}
 		brokertest.ForceTrim(t, admin, topic, kept)
 
@@ -69,6 +71,7 @@ func TestForceTrimDeletesWhatNoSubscriptionNeeds(t *testing.T) {
 		late := durable(t, c, topic, "late")
 		expectNone(t, late, time.Second)
 		k = durable(t, c, kept, "keep")
+		assert.Equal(t, keptIDs[2].EntryID(), lastID(t, k).EntryID(), "GET_LAST_MESSAGE_ID: the last entry, still kept")
 		assert.Equal(t, numbered(3), payloads(receiveN(t, k, 3)), "the subscription kept them")
 	})
 }

@@ -195,7 +195,7 @@ func (t *topic) quotaRefusalLocked() (ServerError, string, bool) {
 	if q.policy == ProducerException {
 		code = ProducerQuotaExceeded
 	}
-	return code, "Cannot create producer on topic with backlog quota exceeded", true
+	return code, brokerException("TopicBacklogQuotaExceededException", "Cannot create producer on topic with backlog quota exceeded"), true
 }
 
 // Admin endpoints: POST/DELETE …/namespaces/{tenant}/{namespace}/backlogQuota, GET …/backlogQuotaMap.

@@ -233,7 +233,7 @@ func (c *conn) sendError(reqID uint64, code ServerError, format string, args ...
 
 func errorCmd(reqID uint64, code ServerError, format string, args ...any) *wire.BaseCommand {
 	return &wire.BaseCommand{Type: cmdType(wire.BaseCommand_ERROR), Error: &wire.CommandError{
-		RequestId: ptr(reqID), Error: code.wire(), Message: ptr("pulsartest: " + fmt.Sprintf(format, args...)),
+		RequestId: ptr(reqID), Error: code.wire(), Message: ptr(fmt.Sprintf(format, args...)),
 	}}
 }
 
@@ -245,7 +245,7 @@ func (c *conn) handleConnect(cc *wire.CommandConnect) bool {
 	if tok := c.b.opts.authToken; tok != "" {
 		if cc.GetAuthMethodName() != "token" || string(cc.GetAuthData()) != tok {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-			f := c.encode(errorCmd(0, AuthenticationError, "authentication failed"))
+			f := c.encode(errorCmd(0, AuthenticationError, "pulsartest: authentication failed"))
 			_, _ = c.nc.Write(f)
 			return false
 		}
@@ -332,19 +332,19 @@ func (c *conn) handle(f wire.Frame) {
 	case wire.BaseCommand_GET_OR_CREATE_SCHEMA:
 		c.handleGetOrCreateSchema(cmd.GetGetOrCreateSchema())
 	case wire.BaseCommand_TC_CLIENT_CONNECT_REQUEST:
-		c.sendError(cmd.GetTcClientConnectRequest().GetRequestId(), NotAllowedError, "transactions are not supported")
+		c.sendError(cmd.GetTcClientConnectRequest().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
 	case wire.BaseCommand_NEW_TXN:
-		c.sendError(cmd.GetNewTxn().GetRequestId(), NotAllowedError, "transactions are not supported")
+		c.sendError(cmd.GetNewTxn().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
 	case wire.BaseCommand_ADD_PARTITION_TO_TXN:
-		c.sendError(cmd.GetAddPartitionToTxn().GetRequestId(), NotAllowedError, "transactions are not supported")
+		c.sendError(cmd.GetAddPartitionToTxn().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
 	case wire.BaseCommand_ADD_SUBSCRIPTION_TO_TXN:
-		c.sendError(cmd.GetAddSubscriptionToTxn().GetRequestId(), NotAllowedError, "transactions are not supported")
+		c.sendError(cmd.GetAddSubscriptionToTxn().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
 	case wire.BaseCommand_END_TXN:
-		c.sendError(cmd.GetEndTxn().GetRequestId(), NotAllowedError, "transactions are not supported")
+		c.sendError(cmd.GetEndTxn().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
 	case wire.BaseCommand_WATCH_TOPIC_LIST:
-		c.sendError(cmd.GetWatchTopicList().GetRequestId(), NotAllowedError, "topic list watchers are not supported")
+		c.sendError(cmd.GetWatchTopicList().GetRequestId(), NotAllowedError, "pulsartest: topic list watchers are not supported")
 	case wire.BaseCommand_CONSUMER_STATS:
-		c.sendError(cmd.GetConsumerStats().GetRequestId(), NotAllowedError, "consumer stats are not supported")
+		c.sendError(cmd.GetConsumerStats().GetRequestId(), NotAllowedError, "pulsartest: consumer stats are not supported")
 	default:
 		c.log.Warn("pulsartest: unsupported command ignored", "type", cmd.GetType().String())
 	}
@@ -388,7 +388,7 @@ func (c *conn) handlePartitionedMetadata(m *wire.CommandPartitionedTopicMetadata
 	fq, err := normalizeTopic(m.GetTopic())
 	if err != nil {
 		resp.Response = wire.CommandPartitionedTopicMetadataResponse_Failed.Enum()
-		resp.Error, resp.Message = InvalidTopicName.wire(), ptr(err.Error())
+		resp.Error, resp.Message = InvalidTopicName.wire(), ptr(invalidTopicMessage(m.GetTopic()))
 		c.sendCmd(out)
 		return
 	}
@@ -415,7 +415,7 @@ func (c *conn) handleLookup(m *wire.CommandLookupTopic) {
 	fq, err := normalizeTopic(m.GetTopic())
 	if err != nil {
 		resp.Response = wire.CommandLookupTopicResponse_Failed.Enum()
-		resp.Error, resp.Message = InvalidTopicName.wire(), ptr(err.Error())
+		resp.Error, resp.Message = InvalidTopicName.wire(), ptr(invalidTopicMessage(m.GetTopic()))
 		c.sendCmd(out)
 		return
 	}
@@ -438,11 +438,11 @@ func (c *conn) handleProducer(m *wire.CommandProducer) {
 	reqID := m.GetRequestId()
 	fq, err := normalizeTopic(m.GetTopic())
 	if err != nil {
-		c.sendError(reqID, InvalidTopicName, "%v", err)
+		c.sendError(reqID, InvalidTopicName, "%s", invalidTopicMessage(m.GetTopic()))
 		return
 	}
 	if !c.mayUse(fq) {
-		c.sendError(reqID, AuthorizationError, "role %q may not produce on %s", c.role, fq)
+		c.sendError(reqID, AuthorizationError, "pulsartest: role %q may not produce on %s", c.role, fq)
 		return
 	}
 	c.mu.Lock()
@@ -494,7 +494,7 @@ func producerSuccessCmd(reqID uint64, name string, version []byte, ready bool, e
 
 func (c *conn) sendSendError(pid, seq uint64, code ServerError, msg string) {
 	c.sendCmd(&wire.BaseCommand{Type: cmdType(wire.BaseCommand_SEND_ERROR), SendError: &wire.CommandSendError{
-		ProducerId: ptr(pid), SequenceId: ptr(seq), Error: code.wire(), Message: ptr("pulsartest: " + msg),
+		ProducerId: ptr(pid), SequenceId: ptr(seq), Error: code.wire(), Message: ptr(msg),
 	}})
 }
 
@@ -515,7 +515,7 @@ func (c *conn) handleSend(m *wire.CommandSend, payload []byte) {
 		return
 	}
 	if code, ok := c.b.takeSendFault(p.t); ok {
-		c.sendSendError(pid, seq, code, "injected send failure")
+		c.sendSendError(pid, seq, code, "pulsartest: injected send failure")
 		return
 	}
 	md, err := wire.ParsePayload(payload)
@@ -524,7 +524,11 @@ func (c *conn) handleSend(m *wire.CommandSend, payload []byte) {
 		if errors.Is(err, wire.ErrChecksum) {
 			code = ChecksumError
 		}
-		c.sendSendError(pid, seq, code, err.Error())
+		msg := "pulsartest: " + err.Error()
+		if code == ChecksumError {
+			msg = "Checksum failed on the broker" // Pulsar 4.0's text
+		}
+		c.sendSendError(pid, seq, code, msg)
 		return
 	}
 	e := newEntry(payload, md, c.b.opts.clock.Now().UnixMilli())
@@ -553,16 +557,16 @@ func (c *conn) handleSubscribe(m *wire.CommandSubscribe) {
 	// read_compacted is accepted: compaction never runs here, so a compacted read sees the whole topic, as on
 	// a Pulsar topic that was never compacted.
 	if m.GetReplicateSubscriptionState() {
-		c.sendError(reqID, NotAllowedError, "geo-replication (replicate_subscription_state) is not supported")
+		c.sendError(reqID, NotAllowedError, "pulsartest: geo-replication (replicate_subscription_state) is not supported")
 		return
 	}
 	fq, err := normalizeTopic(m.GetTopic())
 	if err != nil {
-		c.sendError(reqID, InvalidTopicName, "%v", err)
+		c.sendError(reqID, InvalidTopicName, "%s", invalidTopicMessage(m.GetTopic()))
 		return
 	}
 	if !c.mayUse(fq) {
-		c.sendError(reqID, AuthorizationError, "role %q may not consume from %s", c.role, fq)
+		c.sendError(reqID, AuthorizationError, "pulsartest: role %q may not consume from %s", c.role, fq)
 		return
 	}
 	c.mu.Lock()
@@ -572,7 +576,7 @@ func (c *conn) handleSubscribe(m *wire.CommandSubscribe) {
 		if existing.sub.t.name == fq && existing.sub.name == m.GetSubscription() {
 			c.sendCmd(successCmd(reqID))
 		} else {
-			c.sendError(reqID, ConsumerBusy, "consumer id %d is already in use", m.GetConsumerId())
+			c.sendError(reqID, ConsumerBusy, "pulsartest: consumer id %d is already in use", m.GetConsumerId())
 		}
 		return
 	}
@@ -603,11 +607,10 @@ func (c *conn) handleAck(m *wire.CommandAck) {
 	if k != nil {
 		k.sub.t.ack(k, m)
 	}
-	if m.RequestId != nil {
+	// An ACK for a consumer the connection does not have goes unanswered, as on Pulsar 4.0, even when it asks
+	// for a response.
+	if m.RequestId != nil && k != nil {
 		resp := &wire.CommandAckResponse{ConsumerId: ptr(m.GetConsumerId()), RequestId: ptr(m.GetRequestId())}
-		if k == nil {
-			resp.Error, resp.Message = ConsumerNotFoundError.wire(), ptr("pulsartest: consumer not found")
-		}
 		c.sendCmd(&wire.BaseCommand{Type: cmdType(wire.BaseCommand_ACK_RESPONSE), AckResponse: resp})
 	}
 }
@@ -615,7 +618,7 @@ func (c *conn) handleAck(m *wire.CommandAck) {
 func (c *conn) handleUnsubscribe(m *wire.CommandUnsubscribe) {
 	k := c.consumer(m.GetConsumerId())
 	if k == nil {
-		c.sendError(m.GetRequestId(), ConsumerNotFoundError, "consumer %d not found", m.GetConsumerId())
+		c.sendError(m.GetRequestId(), MetadataError, "%s", consumerNotFound)
 		return
 	}
 	if code, msg := k.sub.t.unsubscribe(k, m.GetForce()); msg != "" {
@@ -631,17 +634,25 @@ func (c *conn) handleUnsubscribe(m *wire.CommandUnsubscribe) {
 func (c *conn) handleSeek(m *wire.CommandSeek) {
 	k := c.consumer(m.GetConsumerId())
 	if k == nil {
-		c.sendError(m.GetRequestId(), ConsumerNotFoundError, "consumer %d not found", m.GetConsumerId())
+		c.sendError(m.GetRequestId(), MetadataError, "%s", consumerNotFound)
 		return
 	}
 	k.sub.t.seek(k.sub, m)
 	c.sendCmd(successCmd(m.GetRequestId()))
 }
 
+// consumerNotFound is Pulsar's answer (MetadataError) to a command for a consumer id the connection does not have.
+const consumerNotFound = "Consumer not found"
+
 func (c *conn) handleGetLastMessageID(m *wire.CommandGetLastMessageId) {
 	k := c.consumer(m.GetConsumerId())
 	if k == nil {
-		c.sendError(m.GetRequestId(), ConsumerNotFoundError, "consumer %d not found", m.GetConsumerId())
+		c.sendError(m.GetRequestId(), MetadataError, "%s", consumerNotFound)
+		return
+	}
+	if k.sub.t.nonPersistent {
+		// Pulsar 4.0 answers so: a non-persistent topic has no transaction buffer to wait for.
+		c.sendError(m.GetRequestId(), UnknownError, "Failed to recover Transaction Buffer.")
 		return
 	}
 	last, markDelete := k.sub.t.lastMessageID(k.sub)

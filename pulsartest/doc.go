@@ -38,15 +38,10 @@
 // waits for it; an Exclusive producer is refused with ProducerFenced (on which the client gives up) while any
 // producer is connected or waiting; a WaitForExclusive producer is queued (producer_ready=false) and takes the
 // topic when the exclusive producer ahead of it leaves (not when the last Shared one does, as in Pulsar); an
-// ExclusiveWithFencing producer closes every connected producer and fails the waiting ones. Every new exclusive
+// ExclusiveWithFencing producer removes every connected producer and fails the waiting ones. As in Pulsar 4.0 a
+// removed producer is not told (no CLOSE_PRODUCER): its next SEND closes its connection, and its reconnect is
+// refused with ProducerFenced. Every new exclusive
 // owner moves the topic epoch on, and a producer reconnecting with an older epoch is fenced.
-//
-// A deliberate difference: pulsartest closes the producers an ExclusiveWithFencing producer fences at once
-// (CLOSE_PRODUCER; the client reconnects, is answered ProducerFenced and closes the producer, so its next Send
-// fails with ErrProducerClosed). Apache Pulsar 4.0.7 leaves them connected until they next send: that send
-// fails with ErrProducerFenced, and then the client closes the producer. Either way the fenced producer writes
-// nothing more; a test that must not depend on which sends once and then waits for the close
-// (TestAccessModeExclusiveWithFencing runs both).
 //
 // # TLS and authentication
 //
@@ -59,11 +54,17 @@
 // Broker semantics follow Apache Pulsar 3.x:
 //
 //   - Exclusive and Failover have one active consumer; a negative ack rewinds the cursor (everything unacked is
-//     delivered again, redelivery count 0) and deliver_at_time is ignored. Failover picks the consumer first in
-//     name order (partition i: sorted[i % n]) and sends ACTIVE_CONSUMER_CHANGE after the consumer's first FLOW.
+//     delivered again, redelivery count 0) and deliver_at_time is ignored. Failover chooses among the consumers
+//     of the highest priority level (the lowest CommandSubscribe.priority_level) sorted by name: on partition i
+//     the (i mod n)-th of them, on a non-partitioned topic the first one; Pulsar 4.0 picks there by consistent
+//     hash of the topic name, which WithFailoverSelection(ConsistentHash) reproduces. It sends
+//     ACTIVE_CONSUMER_CHANGE after the consumer's first FLOW.
 //   - Shared and Key_Shared track pending entries per consumer, count redeliveries, honour delayed delivery and
-//     re-queue a leaving consumer's entries. Shared hands out up to 20 entries per consumer in turn and pins the
-//     chunks of one message to one consumer. Key_Shared routes by Murmur3 of the ordering key, else the partition
+//     re-queue a leaving consumer's entries. Shared serves only the consumers of the highest priority level
+//     that have permits, up to 20 entries per consumer in turn, and a lower level only while none of them has
+//     any; it pins the chunks of one message to one consumer. Key_Shared ignores priority levels, as Pulsar
+//     does. pulsar-client-go v0.19.0 cannot set a priority level (it never sends priority_level); other
+//     clients, such as the Java client's priorityLevel, can. Key_Shared routes by Murmur3 of the ordering key, else the partition
 //     key, else "NONE_KEY", on a consistent-hash ring of consumer names (100 points each; WithKeySharedSelector
 //     switches to auto-split hash ranges) or the declared ranges of STICKY consumers, and holds a hash back from
 //     a new owner while its old owner has unacked entries of it (PIP-379 draining hashes).
@@ -86,8 +87,9 @@
 // 120 s and after each ledger rollover). The admin subset answers Pulsar's trim call (POST …/trim) with Trim, so a
 // test can force a trim the same way on both brokers: PUT …/unload, which on Pulsar closes the ledger being
 // written, then POST …/trim. After a trim a reader or a new subscription at Earliest starts at the
-// first entry kept, GET_LAST_MESSAGE_ID still answers with the last entry written, backlogs and Stats count what
-// is kept, and message ids are never reused.
+// first entry kept, GET_LAST_MESSAGE_ID answers with the last entry written while any entry is kept and with
+// -1:-1 once none is, as for a topic never written to (so Reader.HasNext is false on a fully trimmed topic, as on
+// Pulsar 4.0), backlogs and Stats count what is kept, and message ids are never reused.
 //
 // Not modelled: ledgers (Pulsar deletes whole ledgers and never the one it is writing, so removed entries can
 // stay readable on a real broker until the next rollover; pulsartest removes them entry by entry: on Pulsar 4.0
@@ -117,6 +119,30 @@
 // benchmarks the broker's goroutines account for about a quarter of the samples (mostly socket reads) and the
 // client for the rest, so the broker is not the bottleneck of the SDK's benchmarks. Everything is kept in
 // memory: a benchmark holds all its payloads until Close (or Trim).
+//
+// # Errors
+//
+// A refused command answers with Apache Pulsar 4.0's error code and text, which the Go client shows as
+// "server error: <code>: <text>" (TestErrorsOfRefusedConsumers, TestErrorsOfRefusedProducers,
+// TestErrorsOfRawCommands, TestErrorsOfTheAdminAPI): "Exclusive consumer is already connected", "Subscription is
+// of different type. Active subscription type of 'Shared' is different than the connecting consumer's type
+// 'Failover'.", a refused PRODUCER with the broker's exception class first
+// ("org.apache.pulsar.broker.service.BrokerServiceException$TopicTerminatedException: Topic was already
+// terminated"), MetadataError "Consumer not found" for a command naming a consumer the connection does not have,
+// UnknownError "Failed to recover Transaction Buffer." for GET_LAST_MESSAGE_ID on a non-persistent topic, and
+// the admin API's "Topic persistent://… not found" and "This topic already exists". Texts of what only pulsartest
+// refuses (unsupported features, injected faults, its authentication and authorization) begin with
+// "pulsartest: ". Deliberate limits:
+//
+//   - Tenants and namespaces exist implicitly for the binary protocol: a producer or consumer in a namespace
+//     that nobody created is accepted, where Pulsar 4.0 refuses the lookup (TopicNotFound "Namespace not found")
+//     and the subscribe (ServiceNotReady). The module's tests and most users' tests use topics in any
+//     namespace without creating it; enforcing it would make every one of them call the admin API first.
+//   - An admin path outside the subset answers 404 with a JSON reason that says so; Pulsar answers 404 with
+//     Jetty's HTML page for paths it does not know, and other codes for the endpoints it has.
+//   - The conflict text of overlapping STICKY hash ranges renders the other consumer as Pulsar's
+//     Consumer.toString does; its address part (a Netty channel id) is not the same. Match on
+//     "Range conflict with consumer".
 //
 // # Notes and deviations
 //

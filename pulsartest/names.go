@@ -56,3 +56,17 @@ func namespaceOf(fq string) string {
 
 // isNonPersistent reports whether a fully qualified topic name is in the non-persistent domain.
 func isNonPersistent(fq string) bool { return strings.HasPrefix(fq, "non-persistent://") }
+
+// invalidTopicMessage is Pulsar 4.0's InvalidTopicName text for a topic name normalizeTopic refuses, as in the
+// client's "server error: InvalidTopicName: …".
+func invalidTopicMessage(name string) string {
+	if i := strings.Index(name, "://"); i >= 0 {
+		if d := name[:i]; d != "persistent" && d != "non-persistent" {
+			return "Invalid topic name: Invalid topic domain: '" + d + "'"
+		}
+		if strings.Count(name[i+3:], "/") == 2 && strings.HasSuffix(name, "/") {
+			return "Invalid topic name: Invalid topic name: " + name + ". Topic local name must not be blank."
+		}
+	}
+	return "Invalid topic name: Invalid topic name: " + name
+}

@@ -13,9 +13,12 @@ type FailoverSelection int
 
 // Failover selection modes.
 const (
-	// SortedByName picks the first consumer in (name) order; partition i picks sorted[i % n].
+	// SortedByName picks the first consumer in (name) order; partition i picks sorted[i % n]. Only the
+	// consumers of the highest priority level are candidates, in either mode.
 	SortedByName FailoverSelection = iota
-	// ConsistentHash picks the consumer nearest murmur3(topic) on a ring of consumer names (Pulsar 3.x).
+	// ConsistentHash picks the consumer nearest murmur3(topic) on a ring of consumer names, as Apache Pulsar
+	// 3.x and 4.0 do on non-partitioned topics (for the same topic and names the same consumer as Pulsar
+	// 4.0.7); partitions still pick sorted[i % n], as Pulsar does by default.
 	ConsistentHash
 )
 
@@ -84,7 +87,9 @@ func WithClock(c Clock) Option {
 func WithRealisticTiming(on bool) Option { return func(o *options) { o.realisticTiming = on } }
 
 // WithRedeliveryOnDisconnect increments the redelivery count of entries re-queued when a Shared or Key_Shared
-// consumer leaves while others remain (Pulsar 2.5 to 2.x behaviour). Default: off (3.x behaviour).
+// consumer leaves while others remain (Pulsar 2.5 to 2.x behaviour). Default: off, as Apache Pulsar 3.x and
+// 4.0 do: a consumer that closes or loses its connection leaves its unacknowledged entries to the others with
+// the counts they had (TestRedeliveryCountAfterConsumerLeaves measures it on 4.0.7).
 func WithRedeliveryOnDisconnect(on bool) Option {
 	return func(o *options) { o.redeliveryOnDisconnect = on }
 }

@@ -3,10 +3,13 @@ package pulsartest_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 )
 
 func readNext(t *testing.T, r apulsar.Reader) string {
@@ -87,4 +90,58 @@ func TestReaderResumesAfterDropWithoutItsSubscription(t *testing.T) {
 	assert.False(t, r.HasNext(), "nothing twice")
 	r.Close()
 	eventually(t, "no subscription left", func() bool { return len(b.Subscriptions(topic)) == 0 })
+}
+
+// After a trim that removed every entry of a topic (brokertest.ForceTrim: unload, then trim), Pulsar 4.0 answers
+// GET_LAST_MESSAGE_ID with -1:-1, as for a topic never written to: its last entry is gone with its ledger. So a
+// reader from Earliest has no next message (HasNext false, Next waits), whether the start is inclusive or not,
+// and so has a reader that had read everything; both read what is published next.
+func TestReaderOnAFullyTrimmedTopic(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "a forced trim")
+		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic + "-fresh", SubscriptionName: "s"})
+		assertNoLastMessage(t, k, "a topic never written to")
+
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		sendAll(t, p, numbered(3)...)
+		old, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.EarliestMessageID()})
+		require.NoError(t, err)
+		defer old.Close()
+		for _, want := range numbered(3) {
+			assert.Equal(t, want, readNext(t, old))
+		}
+		brokertest.ForceTrim(t, admin, topic)
+
+		k = subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "late"})
+		assertNoLastMessage(t, k, "a fully trimmed topic")
+		var readers []apulsar.Reader
+		for _, inclusive := range []bool{false, true} {
+			r, err := c.CreateReader(apulsar.ReaderOptions{
+				Topic: topic, StartMessageID: apulsar.EarliestMessageID(), StartMessageIDInclusive: inclusive,
+			})
+			require.NoError(t, err)
+			defer r.Close()
+			assert.False(t, r.HasNext(), "from Earliest, inclusive=%t", inclusive)
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+			_, err = r.Next(ctx)
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded, "inclusive=%t", inclusive)
+			readers = append(readers, r)
+		}
+		assert.False(t, old.HasNext(), "a reader that had read everything")
+
+		sendAll(t, p, "after")
+		for _, r := range append(readers, old) {
+			assert.True(t, r.HasNext())
+			assert.Equal(t, "after", readNext(t, r))
+		}
+	})
+}
+
+// assertNoLastMessage checks that the broker answers GET_LAST_MESSAGE_ID for k's topic with -1:-1.
+func assertNoLastMessage(t *testing.T, k apulsar.Consumer, what string) {
+	t.Helper()
+	id := lastID(t, k)
+	assert.Equal(t, int64(-1), id.LedgerID(), "%s: ledger of the last message id %v", what, id)
+	assert.Equal(t, int64(-1), id.EntryID(), "%s: entry of the last message id %v", what, id)
 }

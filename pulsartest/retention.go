@@ -66,8 +66,10 @@ func WithTrimInterval(every time.Duration) Option {
 //   - minus what the retention policy (WithRetention) keeps.
 //
 // Non-durable subscriptions (readers) hold nothing back; they move past the removed entries. Afterwards a
-// reader or a new subscription starting at Earliest starts at the first entry kept, GET_LAST_MESSAGE_ID still
-// answers with the last entry written, backlogs count only entries kept, and message ids are never reused.
+// reader or a new subscription starting at Earliest starts at the first entry kept, GET_LAST_MESSAGE_ID answers
+// with the last entry written while any entry is kept and with -1:-1 once none is (as Pulsar 4.0 does, so that a
+// reader from Earliest has no next message: Reader.HasNext is false), backlogs count only entries kept, and
+// message ids are never reused.
 //
 // The broker trims only when asked (Trim, TrimAll, WithTrimInterval). Pulsar deletes whole ledgers and never
 // the one it is writing, so on a real broker removed entries can stay readable until the next ledger rollover;

@@ -1,6 +1,7 @@
 package pulsartest
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 
@@ -20,6 +21,7 @@ type consumer struct {
 	name string
 	sub  *subscription
 
+	priority int32 // CommandSubscribe.priority_level: 0 is the highest
 	permits  int64
 	flowSeen bool
 	removed  bool
@@ -453,22 +455,53 @@ func (s *subscription) pick(e *entry) *consumer {
 		}
 		return k
 	}
+	return s.pickShared()
+}
+
+// pickShared chooses a Shared consumer as Pulsar's getNextConsumer does: only the ready consumers of the highest
+// priority (the lowest priority_level) are candidates, and among them the current one keeps receiving up to
+// maxRoundRobinBatch entries before the turn passes to the next one of that level. s.consumers is sorted by
+// priority, so a cyclic scan from the current consumer stays in round-robin order within a level and reaches the
+// first consumer of a level when it comes from another level.
+func (s *subscription) pickShared() *consumer {
+	var best *consumer
+	for _, k := range s.consumers {
+		if k.ready() && (best == nil || k.priority < best.priority) {
+			best = k
+		}
+	}
+	if best == nil {
+		return nil
+	}
 	n := len(s.consumers)
 	if s.rrIdx >= n {
 		s.rrIdx, s.rrGiven = 0, 0
 	}
-	if cur := s.consumers[s.rrIdx]; cur.ready() && s.rrGiven < maxRoundRobinBatch {
+	if cur := s.consumers[s.rrIdx]; cur.ready() && cur.priority == best.priority && s.rrGiven < maxRoundRobinBatch {
 		s.rrGiven++
 		return cur
 	}
 	for i := 1; i <= n; i++ {
 		idx := (s.rrIdx + i) % n
-		if k := s.consumers[idx]; k.ready() {
+		if k := s.consumers[idx]; k.ready() && k.priority == best.priority {
 			s.rrIdx, s.rrGiven = idx, 1
 			return k
 		}
 	}
-	return nil
+	return best
+}
+
+// addConsumer inserts k after the consumers of its priority level or a higher one, keeping s.consumers sorted
+// by priority and in arrival order within a level, as Pulsar keeps its dispatchers' consumer lists.
+func (s *subscription) addConsumer(k *consumer) {
+	i := len(s.consumers)
+	for i > 0 && s.consumers[i-1].priority > k.priority {
+		i--
+	}
+	s.consumers = slices.Insert(s.consumers, i, k)
+	if i <= s.rrIdx && len(s.consumers) > 1 {
+		s.rrIdx++ // the current consumer keeps its turn
+	}
 }
 
 func (s *subscription) autoSplit() bool {
@@ -565,8 +598,22 @@ func (s *subscription) pickActive(outs []outbound) []outbound {
 	if n := len(s.consumers); n > 0 {
 		next = s.consumers[0]
 		if s.subType == wire.CommandSubscribe_Failover {
+			// As Pulsar's pickAndScheduleActiveConsumer: sorted by priority level, then name; only the
+			// consumers of the highest priority are candidates.
 			sorted := append([]*consumer(nil), s.consumers...)
-			sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+			sort.SliceStable(sorted, func(i, j int) bool {
+				if sorted[i].priority != sorted[j].priority {
+					return sorted[i].priority < sorted[j].priority
+				}
+				return sorted[i].name < sorted[j].name
+			})
+			for i, k := range sorted {
+				if k.priority != sorted[0].priority {
+					sorted = sorted[:i]
+					break
+				}
+			}
+			n = len(sorted)
 			switch {
 			case s.t.partition >= 0:
 				next = sorted[int(s.t.partition)%n]
@@ -579,8 +626,11 @@ func (s *subscription) pickActive(outs []outbound) []outbound {
 				}
 				sort.SliceStable(ring, func(i, j int) bool { return ring[i].hash < ring[j].hash })
 				h := murmur3([]byte(s.t.name))
-				i := sort.Search(len(ring), func(i int) bool { return ring[i].hash >= h })
-				next = ring[i%len(ring)].k
+				i := sort.Search(len(ring), func(i int) bool { return ring[i].hash >= h }) % len(ring)
+				for i+1 < len(ring) && ring[i+1].hash == ring[i].hash {
+					i++ // Pulsar's ring is a map: of two equal points the later consumer's wins
+				}
+				next = ring[i].k
 			default:
 				next = sorted[0]
 			}

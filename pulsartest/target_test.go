@@ -28,6 +28,8 @@ import (
 
 // capabilities records broker behaviour that differs between versions (BROKER.md §9).
 type capabilities struct {
+	// A consumer leaving a Shared subscription raises the redelivery count of what it had not acknowledged:
+	// Pulsar 2.x (PULSAR_REDELIVERY_ON_DISCONNECT=true), not 3.x or 4.0.
 	redeliveryOnDisconnect bool
 	failoverFirstConnected bool
 	chunking               bool // the broker is configured with a small max message size

@@ -54,7 +54,7 @@ func (a *adminServer) terminateTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := a.b.getTopic(fq, false)
 	if err != nil {
-		writeReason(w, http.StatusNotFound, "Topic not found")
+		writeReason(w, http.StatusNotFound, topicNotFound(fq))
 		return
 	}
 	t.terminate()

@@ -2,8 +2,10 @@ package pulsartest
 
 import (
 	"encoding/base64"
+	"fmt"
 	"math"
 	"math/bits"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -204,39 +206,91 @@ func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerE
 		case s.subType == wire.CommandSubscribe_Exclusive && typ == wire.CommandSubscribe_Exclusive:
 			return nil, ConsumerBusy, "Exclusive consumer is already connected"
 		case s.subType != typ:
-			return nil, ConsumerBusy, "Subscription is of different type"
-		case typ == wire.CommandSubscribe_Key_Shared &&
-			(s.ksMode != ks.GetKeySharedMode() || s.allowOOO != ks.GetAllowOutOfOrderDelivery()):
-			return nil, ConsumerBusy, "Subscription is of different type: key shared mode or out-of-order delivery differs"
+			return nil, ConsumerBusy, "Subscription is of different type. Active subscription type of '" +
+				s.subType.String() + "' is different than the connecting consumer's type '" + typ.String() + "'."
+		case typ == wire.CommandSubscribe_Key_Shared && s.ksMode != ks.GetKeySharedMode():
+			return nil, ConsumerBusy, "Subscription is of different type. Active subscription key_shared mode of '" +
+				s.ksMode.String() + "' is different than the connecting consumer's key_shared mode '" +
+				ks.GetKeySharedMode().String() + "'."
+		case typ == wire.CommandSubscribe_Key_Shared && s.allowOOO && !ks.GetAllowOutOfOrderDelivery():
+			return nil, ConsumerBusy, "Subscription is of different type. Active subscription allows out of order " +
+				"delivery while the connecting consumer does not allow it."
+		case typ == wire.CommandSubscribe_Key_Shared && !s.allowOOO && ks.GetAllowOutOfOrderDelivery():
+			return nil, ConsumerBusy, "Subscription is of different type. Active subscription does not allow out of " +
+				"order delivery while the connecting consumer allows it."
 		}
 	default:
 		s.subType, s.ksMode, s.allowOOO = typ, ks.GetKeySharedMode(), ks.GetAllowOutOfOrderDelivery()
 	}
-	k := &consumer{id: m.GetConsumerId(), c: c, name: m.GetConsumerName(), sub: s, pending: map[int64]pendingEntry{}}
+	k := &consumer{
+		id: m.GetConsumerId(), c: c, name: m.GetConsumerName(), sub: s, priority: m.GetPriorityLevel(),
+		pending: map[int64]pendingEntry{},
+	}
 	if s.subType == wire.CommandSubscribe_Key_Shared && s.ksMode == wire.KeySharedMode_STICKY {
-		for _, r := range ks.GetHashRanges() {
-			if r.GetStart() < 0 || r.GetEnd() >= ksRangeSize || r.GetStart() > r.GetEnd() {
-				return nil, ConsumerAssignError, "invalid hash range"
-			}
-			for _, other := range s.consumers {
-				for _, o := range other.ranges {
-					if r.GetStart() <= o.end && o.start <= r.GetEnd() {
-						return nil, ConsumerAssignError, "hash range overlaps with consumer " + other.name
-					}
-				}
-			}
-			k.ranges = append(k.ranges, hashRange{start: r.GetStart(), end: r.GetEnd()})
+		ranges, msg := stickyRanges(s, ks.GetHashRanges())
+		if msg != "" {
+			return nil, ConsumerAssignError, msg
 		}
+		k.ranges = ranges
 	}
 	if s.autoSplit() && !s.splitAdd(k) {
 		return nil, ConsumerAssignError, "no hash range left to split for a new consumer"
 	}
-	s.consumers = append(s.consumers, k)
+	s.addConsumer(k)
 	s.membershipChanged()
 	if s.singleActive() {
 		outs = s.pickActive(outs)
 	}
 	return k, 0, ""
+}
+
+// stickyRanges validates a STICKY Key_Shared consumer's hash ranges in Pulsar's order and with its texts: at
+// least one range, none with start > end, none overlapping another of its own or one of another consumer. As
+// in Pulsar, a range may reach outside 0..65535; only the part inside ever matches a key.
+func stickyRanges(s *subscription, in []*wire.IntRange) ([]hashRange, string) {
+	if len(in) == 0 {
+		return nil, "Ranges for KeyShared policy must not be empty."
+	}
+	ranges := make([]hashRange, 0, len(in))
+	for _, r := range in {
+		if r.GetStart() > r.GetEnd() {
+			return nil, fmt.Sprintf("Fixed hash range start > end for range: [%d,%d]", r.GetStart(), r.GetEnd())
+		}
+		ranges = append(ranges, hashRange{start: r.GetStart(), end: r.GetEnd()})
+	}
+	for i, a := range ranges {
+		for _, b := range ranges[i+1:] {
+			if a.start <= b.end && b.start <= a.end {
+				return nil, fmt.Sprintf("Consumer's own ranges conflict: [%d,%d] overlaps with [%d,%d]", a.start, a.end, b.start, b.end)
+			}
+		}
+	}
+	for _, r := range ranges {
+		for _, other := range s.consumers {
+			for _, o := range other.ranges {
+				if r.start <= o.end && o.start <= r.end {
+					return nil, "Range conflict with consumer " + other.describe()
+				}
+			}
+		}
+	}
+	return ranges, ""
+}
+
+// describe renders the consumer as Pulsar's Consumer.toString does, for error texts that name it.
+func (k *consumer) describe() string {
+	local, remote := k.c.nc.LocalAddr().String(), k.c.nc.RemoteAddr().String()
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	kind := "PersistentSubscription"
+	if k.sub.t.nonPersistent {
+		kind = "NonPersistentSubscription"
+	}
+	return fmt.Sprintf("Consumer{subscription=%s{topic=%s, name=%s}, consumerId=%d, consumerName=%s, "+
+		"address=[id: 0x%08x, L:/%s - R:/%s] [SR:%s, state:Connected]}",
+		kind, k.sub.t.name, k.sub.name, k.id, k.name, uint32(k.c.id), local, remote, host) //nolint:gosec // a display id
 }
 
 // startPosition resolves a non-durable start message id to the first entry to read. A concrete id is delivered
@@ -360,6 +414,12 @@ func (t *topic) removeConsumerLocked(k *consumer, notify bool, outs []outbound) 
 	for i, o := range s.consumers {
 		if o == k {
 			s.consumers = append(s.consumers[:i:i], s.consumers[i+1:]...)
+			switch {
+			case i < s.rrIdx:
+				s.rrIdx-- // the current consumer keeps its turn
+			case i == s.rrIdx:
+				s.rrGiven = 0 // the consumer after it starts a fresh turn
+			}
 			break
 		}
 	}
@@ -451,11 +511,22 @@ func (t *topic) seek(s *subscription, m *wire.CommandSeek) {
 func (t *topic) lastMessageID(s *subscription) (*wire.MessageIdData, *wire.MessageIdData) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	last := &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition)}
-	if t.next > 0 { // the last entry written, even once trimmed
-		last.EntryId = ptr(uint64(t.next - 1))
-		if t.lastBatch >= 0 {
-			last.BatchIndex = ptr(t.lastBatch)
+	var last *wire.MessageIdData
+	switch {
+	case t.first >= t.next && !t.nonPersistent:
+		// Nothing is stored: the topic was never written to, or a trim removed everything. Pulsar 4.0 answers
+		// -1:-1 for both (the last entry went with its ledger), so a reader from Earliest has no next message.
+		last = &wire.MessageIdData{
+			LedgerId: ptr(uint64(math.MaxUint64)), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition),
+			BatchIndex: ptr(int32(-1)),
+		}
+	default: // the last entry written, although a trim may have removed it from a non-persistent topic
+		last = &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition)}
+		if t.next > 0 {
+			last.EntryId = ptr(uint64(t.next - 1))
+			if t.lastBatch >= 0 {
+				last.BatchIndex = ptr(t.lastBatch)
+			}
 		}
 	}
 	md := &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(s.markDelete))} //nolint:gosec // -1 wraps as on the wire

@@ -1,0 +1,60 @@
+package pulsartest_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+)
+
+// The admin API's 404 and 409 reasons name the topic as Pulsar 4.0 does.
+func TestErrorsOfTheAdminAPI(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "the admin API")
+		base := admin + "/admin/v2/persistent/public/default/"
+		missing := "persistent://public/default/" + topic + "-missing"
+		existing := topic + "-existing"
+		createPartitionedREST(t, admin, existing, 2)
+		for _, tc := range []struct {
+			method, path string
+			code         int
+			reason       string
+		}{
+			{http.MethodGet, topic + "-missing/stats", http.StatusNotFound, "Topic " + missing + " not found"},
+			{http.MethodGet, topic + "-missing/subscriptions", http.StatusNotFound, "Topic " + missing + " not found"},
+			{http.MethodPost, topic + "-missing/terminate", http.StatusNotFound, "Topic " + missing + " not found"},
+			{http.MethodGet, topic + "-missing/ledger/1/entry/0", http.StatusNotFound, "Topic " + missing + " not found"},
+			{http.MethodGet, topic + "-missing/subscription/s/position/1", http.StatusNotFound, "Topic " + missing + " not found"},
+			{http.MethodDelete, topic + "-missing", http.StatusNotFound, "Topic " + missing + " not found"},
+			{http.MethodDelete, topic + "-missing/partitions", http.StatusNotFound, "Topic " + missing + " not found."},
+			{http.MethodGet, topic + "-missing/partitioned-stats", http.StatusNotFound, "Partitioned Topic " + missing + " not found"},
+			{http.MethodGet, existing + "/stats", http.StatusNotFound, "Topic persistent://public/default/" + existing + " not found"},
+			{http.MethodPut, existing + "/partitions", http.StatusConflict, "This topic already exists"},
+			{http.MethodPut, existing, http.StatusConflict, "This topic already exists"},
+		} {
+			body := ""
+			if strings.HasSuffix(tc.path, "/partitions") && tc.method == http.MethodPut {
+				body = "2"
+			}
+			code, got := brokertest.AdminDo(t, tc.method, base+tc.path, body)
+			assert.Equal(t, tc.code, code, "%s %s: %s", tc.method, tc.path, got)
+			assert.JSONEq(t, jsonReason(t, tc.reason), string(got), "%s %s", tc.method, tc.path)
+		}
+		// An unknown path is a 404 on both; the bodies differ (doc.go).
+		code, _ := brokertest.AdminDo(t, http.MethodGet, admin+"/admin/v2/no-such-resource", "")
+		assert.Equal(t, http.StatusNotFound, code)
+	})
+}
+
+func jsonReason(t *testing.T, reason string) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]string{"reason": reason})
+	require.NoError(t, err)
+	return string(b)
+}

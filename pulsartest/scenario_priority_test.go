@@ -1,0 +1,153 @@
+package pulsartest_test
+
+import (
+	"fmt"
+	"testing"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
+)
+
+// pulsar-client-go v0.19.0 has no option for a consumer's priority level (it always sends
+// CommandSubscribe.priority_level unset), so these tests subscribe over a hand-driven
+// connection that grants its permits itself.
+
+// On a Shared subscription the broker dispatches to the consumers of the highest priority
+// (the lowest priority_level) that have permits, and to a lower priority only while none of
+// them has any (AbstractDispatcherMultipleConsumers.getNextConsumer). A consumer of priority
+// 0 with permits for everything gets everything; one whose permits run out leaves the rest
+// to priority 1, and takes over again when it grants more.
+func TestPriorityLevelsShared(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(fq)
+		const hiA, loA, hiB, loB = 1, 2, 3, 4
+		// Subscription "a": the priority-0 consumer has permits for everything.
+		fc.mustSubscribe(loA, rawSub{topic: fq, sub: "a", name: "lo-a", typ: wire.CommandSubscribe_Shared, priority: 1})
+		fc.mustSubscribe(hiA, rawSub{topic: fq, sub: "a", name: "hi-a", typ: wire.CommandSubscribe_Shared, priority: 0})
+		fc.flow(loA, 1000)
+		fc.flow(hiA, 1000)
+		// Subscription "b": the priority-0 consumer has permits for 5 messages only.
+		fc.mustSubscribe(hiB, rawSub{topic: fq, sub: "b", name: "hi-b", typ: wire.CommandSubscribe_Shared, priority: 0})
+		fc.mustSubscribe(loB, rawSub{topic: fq, sub: "b", name: "lo-b", typ: wire.CommandSubscribe_Shared, priority: 1})
+		fc.flow(hiB, 5)
+		fc.flow(loB, 1000)
+		fc.sync()
+
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		const n = 50
+		sent := numbered(n)
+		sendAll(t, p, sent...)
+		got := fc.messagesByConsumer(2 * n)
+		assert.Equal(t, sent, got[hiA], "priority 0 with permits gets everything")
+		assert.Empty(t, got[loA], "priority 1 gets nothing while priority 0 has permits")
+		assert.Equal(t, sent[:5], got[hiB], "priority 0 gets as many as its permits")
+		assert.Equal(t, sent[5:], got[loB], "priority 1 gets the rest")
+
+		// More permits for the priority-0 consumer of "b": it is served first again.
+		fc.flow(hiB, 1000)
+		fc.sync()
+		more := []string{"x-0", "x-1", "x-2", "x-3", "x-4"}
+		sendAll(t, p, more...)
+		got = fc.messagesByConsumer(2 * len(more))
+		assert.Equal(t, more, got[hiA])
+		assert.Equal(t, more, got[hiB], "priority 0 has permits again")
+		assert.Empty(t, got[loA])
+		assert.Empty(t, got[loB])
+	})
+}
+
+// activeOf subscribes one Failover consumer per rawSub (ids from first, in order) to a new
+// subscription of topic fq, grants them permits, publishes one message and returns the name of
+// the consumer that got it.
+func (fc *frameConn) activeOf(c apulsar.Client, fq string, first uint64, subs ...rawSub) string {
+	fc.t.Helper()
+	fc.lookup(fq)
+	for i, s := range subs {
+		s.topic, s.sub, s.typ = fq, "s", wire.CommandSubscribe_Failover
+		fc.mustSubscribe(first+uint64(i), s)
+		fc.flow(first+uint64(i), 100)
+	}
+	fc.sync()
+	p := newProducer(fc.t, c, apulsar.ProducerOptions{Topic: fq, DisableBatching: true})
+	sendAll(fc.t, p, "m")
+	for id := range fc.messagesByConsumer(1) {
+		return subs[id-first].name
+	}
+	return ""
+}
+
+// A Failover subscription's active consumer is chosen among the consumers of the highest
+// priority only (AbstractDispatcherSingleActiveConsumer.pickAndScheduleActiveConsumer sorts by
+// priority level, then name): on a non-partitioned topic the priority-0 consumer is active
+// whatever its name and the order of subscribing; on partition i of a partitioned topic it is
+// the (i mod n)-th, by name, of the n consumers of the highest priority. When the active one
+// leaves, the next priority level takes over.
+func TestPriorityLevelsFailover(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		assert.Equal(t, "z", fc.activeOf(c, fq, 1,
+			rawSub{name: "a", priority: 1}, rawSub{name: "z", priority: 0}, rawSub{name: "b", priority: 2}))
+		// The priority-0 consumer leaves: the priority-1 one takes over.
+		fc.closeConsumer(2)
+		assert.Equal(t, map[uint64][]string{1: {"m"}}, fc.messagesByConsumer(1),
+			"priority 1 gets the unacknowledged message again")
+		assert.Equal(t, "y", fc.activeOf(c, fq+"-2", 11, rawSub{name: "y", priority: 0}, rawSub{name: "a", priority: 1}))
+
+		pt := topic + "-p"
+		tg.CreatePartitionedTopic(t, pt, 2)
+		pfq := "persistent://public/default/" + pt
+		pp := newProducer(t, c, apulsar.ProducerOptions{Topic: pfq, DisableBatching: true})
+		actives := map[int]string{}
+		for part := range 2 {
+			name := fmt.Sprintf("%s-partition-%d", pfq, part)
+			fc.lookup(name)
+			for i, s := range []rawSub{{name: "a", priority: 1}, {name: "c", priority: 0}, {name: "b", priority: 0}} {
+				s.topic, s.sub, s.typ = name, "s", wire.CommandSubscribe_Failover
+				id := uint64(100*(part+1) + i)
+				fc.mustSubscribe(id, s)
+				fc.flow(id, 100)
+			}
+		}
+		fc.sync()
+		sendAll(t, pp, numbered(10)...)
+		for id := range fc.messagesByConsumer(10) {
+			actives[int(id/100)-1] += []string{"a", "c", "b"}[id%100]
+		}
+		assert.Equal(t, map[int]string{0: "b", 1: "c"}, actives,
+			"partition i: the (i mod 2)-th by name of the two priority-0 consumers")
+	})
+}
+
+// Pulsar 4.0 picks the active consumer of a Failover subscription on a non-partitioned topic
+// on a consistent-hash ring: 100 points per consumer name of the highest priority, searched
+// from the Murmur3 hash of the topic name. With WithFailoverSelection(ConsistentHash) the
+// embedded broker must pick the same consumer for the same topic and names. This compares
+// the two brokers directly, on the same topic names.
+func TestFailoverConsistentHashMatchesPulsar(t *testing.T) {
+	t.Parallel()
+	url, _ := brokertest.RealURLs(t)
+	b := pulsartest.NewBroker(t, pulsartest.WithFailoverSelection(pulsartest.ConsistentHash))
+	base := uniqueName(t, "fo")
+	picks := func(serviceURL string) []string {
+		c := newClient(t, serviceURL)
+		fc := dialFrames(t, serviceURL)
+		var picked []string
+		for i := range 8 {
+			picked = append(picked, fc.activeOf(c, fmt.Sprintf("persistent://public/default/%s-%d", base, i),
+				uint64(10*i+1),
+				rawSub{name: "consumer-a"}, rawSub{name: "consumer-b"}, rawSub{name: "consumer-c"},
+				rawSub{name: "low", priority: 1}))
+		}
+		return picked
+	}
+	embedded, onPulsar := picks(b.URL()), picks(url)
+	t.Logf("active consumers: %v", onPulsar)
+	assert.Equal(t, onPulsar, embedded)
+}

@@ -1,0 +1,95 @@
+package pulsartest_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
+)
+
+// When a Shared or Key_Shared consumer leaves with unacknowledged messages, by closing or by
+// losing its connection (a crashed client), the consumers that remain get them with the
+// redelivery count they had: Apache Pulsar 4.0 does not count a departure as a redelivery (2.x
+// brokers did: PULSAR_REDELIVERY_ON_DISCONNECT=true, pulsartest.WithRedeliveryOnDisconnect).
+// A count that a negative ack raised is kept for the next consumer; once the last consumer
+// has left, the counts start again at 0.
+func TestRedeliveryCountAfterConsumerLeaves(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		onLeave := uint32(0)
+		if tg.Capabilities().redeliveryOnDisconnect {
+			onLeave = 1
+		}
+		for _, tc := range []struct {
+			typ   apulsar.SubscriptionType
+			crash bool
+			nack  bool
+		}{
+			{apulsar.Shared, false, false},
+			{apulsar.Shared, true, false},
+			{apulsar.Shared, false, true},
+			{apulsar.Shared, true, true},
+			{apulsar.KeyShared, false, false},
+			{apulsar.KeyShared, true, true},
+		} {
+			name := fmt.Sprintf("type=%d crash=%t nack=%t", tc.typ, tc.crash, tc.nack)
+			fq := fmt.Sprintf("persistent://public/default/%s-%d-%t-%t", topic, tc.typ, tc.crash, tc.nack)
+			wtyp := wire.CommandSubscribe_Shared
+			if tc.typ == apulsar.KeyShared {
+				wtyp = wire.CommandSubscribe_Key_Shared
+			}
+			// The leaving consumer is a raw one, whose connection the test can drop.
+			fc := dialFrames(t, tg.ServiceURL())
+			fc.lookup(fq)
+			fc.mustSubscribe(1, rawSub{topic: fq, sub: "s", name: "leaving", typ: wtyp})
+			fc.flow(1, 100)
+			fc.sync()
+			p := newProducer(t, c, apulsar.ProducerOptions{Topic: fq, DisableBatching: true})
+			sendAll(t, p, "m0", "m1")
+			var ids []*wire.MessageIdData
+			for range 2 {
+				ids = append(ids, fc.await(wire.BaseCommand_MESSAGE).Cmd.GetMessage().GetMessageId())
+			}
+			want := onLeave
+			if tc.nack {
+				fc.send(&wire.BaseCommand{
+					Type: wire.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES.Enum(),
+					RedeliverUnacknowledgedMessages: &wire.CommandRedeliverUnacknowledgedMessages{
+						ConsumerId: proto.Uint64(1), MessageIds: ids,
+					},
+				})
+				for range 2 {
+					m := fc.await(wire.BaseCommand_MESSAGE).Cmd.GetMessage()
+					assert.Equal(t, uint32(1), m.GetRedeliveryCount(), "%s: a negative ack counts", name)
+				}
+				want++
+			}
+			opts := apulsar.ConsumerOptions{Topic: fq, SubscriptionName: "s", Type: tc.typ, NackRedeliveryDelay: 50 * time.Millisecond}
+			stays := subscribe(t, c, opts)
+			if tc.crash {
+				fc.drop()
+			} else {
+				fc.closeConsumer(1)
+			}
+			ms := receiveN(t, stays, 2)
+			assert.Equal(t, []string{"m0", "m1"}, sorted(payloads(ms)), name)
+			for _, m := range ms {
+				assert.Equal(t, want, m.RedeliveryCount(), "%s: %s after the consumer left", name, m.Payload())
+			}
+
+			// The last consumer leaves: a new one starts the counts again.
+			stays.Nack(ms[0])
+			again := receive(t, stays)
+			assert.Equal(t, want+1, again.RedeliveryCount(), "%s: a negative ack of the consumer that stayed", name)
+			stays.Close()
+			next := subscribe(t, c, opts)
+			for _, m := range receiveN(t, next, 2) {
+				assert.Equal(t, uint32(0), m.RedeliveryCount(), "%s: %s after the last consumer left", name, m.Payload())
+			}
+		}
+	})
+}
