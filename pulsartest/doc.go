@@ -51,7 +51,8 @@
 // their granted roles and the super users; unlike Pulsar, a namespace it does not list is open to every role.
 // It is for testing clients' credentials, not security.
 //
-// Broker semantics follow Apache Pulsar 3.x:
+// Broker semantics follow Apache Pulsar 4.0 (checked against 4.0.7 by the dual-target tests; where 3.x
+// differs, an option says so):
 //
 //   - Exclusive and Failover have one active consumer; a negative ack rewinds the cursor (everything unacked is
 //     delivered again, redelivery count 0) and deliver_at_time is ignored. Failover chooses among the consumers
