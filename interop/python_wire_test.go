@@ -39,6 +39,7 @@ func pythonScenarios() []scenario {
 	return []scenario{
 		{group: "go-publishes-peer-consumes", name: "values", run: goPublishesValues},
 		{group: "go-publishes-peer-consumes", name: "properties", run: goPublishesProperties},
+		{group: "go-publishes-peer-consumes", name: "peer-subscribes-at-latest", run: peerSubscribesAtLatest},
 		{group: "peer-publishes-go-consumes", name: "values", run: peerPublishesValues},
 		{group: "peer-publishes-go-consumes", name: "make-byte-for-byte", run: peerMakeByteForByte},
 		{group: "peer-publishes-go-consumes", name: "routing-by-bq-job", run: peerRoutedByProperty},
@@ -107,6 +108,19 @@ func goPublishesProperties(w *world) {
 	assert.Equal(t, withProps(sixProps(urnCancelled, trace, headed, "go", 0), "traceparent", traceparent, "x-tenant", "acme"),
 		res.Deliveries[1].Properties, "extra properties arrive; a contract key given as a header loses")
 	assert.Equal(t, urnCancelled, res.Handled[1].URN)
+}
+
+// peerSubscribesAtLatest documents a difference: the peer's PulsarTransport subscribes with
+// the client's default position, the latest message, so a worker that subscribes after a job
+// was published never sees it. (Our NewConsumer creates a new subscription at the earliest
+// message: CONTRACT.md §2.8.) The other scenarios give the peer Earliest explicitly.
+func peerSubscribesAtLatest(w *world) {
+	t := w.t
+	_, err := w.publisher().Publish(t.Context(), urnCreated, map[string]any{"n": 1})
+	require.NoError(t, err)
+	res := w.peerConsume(map[string]any{"max_messages": 1, "timeout": 2, "sdk_position": true,
+		"handlers": map[string]string{urnCreated: "ok"}})
+	assert.Empty(t, res.Deliveries, "%s's new subscription skips the job published before it", w.py.versions)
 }
 
 // peerPublishesValues: the peer's runtime publishes; our Consumer gets the peer's bytes and

@@ -65,15 +65,12 @@ class PeerTransport(PulsarTransport):
     """The SDK's PulsarTransport, unchanged, with its sends and receives recorded.
 
     A new subscription starts at the earliest message (the client's default is the latest,
-    which would skip what the Go side published before the peer subscribed)."""
+    which would skip what the Go side published before the peer subscribed), unless
+    ``sdk_position`` keeps the SDK's default."""
 
-    def __init__(self, client: Any, prefix: str, subscription: str) -> None:
-        super().__init__(
-            client=client,
-            topic_prefix=prefix,
-            subscription=subscription,
-            initial_position=pulsar.InitialPosition.Earliest,
-        )
+    def __init__(self, client: Any, prefix: str, subscription: str, sdk_position: bool = False) -> None:
+        options = {} if sdk_position else {"initial_position": pulsar.InitialPosition.Earliest}
+        super().__init__(client=client, topic_prefix=prefix, subscription=subscription, **options)
         self.sent: List[Dict[str, Any]] = []
         self.deliveries: List[Dict[str, Any]] = []
         self._recorders: Dict[str, SendRecorder] = {}
@@ -186,7 +183,8 @@ class Boom(RuntimeError):
 
 def cmd_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
     client = new_client(spec)
-    transport = PeerTransport(client, spec["prefix"], spec.get("subscription", "babelqueue"))
+    transport = PeerTransport(client, spec["prefix"], spec.get("subscription", "babelqueue"),
+                              sdk_position=spec.get("sdk_position", False))
     app = BabelQueue(transport=transport, queue=spec["queue"], **spec.get("app", {}))
     handled: List[Dict[str, Any]] = []
     calls: Dict[str, int] = {}
