@@ -48,6 +48,19 @@ func pythonScenarios() []scenario {
 		{group: "peer-publishes-go-consumes", name: "extra-properties-kept", run: peerExtraPropertiesKept},
 		{group: "peer-publishes-go-consumes", name: "peer-drops-headers", run: peerDropsHeaders},
 		{group: "peer-publishes-go-consumes", name: "peer-writes-nan", run: peerWritesNaN},
+		{group: "retry", name: "go-fails-peer-picks-up", run: retryGoToPeer},
+		{group: "retry", name: "peer-fails-go-picks-up", run: retryPeerToGo},
+		{group: "retry", name: "routing-kept-across", run: retryRoutingKept},
+		{group: "retry", name: "peer-retry-reencodes", run: retryPeerReencodes},
+		{group: "dead-letter", name: "go-copy-peer-redrive", run: deadLetterGoToPeer},
+		{group: "dead-letter", name: "peer-copy-go-redrive", run: deadLetterPeerToGo},
+		{group: "dead-letter", name: "peer-copy-lost-without-retention", run: deadLetterPeerNoRetention},
+		{group: "dead-letter", name: "go-poison-peer-redrive", run: deadLetterGoPoisonToPeer},
+		{group: "dead-letter", name: "peer-poison-go-inspects", run: deadLetterPeerPoisonToGo},
+		{group: "dead-letter", name: "peer-poison-retry-loses-body", run: peerPoisonRetryLosesBody},
+		{group: "delay", name: "go-delays-peer-consumes", run: delayGoToPeer},
+		{group: "delay", name: "peer-delays-go-consumes", impossible: peerCannotDelay},
+		{group: "delay", name: "peer-retry-backoff-ignored", run: delayPeerBackoffIgnored},
 	}
 }
 
