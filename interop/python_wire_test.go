@@ -61,6 +61,9 @@ func pythonScenarios() []scenario {
 		{group: "delay", name: "go-delays-peer-consumes", run: delayGoToPeer},
 		{group: "delay", name: "peer-delays-go-consumes", impossible: peerCannotDelay},
 		{group: "delay", name: "peer-retry-backoff-ignored", run: delayPeerBackoffIgnored},
+		{group: "conformance", name: "go-publishes-fixtures", run: conformanceGoToPeer},
+		{group: "conformance", name: "peer-publishes-fixtures", run: conformancePeerToGo},
+		{group: "conformance", name: "peer-accepts-unacceptable-bodies", run: peerAcceptsUnacceptable},
 	}
 }
 
