@@ -197,8 +197,10 @@ func conformancePeerToGo(w *world) {
 			assert.Equal(t, s.Pulsar.PropertyProjection.Properties, d.Props,
 				"pulsar.property_projection: the peer projects exactly the manifest's properties")
 		}
-		if _, ok := d.Props[bqpulsar.PropJob]; !ok {
-			t.Logf("%s: the peer sent no bq-job (its projection reads job only, not the urn alias); routed on the body", c.Name)
+		if c.Name == "urn-alias" {
+			// A difference: the contract's bq-job is the URN; the peer's projection reads job
+			// only. Our Consumer routes such a message on the body's URN.
+			assert.NotContains(t, d.Props, bqpulsar.PropJob, "%s projects no bq-job for a urn alias", w.py.versions)
 		}
 	}
 	copies := dlqCol.Wait(t, len(invalid), brokertest.WaitLong)

@@ -134,8 +134,10 @@ func peerSubscribesAtLatest(w *world) {
 	t := w.t
 	_, err := w.publisher().Publish(t.Context(), urnCreated, map[string]any{"n": 1})
 	require.NoError(t, err)
-	res := w.peerConsume(map[string]any{"max_messages": 1, "timeout": 2, "sdk_position": true,
-		"handlers": map[string]string{urnCreated: "ok"}})
+	res := w.peerConsume(map[string]any{
+		"max_messages": 1, "timeout": 2, "sdk_position": true,
+		"handlers": map[string]string{urnCreated: "ok"},
+	})
 	assert.Empty(t, res.Deliveries, "%s's new subscription skips the job published before it", w.py.versions)
 }
 
