@@ -1,7 +1,7 @@
 """The Python peer of the BabelQueue interop suite (interop/*_test.go).
 
 Each run is one separate process that does one thing with the Python SDK (babelqueue, its
-PulsarTransport and its runtime) against the broker the Go test started, and writes what it saw
+PulsarTransport and its runtime) against the broker the Go test gives it, and writes what it saw
 and what it sent as JSON:
 
     python peer.py COMMAND SPEC.json RESULT.json
