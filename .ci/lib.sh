@@ -60,14 +60,18 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# apt_install installs Debian packages when their command is missing.
-apt_install() {
-  local cmd=$1
-  shift
-  command -v "$cmd" >/dev/null 2>&1 && return 0
+# apt_get installs Debian packages (as root, or through sudo).
+apt_get() {
   local sudo=()
   [ "$(id -u)" = 0 ] || sudo=(sudo)
   "${sudo[@]}" apt-get update -qq >/dev/null
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# apt_install installs Debian packages when the command named first is missing.
+apt_install() {
+  local cmd=$1
+  shift
+  command -v "$cmd" >/dev/null 2>&1 || apt_get "$@"
 }
 
