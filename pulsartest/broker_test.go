@@ -178,16 +178,7 @@ func TestChecksumMismatchIsASendError(t *testing.T) {
 	f := rc.read()
 	require.Equal(t, wire.BaseCommand_PRODUCER_SUCCESS, f.Cmd.GetType())
 	assert.Equal(t, "standalone-0-1", f.Cmd.GetProducerSuccess().GetProducerName())
-	payload, err := wire.BuildPayload(&wire.MessageMetadata{
-		ProducerName: proto.String("p"), SequenceId: proto.Uint64(0), PublishTime: proto.Uint64(1),
-	}, []byte("body"))
-	require.NoError(t, err)
-	payload[len(payload)-1] ^= 0xff
-	frame, err := wire.EncodePayloadCommand(&wire.BaseCommand{Type: wire.BaseCommand_SEND.Enum(), Send: &wire.CommandSend{
-		ProducerId: proto.Uint64(1), SequenceId: proto.Uint64(0),
-	}}, nil, payload)
-	require.NoError(t, err)
-	_, err = rc.nc.Write(frame)
+	_, err := rc.nc.Write(corruptSend(t, 1))
 	require.NoError(t, err)
 	f = rc.read()
 	require.Equal(t, wire.BaseCommand_SEND_ERROR, f.Cmd.GetType())

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/binary"
 	"net"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -31,11 +30,7 @@ type frameConn struct {
 // the test ends.
 func dialFrames(t *testing.T, serviceURL string) *frameConn {
 	t.Helper()
-	u, err := url.Parse(serviceURL)
-	require.NoError(t, err)
-	var d net.Dialer
-	nc, err := d.DialContext(t.Context(), "tcp", u.Host)
-	require.NoError(t, err)
+	nc := dialTCP(t, serviceURL)
 	fc := &frameConn{t: t, nc: nc, frames: make(chan wire.Frame, 4096)}
 	done := make(chan struct{})
 	t.Cleanup(func() {

@@ -216,14 +216,21 @@ func waitFor(t *testing.T, ch <-chan string) string {
 	}
 }
 
-// dialURL opens a raw protocol connection to a pulsar:// service URL (any target).
-func dialURL(t *testing.T, serviceURL string) *rawConn {
+// dialTCP opens a TCP connection to the host of a pulsar:// service URL.
+func dialTCP(t *testing.T, serviceURL string) net.Conn {
 	t.Helper()
 	u, err := url.Parse(serviceURL)
 	require.NoError(t, err)
 	var d net.Dialer
 	nc, err := d.DialContext(t.Context(), "tcp", u.Host)
 	require.NoError(t, err)
+	return nc
+}
+
+// dialURL opens a raw protocol connection to a pulsar:// service URL (any target).
+func dialURL(t *testing.T, serviceURL string) *rawConn {
+	t.Helper()
+	nc := dialTCP(t, serviceURL)
 	t.Cleanup(func() { _ = nc.Close() })
 	rc := &rawConn{t: t, nc: nc, r: bufio.NewReader(nc)}
 	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_CONNECT.Enum(), Connect: &wire.CommandConnect{

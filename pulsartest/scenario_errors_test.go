@@ -196,16 +196,7 @@ func TestErrorsOfRawCommands(t *testing.T) {
 			Topic: proto.String(fq), ProducerId: proto.Uint64(1), RequestId: proto.Uint64(fc.nextRequestID()),
 		}})
 		fc.await(wire.BaseCommand_PRODUCER_SUCCESS)
-		payload, err := wire.BuildPayload(&wire.MessageMetadata{
-			ProducerName: proto.String("p"), SequenceId: proto.Uint64(0), PublishTime: proto.Uint64(1),
-		}, []byte("body"))
-		require.NoError(t, err)
-		payload[len(payload)-1] ^= 0xff
-		frame, err := wire.EncodePayloadCommand(&wire.BaseCommand{Type: wire.BaseCommand_SEND.Enum(), Send: &wire.CommandSend{
-			ProducerId: proto.Uint64(1), SequenceId: proto.Uint64(0),
-		}}, nil, payload)
-		require.NoError(t, err)
-		fc.sendFrame(frame)
+		fc.sendFrame(corruptSend(t, 1))
 		se := fc.await(wire.BaseCommand_SEND_ERROR, wire.BaseCommand_SEND_RECEIPT).Cmd.GetSendError()
 		assert.Equal(t, wire.ServerError_ChecksumError, se.GetError())
 		assert.Equal(t, "Checksum failed on the broker", se.GetMessage())
@@ -221,4 +212,20 @@ func TestErrorsOfRawCommands(t *testing.T) {
 		assert.Equal(t, "UnknownError", code, "GET_LAST_MESSAGE_ID on a non-persistent topic")
 		assert.Equal(t, "Failed to recover Transaction Buffer.", text)
 	})
+}
+
+// corruptSend is a SEND frame for producer id whose payload's last byte is flipped, so that
+// its checksum does not match.
+func corruptSend(t *testing.T, id uint64) []byte {
+	t.Helper()
+	payload, err := wire.BuildPayload(&wire.MessageMetadata{
+		ProducerName: proto.String("p"), SequenceId: proto.Uint64(0), PublishTime: proto.Uint64(1),
+	}, []byte("body"))
+	require.NoError(t, err)
+	payload[len(payload)-1] ^= 0xff
+	frame, err := wire.EncodePayloadCommand(&wire.BaseCommand{Type: wire.BaseCommand_SEND.Enum(), Send: &wire.CommandSend{
+		ProducerId: proto.Uint64(id), SequenceId: proto.Uint64(0),
+	}}, nil, payload)
+	require.NoError(t, err)
+	return frame
 }
