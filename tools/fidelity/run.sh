@@ -78,6 +78,9 @@ stop_real() {
 			PULSAR_PID=$PULSAR_PID PULSAR_DATA=$PULSAR_DATA PULSAR_KEEP=${FIDELITY_KEEP:-} tools/pulsar/stop.sh
 		) >>"$tmp/real-broker.log" 2>&1 || true
 		real_env=
+	elif [ -d "$tmp/pulsar" ]; then
+		# Ended while the broker was starting: its data directory has the pid file.
+		PULSAR_KEEP=${FIDELITY_KEEP:-} tools/pulsar/stop.sh "$tmp/pulsar" >>"$tmp/real-broker.log" 2>&1 || true
 	fi
 }
 cleanup() {
