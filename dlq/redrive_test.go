@@ -274,7 +274,7 @@ func TestRedriveMovesBackAndKeepsTheRest(t *testing.T) {
 func redriveMovesBackAndKeepsTheRest(t *testing.T, f *fixture) {
 	f.seed(t)
 
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnA, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnA, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 1)
 	assert.Equal(t, 1, rep.Skipped)
@@ -295,7 +295,7 @@ func redriveMovesBackAndKeepsTheRest(t *testing.T, f *fixture) {
 	assert.Equal(t, "ka", got.Key())
 
 	// A second run sees what the first left: the unknown_urn copy moves now (reason filter).
-	rep, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Reason: envelope.ReasonUnknownURN, IdleTimeout: 300 * time.Millisecond})
+	rep, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Reason: envelope.ReasonUnknownURN, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 1)
 	assert.Equal(t, urnB, rep.Moved[0].URN)
@@ -308,7 +308,7 @@ func TestRedriveLimit(t *testing.T) {
 
 func redriveLimit(t *testing.T, f *fixture) {
 	f.seed(t)
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 1, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 1, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	assert.Len(t, rep.Moved, 1)
 	assert.Len(t, f.stored(t, f.queue), 1)
@@ -325,7 +325,7 @@ func TestRedriveFailedPublishIsNotAcked(t *testing.T) {
 	f.b.FailNextSends(f.queue, 1, pulsartest.NotAllowedError)
 	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
 	defer cancel()
-	rep, err := dlq.Redrive(ctx, f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(ctx, f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: brokertest.IdleTimeout})
 	require.Error(t, err)
 	assert.Empty(t, rep.Moved)
 	assert.Equal(t, 4, f.backlog(t, f.dlq, dlq.DefaultSubscription), "nothing acknowledged")

@@ -43,7 +43,7 @@ func redriveThreeOfSevenLeavesFourToPeek(t *testing.T, f *fixture) {
 	f.ensure(t)
 	f.write(t, f.dlq, map[string]string{"bq-job": urnA}, sevenDeadLetters()...)
 
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 3, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 3, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 3)
 	left, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
@@ -76,11 +76,11 @@ func redriveKeepsTheRoutingURN(t *testing.T, f *fixture) {
 	assert.Equal(t, urnB, peeked[0].RoutingURN, "a usable bq-job property is the routing URN")
 	assert.Equal(t, urnA, peeked[1].RoutingURN, "a blank bq-job is not usable: the body URN routes")
 
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnB, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnB, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 1, "the filter matches the routing URN")
 	assert.Equal(t, 1, rep.Skipped, "the body URN alone does not match")
-	rep, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnA, IdleTimeout: 300 * time.Millisecond})
+	rep, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnA, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 1)
 
@@ -97,7 +97,7 @@ func TestRedriveOnAnotherSubscription(t *testing.T) {
 func redriveOnAnotherSubscription(t *testing.T, f *fixture) {
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, "ops"))
 	f.write(t, f.dlq, nil, annotated(urnA, "id-a", envelope.ReasonFailed))
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Subscription: "ops", IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Subscription: "ops", IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	assert.Len(t, rep.Moved, 1)
 	assert.Zero(t, f.backlog(t, f.dlq, "ops"))
@@ -128,7 +128,7 @@ func ensureSubscriptionKeepsWhatIsWrittenAfterIt(t *testing.T, f *fixture) {
 	f.write(t, f.dlq, nil, sevenDeadLetters()...)
 	brokertest.ForceTrim(t, f.adminURL, f.dlq)
 	assert.Positive(t, f.storageSize(t, f.dlq), "the retention subscription holds every dead letter")
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	assert.Len(t, rep.Moved, 7, "all there after a trim")
 	brokertest.ForceTrim(t, f.adminURL, f.dlq)
@@ -143,7 +143,7 @@ func withoutTheRetentionSubscriptionATrimLosesDeadLetters(t *testing.T, f *fixtu
 	f.write(t, f.dlq, nil, sevenDeadLetters()...) // no EnsureSubscription
 	brokertest.ForceTrim(t, f.adminURL, f.dlq)
 	assert.Zero(t, f.storageSize(t, f.dlq), "nothing needed them: trimmed")
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Moved, "gone")
 }
@@ -155,7 +155,7 @@ func TestEnsureSubscriptionOnAnExistingSubscriptionChangesNothing(t *testing.T) 
 func ensureSubscriptionOnAnExistingSubscriptionChangesNothing(t *testing.T, f *fixture) {
 	f.ensure(t)
 	f.write(t, f.dlq, nil, sevenDeadLetters()...)
-	_, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 2, IdleTimeout: 300 * time.Millisecond})
+	_, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 2, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	before := f.state(t)
 	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, f.dlq, dlq.DefaultSubscription))
@@ -211,7 +211,7 @@ func ensureSubscriptionOnAPartitionedTopic(t *testing.T, f *fixture) {
 	require.NoError(t, err)
 	assert.Len(t, msgs, 7, "every partition")
 	assert.Equal(t, before, f.state(t))
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 3, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 3, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 3)
 	msgs, err = dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
@@ -247,12 +247,12 @@ func TestPurge(t *testing.T) {
 
 func purge(t *testing.T, f *fixture) {
 	f.seed(t)
-	rep, err := dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, Reason: envelope.ReasonPoison, IdleTimeout: 300 * time.Millisecond})
+	rep, err := dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, Reason: envelope.ReasonPoison, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Purged, 1)
 	assert.Equal(t, dlq.KindPoison, rep.Purged[0].Kind)
 	assert.Equal(t, 3, rep.Skipped)
-	rep, err = dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, IdleTimeout: 300 * time.Millisecond})
+	rep, err = dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	assert.Len(t, rep.Purged, 3, "without filters: everything left")
 	left, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})

@@ -81,7 +81,7 @@ func exhaustThenTrim(t *testing.T, tg *brokertest.Target, retention bool) (int32
 	)
 	require.NoError(t, err)
 	runConsumer(t, ok)
-	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: dlt, IdleTimeout: 500 * time.Millisecond})
+	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: dlt, IdleTimeout: brokertest.IdleTimeout})
 	if !retention {
 		return handled.Load(), rep // the subscription may not exist at all: err is what Redrive says
 	}
@@ -243,7 +243,7 @@ func routingDecisionSurvivesTheDeadLetterTopic(t *testing.T, tg *brokertest.Targ
 	)
 	require.NoError(t, err)
 	runConsumer(t, ok)
-	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: topic + ".dlq", URN: routedURN, IdleTimeout: 500 * time.Millisecond})
+	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: topic + ".dlq", URN: routedURN, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 1, "the redrive filter matches the routing URN")
 	eventually(t, func() bool { return got.Load() != nil }, "the redriven message was not handled")

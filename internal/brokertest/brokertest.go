@@ -30,6 +30,14 @@ import (
 // WaitLong bounds what a test waits for the broker.
 const WaitLong = 15 * time.Second
 
+// IdleTimeout is the idle timeout the tests give dlq's Redrive and Purge: how long they wait
+// for a next message before they call a topic drained. On a real broker a fresh consumer's
+// first message, or one redelivered after another consumer closed, can take longer than a
+// few hundred milliseconds on a loaded machine, and a shorter idle timeout then reads as an
+// empty topic (TestPurge/real and TestDeadLetterSurvivesATrimThroughItsRetentionSubscription/real
+// failed so, with 300 and 500 ms, in a CI run beside three others; fixed for that cause).
+const IdleTimeout = 2 * time.Second
+
 var topicSeq atomic.Int64
 
 // UniqueTopic returns a fresh fully qualified topic name for the test.
