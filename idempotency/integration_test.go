@@ -313,19 +313,3 @@ func TestCrashedWorkersLeaseExpires(t *testing.T) {
 		}
 	}
 }
-
-// TestConnectorPathFunc runs Guard.Func the way a messaging stage calls it.
-func TestConnectorPathFunc(t *testing.T) {
-	mem, err := idempotency.NewMemoryStore()
-	require.NoError(t, err)
-	g := newGuard(t, mem)
-	runs := 0
-	f := g.Func(func(context.Context, *envelope.Envelope) error { runs++; return nil })
-	env, err := envelope.Make(testURN, nil, envelope.WithMessageID("m-1"))
-	require.NoError(t, err)
-	for range 3 {
-		require.NoError(t, f(context.Background(), env))
-	}
-	require.NoError(t, f(context.Background(), nil))
-	assert.Equal(t, 2, runs, "one run for m-1, one unguarded run for the nil envelope")
-}
