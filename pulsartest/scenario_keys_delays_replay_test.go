@@ -16,6 +16,10 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
+// Scenarios 10 to 18 (1 to 9, the subscription types, are in scenario_test.go): keys (Key_Shared,
+// partitioned topics), delays (delayed delivery, the retry topic), replay (readers, seek, unsubscribe),
+// then client features and resilience.
+
 // collect receives from all consumers concurrently until n messages arrived in total or the timeout passed;
 // it acks everything and returns the messages per consumer.
 func collect(t *testing.T, n int, ks ...apulsar.Consumer) [][]apulsar.Message {
