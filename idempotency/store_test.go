@@ -14,6 +14,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency/redisstore"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/redistest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 )
 
 // storeKinds are the stores every contract and integration test runs on.
@@ -102,14 +103,14 @@ func TestStoreLeaseAndTTLExpire(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, idempotency.StatusClaimed, c.Status)
 			require.NoError(t, s.Commit(ctx, "ttl", "", 50*time.Millisecond))
-			require.Eventually(t, func() bool {
+			testwait.Eventually(t, 5*time.Second, func() bool {
 				c, err := s.Claim(ctx, "lease", time.Minute)
 				return err == nil && c.Status == idempotency.StatusClaimed
-			}, 5*time.Second, 10*time.Millisecond, "the lease never expired")
-			require.Eventually(t, func() bool {
+			}, "the lease never expired")
+			testwait.Eventually(t, 5*time.Second, func() bool {
 				c, err := s.Claim(ctx, "ttl", time.Minute)
 				return err == nil && c.Status == idempotency.StatusClaimed
-			}, 5*time.Second, 10*time.Millisecond, "the remembered id never expired")
+			}, "the remembered id never expired")
 		})
 	}
 }
