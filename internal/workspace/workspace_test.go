@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"flag"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,8 @@ func TestWorkspaceModules(t *testing.T) {
 	}
 	args = append(args, nested...)
 
+	recordInputs(t, root)
+
 	cmd := exec.CommandContext(t.Context(), goBin, args...)
 	cmd.Dir = root
 	// The workspace even when the outer run had GOWORK=off: the nested modules' patterns
@@ -60,4 +63,41 @@ func TestWorkspaceModules(t *testing.T) {
 		t.Fatalf("go %s (in the repository root, GOWORK=go.work): %v\n%s", strings.Join(args, " "), err, out)
 	}
 	t.Logf("go %s:\n%s", strings.Join(args, " "), out)
+}
+
+// nestedEnv are the variables the nested modules' tests read; with every variable that is
+// set, they are part of the cached result's key (see recordInputs).
+var nestedEnv = []string{"PULSAR_URL", "PULSAR_ADMIN_URL", "REAL_PULSAR_REQUIRED", "REDIS_ADDR", "CI", "GOFLAGS", "GOEXPERIMENT", "CGO_ENABLED"}
+
+// recordInputs makes go test's result cache see what the nested run depends on. The cache
+// keys a package's result on its test binary and on the files and variables the test itself
+// touched; this test's binary does not change when an example or a package it builds on
+// does, so without this a cached "ok" would hide an example broken since. Every file of the
+// repository (outside .git) is stat'ed and the variables are read, so that a change to any
+// of them reruns the nested tests.
+func recordInputs(t *testing.T, root string) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		os.Getenv(name)
+	}
+	for _, name := range nestedEnv {
+		os.Getenv(name)
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		_, err = os.Stat(path)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("record the nested run's inputs: %v", err)
+	}
 }
