@@ -36,7 +36,7 @@ var guardStores = []struct {
 	}},
 }
 
-func newGuard(t *testing.T, s idempotency.Store, opts ...idempotency.Option) *idempotency.Guard {
+func guardOn(t *testing.T, s idempotency.Store, opts ...idempotency.Option) *idempotency.Guard {
 	t.Helper()
 	g, err := idempotency.New(s, opts...)
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func TestGuardFuncInFlightIsADelayedRedelivery(t *testing.T) {
 	for _, k := range guardStores {
 		t.Run(k.name, func(t *testing.T) {
 			s := k.new(t)
-			g := newGuard(t, s, idempotency.WithLease(time.Minute))
+			g := guardOn(t, s, idempotency.WithLease(time.Minute))
 			inside := make(chan struct{})
 			release := make(chan struct{})
 			done := make(chan error, 1)
@@ -60,7 +60,7 @@ func TestGuardFuncInFlightIsADelayedRedelivery(t *testing.T) {
 			}()
 			<-inside
 
-			mg := newGuard(t, s, idempotency.WithInFlightRetry(250*time.Millisecond))
+			mg := guardOn(t, s, idempotency.WithInFlightRetry(250*time.Millisecond))
 			env, err := envelope.Make("urn:babel:test:x", nil, envelope.WithMessageID("id"))
 			require.NoError(t, err)
 			err = connector.GuardFunc(mg, func(context.Context, *envelope.Envelope) error { t.Error("ran while in flight"); return nil })(ctx, env)
@@ -79,7 +79,7 @@ func TestGuardFuncInFlightIsADelayedRedelivery(t *testing.T) {
 func TestGuardFuncRunsOncePerID(t *testing.T) {
 	mem, err := idempotency.NewMemoryStore()
 	require.NoError(t, err)
-	g := newGuard(t, mem)
+	g := guardOn(t, mem)
 	runs := 0
 	f := connector.GuardFunc(g, func(context.Context, *envelope.Envelope) error { runs++; return nil })
 	env, err := envelope.Make("urn:babel:orders:created", nil, envelope.WithMessageID("m-1"))
