@@ -1,7 +1,11 @@
 # Targets of babelqueue-go-pulsar. Tools are pinned in tools/go.mod and run with
-# `go tool -modfile=tools/go.mod`, so they never enter the module's own go.mod.
+# `go tool -modfile=tools/go.mod`, so they never enter the module's own go.mod. The
+# repository is a Go workspace (go.work: the main module and examples/, a module of its own
+# so that its exporters stay out of the main go.mod); -modfile cannot be used in workspace
+# mode, so the tools and the go:generate lines run with GOWORK=off, once per module.
 GO        ?= go
-TOOL      := $(GO) tool -modfile=tools/go.mod
+TOOL      := GOWORK=off $(GO) tool -modfile=tools/go.mod
+MODULES   := . examples
 SUITE     ?= ../shared/babelqueue-conformance
 FUZZTIME  ?= 30s
 
@@ -28,10 +32,11 @@ flake:
 	N="$(N)" PKGS="$(PKGS)" RACE="$(RACE)" bash tools/flake/run.sh
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet ./... ./examples/...
 
 lint:
 	$(TOOL) golangci-lint run ./...
+	cd examples && GOWORK=off $(GO) tool -modfile=../tools/go.mod golangci-lint run ./...
 
 ## bench: codec and publish/consume costs (compare the sdk and baseline sub-benchmarks of one run)
 bench:
@@ -58,16 +63,16 @@ cover:
 	$(GO) tool cover -func=cover.out | tail -1
 
 generate:
-	$(GO) generate ./...
+	GOWORK=off $(GO) generate ./...
 
 ## generate-check: generated code (mocks, protobuf) is fresh
 generate-check: generate
-	git diff --exit-code -- . ':(exclude)go.sum'
+	git diff --exit-code -- . ':(exclude)go.sum' ':(exclude)examples/go.sum' ':(exclude)go.work.sum'
 
-## tidy-check: go.mod matches the imports
+## tidy-check: every module's go.mod matches its imports
 tidy-check:
-	$(GO) mod tidy
-	git diff --exit-code go.mod go.sum
+	for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
+	git diff --exit-code $(foreach m,$(MODULES),$(m)/go.mod $(m)/go.sum)
 
 ## conformance: the canonical cross-SDK suite (when ../shared is present) and our own
 conformance:

@@ -27,6 +27,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -111,7 +112,7 @@ func (f *fixture) consumer(t *testing.T, h bqpulsar.HandlerFunc, opts ...bqpulsa
 func (f *fixture) ended(t *testing.T, k trace.SpanKind, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	var got []sdktrace.ReadOnlySpan
-	eventually(t, func() bool {
+	testwait.Eventually(t, waitLong, func() bool {
 		got = got[:0]
 		for _, s := range f.spans.Ended() {
 			if s.SpanKind() == k {
@@ -121,17 +122,6 @@ func (f *fixture) ended(t *testing.T, k trace.SpanKind, n int) []sdktrace.ReadOn
 		return len(got) >= n
 	}, "%d of %d %s spans ended", len(got), n, k)
 	return got
-}
-
-func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("eventually: "+msg, args...)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
 }
 
 func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
@@ -428,7 +418,7 @@ func TestGaugesObserveRegisteredEndpoints(t *testing.T) {
 	assert.Equal(t, int64(1), g[bqotel.MetricInFlight])
 	assert.Contains(t, g, bqotel.MetricPublisherPend)
 	close(release)
-	eventually(t, func() bool { return gauges()[bqotel.MetricInFlight] == 0 }, "in-flight back to 0")
+	testwait.Eventually(t, waitLong, func() bool { return gauges()[bqotel.MetricInFlight] == 0 }, "in-flight back to 0")
 	unregister()
 	unregisterPub()
 	unregister() // idempotent

@@ -12,6 +12,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/bqotel"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
@@ -75,7 +76,7 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 	t.Cleanup(func() { assert.NoError(t, src.Close(context.Background())) })
 	col := &collector{}
 	src.Subscribe(col)
-	eventually(t, func() bool { return len(col.received()) == 1 }, "nothing delivered")
+	testwait.Eventually(t, waitLong, func() bool { return len(col.received()) == 1 }, "nothing delivered")
 	require.NoError(t, col.received()[0].Ack(context.Background()))
 
 	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
@@ -85,7 +86,7 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 	assert.Equal(t, producer.SpanContext().TraceID(), consumer.SpanContext().TraceID())
 	assert.Equal(t, "invoicing", attrOf(consumer, "messaging.destination.subscription.name").AsString())
 	assert.Equal(t, "acked", attrOf(consumer, bqotel.AttrOutcome).AsString())
-	eventually(t, func() bool { return f.counters(t)[bqotel.MetricSettled] == 1 }, "the settlement was not counted")
+	testwait.Eventually(t, waitLong, func() bool { return f.counters(t)[bqotel.MetricSettled] == 1 }, "the settlement was not counted")
 	c := f.counters(t)
 	assert.Equal(t, int64(1), c[bqotel.MetricSent])
 	assert.Equal(t, int64(1), c[bqotel.MetricConsumed])

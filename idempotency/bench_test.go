@@ -9,6 +9,8 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
+	"github.com/babelqueue/babelqueue-go-pulsar/idempotency/redisstore"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/redistest"
 )
 
 // BenchmarkMiddleware measures the guard's cost per message around a handler that does
@@ -29,8 +31,8 @@ func BenchmarkMiddleware(b *testing.B) {
 		}},
 		{"redis", func(b *testing.B) idempotency.Store {
 			b.Helper()
-			_, client := startRedis(b)
-			s, err := idempotency.NewRedisStore(client)
+			_, client := redistest.Start(b)
+			s, err := redisstore.New(client)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -30,9 +30,11 @@
 //
 // A [Store] keeps claims and remembered ids. [MemoryStore] is bounded (a maximum number of
 // entries; every entry expires) and refuses a claim with [ErrStoreFull] rather than forget
-// an id early; it serves one process. [RedisStore] (github.com/redis/go-redis/v9) is shared
-// by a fleet: a claim is one atomic SET NX PX, commit, release and the in-flight answer are
-// Lua scripts, keys carry a prefix and remembered ids a TTL.
+// an id early; it serves one process. The Redis store, shared by a fleet, is in the
+// subpackage idempotency/redisstore (github.com/redis/go-redis/v9): a claim is one atomic
+// SET NX PX, commit, release and the in-flight answer are Lua scripts, keys carry a prefix
+// and remembered ids a TTL. It has a package of its own so that importing idempotency
+// pulls in no Redis client.
 //
 // # Store failures
 //
@@ -46,8 +48,10 @@
 //
 // # Where it plugs in
 //
-// [Guard.Middleware] is a pulsar consumer middleware (pulsar.WithMiddleware). [Guard.Func]
-// wraps a payload function of the messaging runtime (messaging.Consume with the
-// "babelqueue" codec), mapping an in-flight id to a delayed redelivery. [Guard.Do] is the
-// primitive both use, for any other path.
+// [Guard.Middleware] is a pulsar consumer middleware (pulsar.WithMiddleware). For the
+// messaging runtime, GuardFunc in package pulsar/connector wraps a payload function
+// (messaging.Consume with the "babelqueue" codec), mapping an in-flight id to a delayed
+// redelivery: it lives beside the connector so that this package does not import the
+// runtime. [Guard.Do] is the primitive both use, for any other path, and
+// [Guard.InFlightDelay] the delay both ask for.
 package idempotency

@@ -9,7 +9,6 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -101,9 +100,10 @@ func WithTTL(d time.Duration) Option {
 }
 
 // WithInFlightRetry bounds the retry delay of a delivery whose id is in flight elsewhere:
-// [Guard.Middleware] returns pulsar.RetryAfter(min(lease left, d), err) and [Guard.Func]
-// asks for a redelivery after the same delay. A short delay finds the other run's outcome
-// sooner but may spend more attempts. Default: [DefaultInFlightRetry]. d ≤ 0 is an error.
+// [Guard.Middleware] returns pulsar.RetryAfter(min(lease left, d), err) and GuardFunc of
+// package pulsar/connector asks for a redelivery after the same delay. A short delay finds
+// the other run's outcome sooner but may spend more attempts. Default:
+// [DefaultInFlightRetry]. d ≤ 0 is an error.
 func WithInFlightRetry(d time.Duration) Option {
 	return optionFunc(func(g *Guard) error {
 		if d <= 0 {
@@ -260,8 +260,12 @@ func (g *Guard) report(ctx context.Context, op, id string, err error) {
 	}
 }
 
-// inFlightDelay is the retry delay for an in-flight error.
-func (g *Guard) inFlightDelay(err error) (time.Duration, bool) {
+// InFlightDelay returns the retry delay for a delivery that [Guard.Do] did not run because
+// its id is in flight elsewhere: when err holds an [*InFlightError], the smaller of the
+// lease left and [WithInFlightRetry], and true; otherwise 0 and false. [Guard.Middleware]
+// and the messaging runtime's wrapper (pulsar/connector's GuardFunc) ask for a redelivery
+// after it.
+func (g *Guard) InFlightDelay(err error) (time.Duration, bool) {
 	var ife *InFlightError
 	if !errors.As(err, &ife) {
 		return 0, false
@@ -286,33 +290,11 @@ func (g *Guard) Middleware() bqpulsar.Middleware {
 		return func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error {
 			res, err := g.Do(ctx, env.Meta.ID, func(ctx context.Context) error { return next(ctx, env, msg) })
 			if res == NotRun {
-				if d, ok := g.inFlightDelay(err); ok {
+				if d, ok := g.InFlightDelay(err); ok {
 					return bqpulsar.RetryAfter(d, err)
 				}
 			}
 			return err
 		}
-	}
-}
-
-// Func wraps a payload function of the messaging runtime (as given to messaging.Consume
-// on a channel with the "babelqueue" codec), keyed on the envelope's meta.id: the runtime
-// acknowledges the message when the returned function returns nil (also for a remembered
-// id) and nacks it with its error otherwise; an id in flight elsewhere is nacked with
-// messaging.RedeliverAfter(min(lease left, [WithInFlightRetry])). A nil envelope runs h
-// unguarded.
-func (g *Guard) Func(h func(ctx context.Context, env *envelope.Envelope) error) func(ctx context.Context, env *envelope.Envelope) error {
-	return func(ctx context.Context, env *envelope.Envelope) error {
-		id := ""
-		if env != nil {
-			id = env.Meta.ID
-		}
-		res, err := g.Do(ctx, id, func(ctx context.Context) error { return h(ctx, env) })
-		if res == NotRun {
-			if d, ok := g.inFlightDelay(err); ok {
-				return messaging.NackWith(err, messaging.RedeliverAfter(d))
-			}
-		}
-		return err
 	}
 }

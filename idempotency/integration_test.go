@@ -16,6 +16,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -175,10 +176,9 @@ func (r *rig) consume(t *testing.T, g *idempotency.Guard, a *acked, obs *tally, 
 	})
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 2*time.Minute, 10*time.Millisecond, what)
-}
+// stormWait bounds the waits of the redelivery-storm tests (a thousand messages, three
+// copies each, under eight workers).
+const stormWait = 2 * time.Minute
 
 // TestRedeliveryStormOneEffectPerID: 1,000 messages, each published three times with the
 // same meta.id, under eight workers: the effect fires exactly 1,000 times.
@@ -194,7 +194,7 @@ func TestRedeliveryStormOneEffectPerID(t *testing.T) {
 			})
 			const n, copies = 1000, 3
 			ids := r.publish(t, n, copies)
-			waitFor(t, "every copy acknowledged", func() bool { return a.n.Load() == n*copies })
+			testwait.Eventually(t, stormWait, func() bool { return a.n.Load() == n*copies }, "every copy acknowledged")
 			fx.requireOncePerID(t, ids)
 			assert.Zero(t, obs.count(bqpulsar.EventDeadLettered))
 			t.Logf("%d in-flight retries", obs.failedWith(idempotency.ErrInFlight))
@@ -226,7 +226,7 @@ func TestFailedFirstRunIsRetried(t *testing.T) {
 			})
 			const n, copies = 100, 3
 			ids := r.publish(t, n, copies)
-			waitFor(t, "every copy acknowledged", func() bool { return a.n.Load() == n*copies })
+			testwait.Eventually(t, stormWait, func() bool { return a.n.Load() == n*copies }, "every copy acknowledged")
 			fx.requireOncePerID(t, ids)
 			mu.Lock()
 			for _, id := range ids {
@@ -258,11 +258,11 @@ func TestStoreOutageNacksAndLosesNothing(t *testing.T) {
 				bqpulsar.WithNackRedeliveryDelay(50*time.Millisecond))
 			const n, copies = 100, 2
 			ids := r.publish(t, n, copies)
-			waitFor(t, "deliveries failed by the outage", func() bool { return obs.failedWith(idempotency.ErrStore) >= 2*n })
+			testwait.Eventually(t, stormWait, func() bool { return obs.failedWith(idempotency.ErrStore) >= 2*n }, "deliveries failed by the outage")
 			assert.Zero(t, fx.total.Load(), "a handler ran while the store was down")
 			assert.Zero(t, a.n.Load(), "a delivery was acknowledged while the store was down")
 			fs.claim.Store(false)
-			waitFor(t, "every copy acknowledged", func() bool { return a.n.Load() == n*copies })
+			testwait.Eventually(t, stormWait, func() bool { return a.n.Load() == n*copies }, "every copy acknowledged")
 			fx.requireOncePerID(t, ids)
 			assert.Zero(t, obs.count(bqpulsar.EventDeadLettered))
 			assert.Zero(t, obs.count(bqpulsar.EventDropped))
@@ -300,7 +300,7 @@ func TestCrashedWorkersLeaseExpires(t *testing.T) {
 				start := time.Now()
 				_, err = r.pub.PublishEnvelope(context.Background(), env)
 				require.NoError(t, err)
-				waitFor(t, "the message handled", func() bool { return a.n.Load() == 1 })
+				testwait.Eventually(t, stormWait, func() bool { return a.n.Load() == 1 }, "the message handled")
 				fx.requireOncePerID(t, []string{env.Meta.ID})
 				assert.GreaterOrEqual(t, time.Unix(0, firstRun.Load()).Sub(start), 300*time.Millisecond,
 					"the handler ran while the dead worker's lease was still held")
@@ -312,20 +312,4 @@ func TestCrashedWorkersLeaseExpires(t *testing.T) {
 			})
 		}
 	}
-}
-
-// TestConnectorPathFunc runs Guard.Func the way a messaging stage calls it.
-func TestConnectorPathFunc(t *testing.T) {
-	mem, err := idempotency.NewMemoryStore()
-	require.NoError(t, err)
-	g := newGuard(t, mem)
-	runs := 0
-	f := g.Func(func(context.Context, *envelope.Envelope) error { runs++; return nil })
-	env, err := envelope.Make(testURN, nil, envelope.WithMessageID("m-1"))
-	require.NoError(t, err)
-	for range 3 {
-		require.NoError(t, f(context.Background(), env))
-	}
-	require.NoError(t, f(context.Background(), nil))
-	assert.Equal(t, 2, runs, "one run for m-1, one unguarded run for the nil envelope")
 }

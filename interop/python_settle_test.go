@@ -17,6 +17,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
@@ -298,7 +299,7 @@ func deadLetterPeerToGo(w *world) {
 	assert.Equal(t, 0, d.Env.Attempts)
 	assert.Nil(t, d.Env.DeadLetter)
 	assert.Equal(t, "python", d.Env.Meta.Lang)
-	brokertest.Eventually(t, func() bool {
+	testwait.Eventually(t, brokertest.WaitLong, func() bool {
 		return brokertest.Backlog(t, w.tg.Admin(t), w.dlqTopic(), dlq.DefaultSubscription) == 0
 	}, "the redriven copy is acknowledged on the retention subscription")
 }
@@ -352,7 +353,7 @@ func deadLetterGoPoisonToPeer(w *world) {
 	assert.Equal(t, w.dlqTopic(), r.Sent[0].Topic, "%s restores a skipped copy by republishing it", w.py.versions)
 	assert.Equal(t, string(goCopy.Payload()), string(r.Sent[0].Payload))
 	assert.Equal(t, map[string]string{"bq-attempts": "0"}, r.Sent[0].Properties, "with the peer's projection of the copy")
-	brokertest.Eventually(t, func() bool {
+	testwait.Eventually(t, brokertest.WaitLong, func() bool {
 		return brokertest.Backlog(t, w.tg.Admin(t), w.dlqTopic(), dlq.DefaultSubscription) == 2
 	}, "our retention subscription holds the copy twice")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -319,7 +320,7 @@ func (g *goWorker) kinds() []string {
 // waitEvent waits until an event of kind was observed.
 func (g *goWorker) waitEvent(kind bqpulsar.EventKind) {
 	g.t.Helper()
-	brokertest.Eventually(g.t, func() bool {
+	testwait.Eventually(g.t, brokertest.WaitLong, func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		for _, e := range g.events {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive/tck"
@@ -76,7 +77,7 @@ func TestPullSource_TryPullDeliversOnTheRequester(t *testing.T) {
 	for _, m := range sub.received() {
 		require.NoError(t, m.Ack(t.Context()))
 	}
-	eventually(t, func() bool { return len(sub.received()) == 6 }, "three more after three settlements")
+	testwait.Eventually(t, waitTimeout, func() bool { return len(sub.received()) == 6 }, "three more after three settlements")
 	var got []string
 	for _, m := range sub.received() {
 		got = append(got, m.Payload())

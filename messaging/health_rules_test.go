@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
@@ -37,7 +38,7 @@ func TestHealth_CompletedIncomingConnectorChannelIsNotLive(t *testing.T) {
 	src.SendString("last")
 	src.Complete()
 	assert.Equal(t, "last", <-got)
-	eventually(t, func() bool { return !rt.Health().Live }, "a completed connector channel is not live")
+	testwait.Eventually(t, waitTimeout, func() bool { return !rt.Health().Live }, "a completed connector channel is not live")
 	h := channelHealth(t, rt, "in", messaging.Incoming)
 	assert.False(t, h.Live)
 	assert.False(t, h.Ready)
@@ -54,7 +55,7 @@ func TestHealth_CompletedOutgoingConnectorChannelIsNotLive(t *testing.T) {
 	start(t, rt)
 	sink := conn.Sink("out")
 	require.NoError(t, sink.Wait(testCtx(t), 2))
-	eventually(t, func() bool { return !rt.Health().Live }, "a completed connector channel is not live")
+	testwait.Eventually(t, waitTimeout, func() bool { return !rt.Health().Live }, "a completed connector channel is not live")
 	assert.Contains(t, channelHealth(t, rt, "out", messaging.Outgoing).Reason, "completed")
 	assert.False(t, sink.Health().Live, "the in-memory sink itself reports the completion")
 }
@@ -141,7 +142,7 @@ func TestHealth_SubscribeCancelOutsideShutdownIsNotLive(t *testing.T) {
 	require.True(t, rt.Health().Live)
 	conn.Source("in").SendString("one")
 	<-sub.done
-	eventually(t, func() bool { return !rt.Health().Live }, "a cancelled channel is not live")
+	testwait.Eventually(t, waitTimeout, func() bool { return !rt.Health().Live }, "a cancelled channel is not live")
 	h := channelHealth(t, rt, "in", messaging.Incoming)
 	assert.False(t, h.Live)
 	assert.Contains(t, h.Reason, messaging.ErrStreamCancelled.Error())
@@ -155,7 +156,7 @@ func TestHealth_ChannelSubscriberCancelIsNotLive(t *testing.T) {
 	start(t, rt)
 	conn.Source("in").SendString("one")
 	<-sub.done
-	eventually(t, func() bool { return !rt.Health().Live }, "a cancelled channel is not live")
+	testwait.Eventually(t, waitTimeout, func() bool { return !rt.Health().Live }, "a cancelled channel is not live")
 }
 
 // A cancel during Shutdown (here: from OnComplete of the drain) is not a failure.
@@ -229,7 +230,7 @@ func TestHealth_RuntimeObservesCompletionTheConnectorDoesNotReport(t *testing.T)
 	messaging.Consume(rt, "in", nop[[]byte])
 	start(t, rt)
 	conn.Source("in").Complete()
-	eventually(t, func() bool { return !rt.Health().Live }, "the runtime records the completion")
+	testwait.Eventually(t, waitTimeout, func() bool { return !rt.Health().Live }, "the runtime records the completion")
 	assert.Contains(t, channelHealth(t, rt, "in", messaging.Incoming).Reason, messaging.ErrStreamCompleted.Error())
 }
 

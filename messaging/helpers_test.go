@@ -109,10 +109,4 @@ func payloads(n int) []string {
 
 var errBoom = errors.New("boom")
 
-// eventually polls cond until it holds.
-func eventually(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	require.Eventually(t, cond, waitTimeout, time.Millisecond, msg)
-}
-
 type atomicBool = atomic.Bool

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
@@ -110,7 +111,7 @@ func TestMPRM_PayloadProcessorAckTest(t *testing.T) {
 			c := newCounter()
 			sendAll(t, em, c, payloads(10))
 			c.wait(t, 1) // the failure
-			eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 9 }, "9 outputs")
+			testwait.Eventually(t, waitTimeout, func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 9 }, "9 outputs")
 			a, n := c.counts()
 			assert.Equal(t, 0, a, "inputs are acked only after their outputs")
 			assert.Equal(t, 1, n)
@@ -330,7 +331,7 @@ func TestMPRM_AckMatrix(t *testing.T) {
 			}
 			start(t, rt)
 			require.NoError(t, em.SendMessage(p.c.msg("v")))
-			eventually(t, func() bool { return p.ran.Load() == 1 }, "function ran")
+			testwait.Eventually(t, waitTimeout, func() bool { return p.ran.Load() == 1 }, "function ran")
 			if tc.want.acks+tc.want.nacks > 0 {
 				p.c.wait(t, 1)
 			}

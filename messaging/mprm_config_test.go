@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
 )
@@ -160,7 +161,7 @@ func TestHealth_ChannelsAndHandlers(t *testing.T) {
 	assert.Contains(t, rec.Body.String(), `"status":"UP"`)
 
 	conn.Source("in").Fail(errBoom) // a failed stream is not live
-	eventually(t, func() bool { return !rt.Health().Live }, "not live")
+	testwait.Eventually(t, waitTimeout, func() bool { return !rt.Health().Live }, "not live")
 	rec = httptest.NewRecorder()
 	rt.HealthHandler(messaging.ProbeLive).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health/live", nil))
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
@@ -176,7 +177,7 @@ func TestRun_ChannelFailureAndCancel(t *testing.T) {
 		messaging.Consume(rt, "in", nop[[]byte])
 		done := make(chan error, 1)
 		go func() { done <- rt.Run(t.Context()) }()
-		eventually(t, func() bool { return rt.Health().Started }, "started")
+		testwait.Eventually(t, waitTimeout, func() bool { return rt.Health().Started }, "started")
 		conn.Source("in").Fail(errBoom)
 		require.ErrorIs(t, <-done, messaging.ErrChannelFailed)
 	})
@@ -187,7 +188,7 @@ func TestRun_ChannelFailureAndCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- rt.Run(ctx) }()
-		eventually(t, func() bool { return rt.Health().Started }, "started")
+		testwait.Eventually(t, waitTimeout, func() bool { return rt.Health().Started }, "started")
 		require.NoError(t, em.Send(testCtx(t), "x"))
 		cancel()
 		require.NoError(t, <-done)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
@@ -159,7 +160,7 @@ func TestMPRM_OverflowBuffer(t *testing.T) {
 		require.ErrorIs(t, err, messaging.ErrOverflow)
 	}
 	start(t, rt)
-	eventually(t, func() bool { return len(got.get()) == 300 }, "accepted ones delivered")
+	testwait.Eventually(t, waitTimeout, func() bool { return len(got.get()) == 300 }, "accepted ones delivered")
 	assert.Equal(t, accepted, got.get(), "in order")
 }
 
@@ -174,7 +175,7 @@ func TestMPRM_OverflowDefault(t *testing.T) {
 	require.NotEmpty(t, errs)
 	require.ErrorIs(t, errs[0], messaging.ErrOverflow)
 	close(release)
-	eventually(t, func() bool { return len(got.get()) == len(accepted) }, "accepted ones delivered")
+	testwait.Eventually(t, waitTimeout, func() bool { return len(got.get()) == len(accepted) }, "accepted ones delivered")
 	assert.LessOrEqual(t, len(got.get()), messaging.DefaultEmitterBufferSize+1, "at most 128 plus in flight")
 }
 
@@ -204,20 +205,20 @@ func TestMPRM_OverflowDrop(t *testing.T) {
 		require.ErrorIs(t, err, messaging.ErrDropped)
 	}
 	close(release)
-	eventually(t, func() bool { return len(got.get()) == len(accepted) }, "accepted ones delivered")
+	testwait.Eventually(t, waitTimeout, func() bool { return len(got.get()) == len(accepted) }, "accepted ones delivered")
 	assert.Less(t, len(got.get()), 999)
 	assert.False(t, em.Cancelled(), "no stream failure")
 	// The last handler has returned, but its request for more may not have
 	// reached the emitter yet; until it does, Drop drops. The stream goes on
 	// once demand is back: a later Send is accepted and delivered.
-	eventually(t, func() bool {
+	testwait.Eventually(t, waitTimeout, func() bool {
 		err := em.Send(testCtx(t), "after")
 		if err != nil {
 			require.ErrorIs(t, err, messaging.ErrDropped)
 		}
 		return err == nil
 	}, "the stream goes on")
-	eventually(t, func() bool { vs := got.get(); return len(vs) > 0 && vs[len(vs)-1] == "after" }, `"after" delivered`)
+	testwait.Eventually(t, waitTimeout, func() bool { vs := got.get(); return len(vs) > 0 && vs[len(vs)-1] == "after" }, `"after" delivered`)
 }
 
 func TestMPRM_OverflowLatest(t *testing.T) {
@@ -234,7 +235,7 @@ func TestMPRM_OverflowLatest(t *testing.T) {
 		results = append(results, ch)
 	}
 	close(release)
-	eventually(t, func() bool { vs := got.get(); return len(vs) > 0 && vs[len(vs)-1] == "999" }, `"999" always arrives`)
+	testwait.Eventually(t, waitTimeout, func() bool { vs := got.get(); return len(vs) > 0 && vs[len(vs)-1] == "999" }, `"999" always arrives`)
 	dropped := 0
 	for _, ch := range results[:999] {
 		if err := <-ch; err != nil {
@@ -269,8 +270,8 @@ func TestMPRM_OverflowThrowException(t *testing.T) {
 	require.NotEmpty(t, errs)
 	require.ErrorIs(t, errs[0], messaging.ErrNoDemand)
 	close(release)
-	eventually(t, func() bool { return len(got.get()) == len(accepted) }, "accepted ones delivered")
-	eventually(t, em.HasDemand, "demand again")
+	testwait.Eventually(t, waitTimeout, func() bool { return len(got.get()) == len(accepted) }, "accepted ones delivered")
+	testwait.Eventually(t, waitTimeout, em.HasDemand, "demand again")
 	require.NoError(t, em.Send(testCtx(t), "second burst"), "a second burst still flows")
 }
 

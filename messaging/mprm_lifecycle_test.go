@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
@@ -42,7 +43,7 @@ func TestShutdown_DrainsInFlightBeforeClosing(t *testing.T) {
 		require.NoError(t, m.Ack(t.Context()))
 	}
 	// "late" may have entered; ack whatever else arrived.
-	eventually(t, func() bool {
+	testwait.Eventually(t, waitTimeout, func() bool {
 		for _, m := range sink.Messages() {
 			_ = m.Ack(t.Context())
 		}
@@ -149,7 +150,7 @@ func TestMPRM_ShapeTests(t *testing.T) {
 	assert.Equal(t, 1, <-gen)
 	assert.Equal(t, 2, <-gen)
 	assert.Equal(t, 3, <-gen)
-	eventually(t, sub.completed.Load, "Generate completes on io.EOF")
+	testwait.Eventually(t, waitTimeout, sub.completed.Load, "Generate completes on io.EOF")
 }
 
 type intCollector struct {

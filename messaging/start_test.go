@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
@@ -113,7 +114,7 @@ func TestHealth_ChannelStartedWhenSubscribedAndStartedStays(t *testing.T) {
 	assert.True(t, h.Started)
 	assert.True(t, h.Ready)
 	conn.Source("in").Fail(errBoom)
-	eventually(t, func() bool { return !rt.Health().Live }, "not live")
+	testwait.Eventually(t, waitTimeout, func() bool { return !rt.Health().Live }, "not live")
 	assert.True(t, rt.Health().Started, "Started stays true")
 }
 

@@ -17,7 +17,7 @@ type adminServer struct {
 
 	tlsSrv   *http.Server // WithAdminTLS (tls.go)
 	httpsURL string
-	ns       namespaceSet // admin_more.go
+	ns       namespaceSet // admin_namespaces.go
 }
 
 // AdminURL returns the base URL of the admin REST subset ("http://host:port"), or "" without WithAdminHTTP.
@@ -43,7 +43,7 @@ func (b *Broker) startAdmin(ln net.Listener) {
 	mux.HandleFunc("GET "+base+"/{topic}/partitions", a.getPartitioned)
 	mux.HandleFunc("DELETE "+base+"/{topic}/partitions", a.deletePartitioned)
 	mux.HandleFunc("GET "+base+"/{topic}/subscriptions", a.listSubscriptions)
-	a.registerMore(mux, base) // admin_more.go
+	a.registerMore(mux, base) // admin_namespaces.go
 	mux.HandleFunc("POST "+base+"/{topic}/terminate", a.terminateTopic)
 	mux.HandleFunc("POST "+base+"/{topic}/partitions/terminate", a.terminatePartitioned)
 	a.registerPeek(mux, base) // admin_peek.go

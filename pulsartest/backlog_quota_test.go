@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
@@ -35,7 +36,7 @@ func TestBacklogQuotaRefusesProducers(t *testing.T) {
 	require.Error(t, err, "over quota at once")
 	assert.Contains(t, err.Error(), "ProducerBlockedQuotaExceededException")
 	clock.Advance(5 * time.Second)
-	eventually(t, "the producer to be disconnected", func() bool { return b.Stats(topic).Producers == 0 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Stats(topic).Producers == 0 }, "the producer to be disconnected")
 
 	code, _ = adminDo(t, http.MethodDelete, ns+"/backlogQuota", "")
 	require.Equal(t, http.StatusNoContent, code)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
@@ -114,7 +115,7 @@ func TestPauseDispatchAndBacklog(t *testing.T) {
 	for _, m := range ms {
 		require.NoError(t, k.Ack(m))
 	}
-	eventually(t, "backlog 0", func() bool { return b.Backlog(topic, "s") == 0 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Backlog(topic, "s") == 0 }, "backlog 0")
 	assert.Equal(t, []string{"s"}, b.Subscriptions(topic))
 }
 
@@ -217,7 +218,7 @@ func TestTopicBusyWhileClientsAreConnected(t *testing.T) {
 	sendAll(t, p, "x")
 	require.ErrorIs(t, b.DeleteTopic(topic), pulsartest.ErrTopicBusy)
 	p.Close()
-	eventually(t, "producer gone", func() bool { return b.Stats(topic).Producers == 0 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Stats(topic).Producers == 0 }, "producer gone")
 	require.NoError(t, b.DeleteTopic(topic))
 }
 

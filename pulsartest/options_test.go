@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
@@ -50,14 +51,14 @@ func TestBatchIndexAck(t *testing.T) {
 	ms := receiveN(t, k, 3)
 	require.NoError(t, k.Ack(ms[0]))
 	require.NoError(t, k.Ack(ms[2]))
-	eventually(t, "one message of the batch left", func() bool { return b.Backlog(topic, "s") == 1 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Backlog(topic, "s") == 1 }, "one message of the batch left")
 	k.Close()
 	k = subscribe(t, c, opts)
 	m := receive(t, k)
 	assert.Equal(t, "b", string(m.Payload()), "only the unacked batch member comes back")
 	expectNone(t, k, 200*time.Millisecond)
 	require.NoError(t, k.Ack(m))
-	eventually(t, "backlog 0", func() bool { return b.Backlog(topic, "s") == 0 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Backlog(topic, "s") == 0 }, "backlog 0")
 }
 
 func TestBatchWithoutBatchIndexAckRedeliversTheWholeBatch(t *testing.T) {
@@ -271,12 +272,12 @@ func TestFailoverConsistentHashSelection(t *testing.T) {
 	}
 	a := subscribe(t, c, opts("a", la))
 	subscribe(t, c, opts("b", lb))
-	eventually(t, "exactly one active consumer", func() bool {
+	testwait.Eventually(t, eventuallyWithin, func() bool {
 		return (la.last() == "active") != (lb.last() == "active") && la.last() != "" && lb.last() != ""
-	})
+	}, "exactly one active consumer")
 	if la.last() == "active" {
 		a.Close()
-		eventually(t, "fail over to b", func() bool { return lb.last() == "active" })
+		testwait.Eventually(t, eventuallyWithin, func() bool { return lb.last() == "active" }, "fail over to b")
 	}
 }
 
@@ -337,9 +338,9 @@ func TestRealisticFailoverDelay(t *testing.T) {
 	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	sendAll(t, p, "x")
 	receive(t, a)
-	eventually(t, "b told it is inactive", func() bool { return lb.last() == "inactive" })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return lb.last() == "inactive" }, "b told it is inactive")
 	a.Close()
-	eventually(t, "b told it is active", func() bool { return lb.last() == "active" })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return lb.last() == "active" }, "b told it is active")
 	expectNone(t, standby, 200*time.Millisecond) // the failover delay has not passed
 	clock.Advance(time.Second)
 	assert.Equal(t, "x", string(receive(t, standby).Payload()))
@@ -385,7 +386,7 @@ func TestInactiveTopicGC(t *testing.T) {
 	p.Close()
 	subscribe(t, c, apulsar.ConsumerOptions{Topic: used, SubscriptionName: "s"})
 	require.NoError(t, b.CreatePartitionedTopic("kept", 1))
-	eventually(t, "producer gone", func() bool { return b.Stats(idle).Producers == 0 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Stats(idle).Producers == 0 }, "producer gone")
 	clock.Advance(time.Minute)
 	assert.NotContains(t, b.Topics(), "persistent://public/default/"+idle)
 	assert.Contains(t, b.Topics(), "persistent://public/default/"+used)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 )
 
 func readNext(t *testing.T, r apulsar.Reader) string {
@@ -45,10 +46,10 @@ func TestReaderCloseRemovesItsSubscription(t *testing.T) {
 				}
 			}
 			r.Close()
-			eventually(t, "the reader's subscription to go", func() bool {
+			testwait.Eventually(t, eventuallyWithin, func() bool {
 				subs := listSubscriptionsREST(t, tg.AdminURL(), topic)
 				return len(subs) == 1 && subs[0] == "durable"
-			})
+			}, "the reader's subscription to go")
 		}
 		k.Close()
 		assert.Equal(t, []string{"durable"}, listSubscriptionsREST(t, tg.AdminURL(), topic),
@@ -79,17 +80,17 @@ func TestReaderResumesAfterDropWithoutItsSubscription(t *testing.T) {
 	before := b.Subscriptions(topic)
 	require.Len(t, before, 1)
 	b.DropConnections()
-	eventually(t, "the reader to resubscribe", func() bool {
+	testwait.Eventually(t, eventuallyWithin, func() bool {
 		st := b.Stats(topic)
 		return len(st.Subscriptions) == 1 && st.Subscriptions[before[0]].Consumers == 1
-	})
+	}, "the reader to resubscribe")
 	p = newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	sendAll(t, p, "m-2", "m-3")
 	assert.Equal(t, "m-2", readNext(t, r))
 	assert.Equal(t, "m-3", readNext(t, r))
 	assert.False(t, r.HasNext(), "nothing twice")
 	r.Close()
-	eventually(t, "no subscription left", func() bool { return len(b.Subscriptions(topic)) == 0 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return len(b.Subscriptions(topic)) == 0 }, "no subscription left")
 }
 
 // After a trim that removed every entry of a topic (brokertest.ForceTrim: unload, then trim), Pulsar 4.0 answers

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
@@ -101,7 +102,7 @@ func TestTrimReaderDoesNotProtectEntries(t *testing.T) {
 	r, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.EarliestMessageID()})
 	require.NoError(t, err)
 	defer r.Close()
-	eventually(t, "the reader's subscription", func() bool { return len(b.Subscriptions(topic)) == 2 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return len(b.Subscriptions(topic)) == 2 }, "the reader's subscription")
 	var reader string
 	for _, s := range b.Subscriptions(topic) {
 		if s != "s" {
@@ -131,7 +132,7 @@ func TestTrimWithoutSubscriptionAlsoIgnoresReaders(t *testing.T) {
 	r, err := c.CreateReader(apulsar.ReaderOptions{Topic: topic, StartMessageID: apulsar.EarliestMessageID()})
 	require.NoError(t, err)
 	defer r.Close()
-	eventually(t, "the reader's subscription", func() bool { return len(b.Subscriptions(topic)) == 1 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return len(b.Subscriptions(topic)) == 1 }, "the reader's subscription")
 	assert.Equal(t, 2, b.Trim(topic))
 	b.ResumeDispatch(topic)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)

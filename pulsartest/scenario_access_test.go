@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
 
@@ -161,7 +162,7 @@ func TestAccessModeExclusiveWithFencing(t *testing.T) {
 		defer cancel()
 		_, err := old.Send(ctx, &apulsar.ProducerMessage{Payload: []byte("after")})
 		require.ErrorIs(t, err, apulsar.ErrProducerFenced)
-		eventually(t, "the fenced producer to close", closing)
+		testwait.Eventually(t, eventuallyWithin, closing, "the fenced producer to close")
 		_, err = c.CreateProducer(apulsar.ProducerOptions{Topic: topic, ProducerAccessMode: apulsar.ProducerAccessModeExclusive})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "ProducerFenced")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
@@ -26,14 +27,14 @@ func TestNonPersistentTopicKeepsNothing(t *testing.T) {
 		// Until the consumer's FLOW reached the broker it has no permits, and a non-persistent message without
 		// a permit is dropped: send until one arrives.
 		var got apulsar.Message
-		eventually(t, "a live message", func() bool {
+		testwait.Eventually(t, eventuallyWithin, func() bool {
 			sendAll(t, p, "live")
 			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 			defer cancel()
 			m, err := k.Receive(ctx)
 			got = m
 			return err == nil
-		})
+		}, "a live message")
 		assert.Equal(t, "live", string(got.Payload()))
 		k.Close()
 		sendAll(t, p, "gone")
@@ -86,7 +87,7 @@ func TestTopicTermination(t *testing.T) {
 	assert.Contains(t, body, `"entryId":0`)
 	// Waited for through the client's log, not by polling with Send: the client's close of
 	// the producer races with a concurrent Send (newClientSeeingCloses).
-	eventually(t, "the producer to close", closing)
+	testwait.Eventually(t, eventuallyWithin, closing, "the producer to close")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	_, err := p.Send(ctx, &apulsar.ProducerMessage{Payload: []byte("more")})

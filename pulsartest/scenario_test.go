@@ -10,6 +10,8 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 )
 
 // Scenario suite of BROKER.md §9. Every scenario runs against the embedded broker and, when PULSAR_URL is set,
@@ -61,7 +63,7 @@ func TestScenario01RoundTrip(t *testing.T) {
 		}
 		require.NoError(t, k.Ack(ms[0]))
 		if b := tg.Broker(); b != nil {
-			eventually(t, "backlog 0", func() bool { return b.Backlog(topic, "s") == 0 })
+			testwait.Eventually(t, eventuallyWithin, func() bool { return b.Backlog(topic, "s") == 0 }, "backlog 0")
 		}
 	})
 }
@@ -275,9 +277,9 @@ func TestScenario09Failover(t *testing.T) {
 		b := subscribe(t, c, apulsar.ConsumerOptions{
 			Topic: topic, SubscriptionName: "s", Type: apulsar.Failover, Name: "b-consumer", EventListener: lb,
 		})
-		eventually(t, "one active consumer", func() bool {
+		testwait.Eventually(t, eventuallyWithin, func() bool {
 			return (la.last() == "active") != (lb.last() == "active") && la.last() != "" && lb.last() != ""
-		})
+		}, "one active consumer")
 		active, standby, activeL := a, b, la
 		if lb.last() == "active" {
 			active, standby, activeL = b, a, lb
@@ -295,7 +297,7 @@ func TestScenario09Failover(t *testing.T) {
 		if standby == a {
 			standbyL = la
 		}
-		eventually(t, "standby became active", func() bool { return standbyL.last() == "active" })
+		testwait.Eventually(t, eventuallyWithin, func() bool { return standbyL.last() == "active" }, "standby became active")
 	})
 }
 
@@ -323,7 +325,7 @@ func TestScenario09FailoverPartitioned(t *testing.T) {
 			part         string
 			owner, other apulsar.Consumer
 		}{{"0", a, b}, {"1", b, a}} {
-			eventually(t, "partition "+w.part+"'s consumer to be active", func() bool {
+			testwait.Eventually(t, eventuallyWithin, func() bool {
 				_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("probe"), Properties: map[string]string{"part": w.part}})
 				require.NoError(t, err)
 				for _, k := range []apulsar.Consumer{w.other, w.owner} { // the other one first: a probe it got is acked away
@@ -339,7 +341,7 @@ func TestScenario09FailoverPartitioned(t *testing.T) {
 					}
 				}
 				return false
-			})
+			}, "partition %s's consumer to be active", w.part)
 		}
 		for i := range 10 {
 			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte{byte('0' + i)}, Properties: map[string]string{"part": strconv.Itoa(i % 2)}})

@@ -284,17 +284,8 @@ func sorted(s []string) []string {
 	return s
 }
 
-// eventually polls cond until it holds or 10 s passed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// eventuallyWithin bounds every testwait.Eventually of these tests.
+const eventuallyWithin = 10 * time.Second
 
 // createPartitionedREST creates public/default/name with n partitions through the admin REST API:
 // PUT /admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions with the count as body (the pulsaradmin

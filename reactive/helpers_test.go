@@ -83,14 +83,5 @@ func (r *recorder[T]) wait(t *testing.T) {
 	}
 }
 
-// eventually polls cond until it holds or 5 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// eventuallyWithin bounds every testwait.Eventually of these tests.
+const eventuallyWithin = 5 * time.Second

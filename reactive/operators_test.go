@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
 
@@ -73,7 +74,7 @@ func TestMapBoundsUpstreamDemand(t *testing.T) {
 	r := newRecorder[int](0)
 	p.Subscribe(r)
 	r.subscription().Request(reactive.Unbounded)
-	eventually(t, "100 values", func() bool { v, _, _ := r.snapshot(); return len(v) >= 100 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { v, _, _ := r.snapshot(); return len(v) >= 100 }, "100 values")
 	r.subscription().Cancel()
 	vals, _, err := r.snapshot()
 	require.NoError(t, err)
@@ -112,7 +113,7 @@ func TestFlatMapConcat(t *testing.T) {
 	r := newRecorder[string](0)
 	p.Subscribe(r)
 	r.subscription().Request(2)
-	eventually(t, "two values", func() bool { v, _, _ := r.snapshot(); return len(v) == 2 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { v, _, _ := r.snapshot(); return len(v) == 2 }, "two values")
 	assert.Equal(t, int64(2), outerPulled.Load(), "outer requested one at a time, after the inner completed")
 	r.subscription().Request(10)
 	r.wait(t)
@@ -174,7 +175,7 @@ func TestMergeWindowBoundsPerSourceRequests(t *testing.T) {
 	r := newRecorder[int](0)
 	p.Subscribe(r)
 	r.subscription().Request(1)
-	eventually(t, "one value", func() bool { v, _, _ := r.snapshot(); return len(v) == 1 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { v, _, _ := r.snapshot(); return len(v) == 1 }, "one value")
 	// demand 1: each source gets a window of 1
 	assert.LessOrEqual(t, a.Load(), int64(1))
 	assert.LessOrEqual(t, b.Load(), int64(1))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
 
@@ -162,7 +163,7 @@ func TestFromFuncOnePerDemandAndEOF(t *testing.T) {
 	r := newRecorder[int](0)
 	p.Subscribe(r)
 	r.subscription().Request(2)
-	eventually(t, "two values", func() bool { v, _, _ := r.snapshot(); return len(v) == 2 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { v, _, _ := r.snapshot(); return len(v) == 2 }, "two values")
 	time.Sleep(20 * time.Millisecond)
 	assert.Equal(t, int64(2), calls.Load(), "next is called once per unit of demand")
 	r.subscription().Request(5)
@@ -205,7 +206,7 @@ func TestFromChanUnicastAndLeavesValues(t *testing.T) {
 	p := reactive.FromChan(ch)
 	r := newRecorder[int](1)
 	p.Subscribe(r)
-	eventually(t, "one value", func() bool { v, _, _ := r.snapshot(); return len(v) == 1 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { v, _, _ := r.snapshot(); return len(v) == 1 }, "one value")
 
 	r2 := newRecorder[int](1)
 	p.Subscribe(r2)
@@ -269,7 +270,7 @@ func TestToChanBuffersAtMostBuffer(t *testing.T) {
 	p := reactive.FromFunc(func(context.Context) (int, error) { return int(calls.Add(1)), nil })
 	ctx, cancel := context.WithCancel(t.Context())
 	vals, errc := reactive.ToChan(ctx, p, 3)
-	eventually(t, "buffer filled", func() bool { return calls.Load() >= 3 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return calls.Load() >= 3 }, "buffer filled")
 	time.Sleep(20 * time.Millisecond)
 	assert.LessOrEqual(t, calls.Load(), int64(4), "3 buffered + at most 1 handed to the receiver")
 	assert.Equal(t, 1, <-vals)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/schema"
@@ -185,11 +186,11 @@ func TestMiddlewareDeadLettersInvalidData(t *testing.T) {
 	assert.Contains(t, *dead.DeadLetter.Error, "2 violations")
 	assert.JSONEq(t, `{"order_id":0,"extra":1}`, string(dead.Data))
 
-	require.Eventually(t, func() bool {
+	testwait.Eventually(t, 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(handled) == 2
-	}, 30*time.Second, 10*time.Millisecond)
+	}, "the two valid orders handled")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.ElementsMatch(t, []string{`{"order_id":9}`, `{"free":"form"}`}, handled)

@@ -13,6 +13,8 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a polling reader.
@@ -65,14 +67,14 @@ func startBrokerCommand(t *testing.T, args ...string) *brokerCommand {
 func (b *brokerCommand) url(t *testing.T, prefix string) string {
 	t.Helper()
 	var url string
-	require.Eventually(t, func() bool {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		for _, l := range strings.Fields(b.stdout.String()) {
 			if strings.HasPrefix(l, prefix) {
 				url = l
 			}
 		}
 		return url != ""
-	}, 10*time.Second, 5*time.Millisecond, "%s URL on stdout; stderr: %s", prefix, b.stderr.String())
+	}, "%s URL on stdout; stderr: %s", prefix, b.stderr.String())
 	return url
 }
 
@@ -135,7 +137,7 @@ func TestBrokerCommandTrims(t *testing.T) {
 	// No durable subscription holds the entry, so a trim drops it, as Pulsar drops the
 	// ledgers of a topic without subscriptions; a reader from the earliest position then
 	// receives nothing (HasNext would still say yes: the last message id stays).
-	assert.Eventually(t, func() bool {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		r, err := client.CreateReader(apulsar.ReaderOptions{Topic: "unsubscribed", StartMessageID: apulsar.EarliestMessageID()})
 		if err != nil {
 			return false
@@ -145,7 +147,7 @@ func TestBrokerCommandTrims(t *testing.T) {
 		defer rcancel()
 		_, err = r.Next(rctx)
 		return errors.Is(err, context.DeadlineExceeded)
-	}, 10*time.Second, 50*time.Millisecond, "the entry was never trimmed")
+	}, "the entry was never trimmed")
 	client.Close()
 	b.stop()
 }

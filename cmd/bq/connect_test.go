@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
@@ -189,8 +190,7 @@ func TestSIGINTEndsAFollowingTail(t *testing.T) {
 	// the reader is being created) ends it as an interrupted connect, without the count.
 	code, _, perr := runBQ(t, "publish", "--url="+b.URL(), "--topic", "orders", "--urn", "urn:babel:orders:created")
 	require.Equal(t, exitOK, code, perr)
-	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "urn:babel:orders:created") },
-		30*time.Second, 10*time.Millisecond, "the tail prints the message; stderr: %s", stderr.String())
+	testwait.Eventually(t, 30*time.Second, func() bool { return strings.Contains(stdout.String(), "urn:babel:orders:created") }, "the tail prints the message; stderr: %s", stderr.String())
 	code, took := interruptAndWait(t, cmd)
 	assert.Equal(t, exitInterrupted, code, stderr.String())
 	assert.Less(t, took, time.Second)

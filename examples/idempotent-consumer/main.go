@@ -27,6 +27,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/examples/internal/exampleenv"
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
+	"github.com/babelqueue/babelqueue-go-pulsar/idempotency/redisstore"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -65,7 +66,7 @@ func store(ctx context.Context, w io.Writer) (idempotency.Store, func() error, e
 	if err := client.Ping(ctx).Err(); err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("redis at %s: %w", addr, err), client.Close())
 	}
-	s, err := idempotency.NewRedisStore(client, idempotency.WithKeyPrefix(fmt.Sprintf("example:%d:", time.Now().UnixNano())))
+	s, err := redisstore.New(client, redisstore.WithKeyPrefix(fmt.Sprintf("example:%d:", time.Now().UnixNano())))
 	fmt.Fprintf(w, "store: redis at %s (from REDIS_ADDR)\n", addr)
 	return s, client.Close, err
 }

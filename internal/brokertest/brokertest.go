@@ -1,7 +1,8 @@
 // Package brokertest is the module's test support for code that talks to a broker: unique
 // topic names, a client closed at cleanup, a collector that records every message of a
-// topic, and a polling wait. The pulsar, pulsar/connector, dlq, cmd/bq and pulsartest tests
-// share it; it is imported by _test.go files only.
+// topic, and [WaitLong], the bound of a wait for the broker (the wait itself is
+// internal/testwait's). The pulsar, pulsar/connector, dlq, cmd/bq, interop and pulsartest
+// tests share it; it is imported by _test.go files only.
 //
 // Dual-target tests run the same body against the embedded broker (pulsartest) and, when
 // PULSAR_URL is set, against a real Apache Pulsar: Each runs the two as parallel subtests
@@ -24,6 +25,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -141,21 +143,12 @@ func (c *Collector) Count() int {
 	return len(c.msgs)
 }
 
-// Eventually polls cond every 10 ms until it holds, failing the test with msg after
-// [WaitLong].
+// Eventually is [testwait.Eventually] with [WaitLong] as its bound, not a wait of its own.
+// New tests call testwait.Eventually(tb, brokertest.WaitLong, cond, msg, args...); this
+// stays only until the last callers (the pulsar and pulsar/connector tests) move.
 func Eventually(tb testing.TB, cond func() bool, msg string, args ...any) {
 	tb.Helper()
-	deadline := time.NewTimer(WaitLong)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			tb.Fatalf("eventually: "+msg, args...)
-		case <-tick.C:
-		}
-	}
+	testwait.Eventually(tb, WaitLong, cond, msg, args...)
 }
 
 // SilentListener accepts TCP connections on a loopback port and never answers, like a host

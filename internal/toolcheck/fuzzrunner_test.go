@@ -1,5 +1,7 @@
-// Package toolcheck holds the module's checks of its own scripts: they run in CI, so a
-// mistake in one fails (or, worse, passes) every submission.
+// Package toolcheck holds the module's checks of its own build: its scripts, which run in
+// CI, so a mistake in one fails (or, worse, passes) every submission; and the dependency
+// sets it promises, pinned in testdata/deps, so that a new dependency of envelope, pulsar
+// or idempotency is a decision and never an accident.
 package toolcheck
 
 import (

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
@@ -22,18 +23,9 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// eventually waits until cond holds: delivery and settlement are
-// asynchronous (one goroutine per subscription and per sink).
-func eventually(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", msg)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// eventuallyWithin bounds every testwait.Eventually of these tests: delivery and settlement
+// are asynchronous (one goroutine per subscription and per sink).
+const eventuallyWithin = 10 * time.Second
 
 func cfg(c *inmemory.Connector, ch string, d messaging.Direction, attrs map[string]string) messaging.ChannelConfig {
 	return messaging.NewChannelConfig(ch, inmemory.Name, d, attrs, c.Attributes())
@@ -121,24 +113,24 @@ func TestSource_MaxInflight(t *testing.T) {
 		h.SendString(string(rune('a' + i)))
 	}
 	src.Subscribe(rec)
-	eventually(t, func() bool { return len(rec.received()) == 3 }, "3 delivered")
+	testwait.Eventually(t, eventuallyWithin, func() bool { return len(rec.received()) == 3 }, "3 delivered")
 	time.Sleep(10 * time.Millisecond) // a fourth would arrive now if the bound leaked
 	assert.Len(t, rec.received(), 3)
 	assert.Equal(t, 3, h.InFlight())
 	for i := range 7 {
 		require.NoError(t, rec.received()[i].Ack(t.Context()))
-		eventually(t, func() bool { return len(rec.received()) == 4+i }, "one more per settlement")
+		testwait.Eventually(t, eventuallyWithin, func() bool { return len(rec.received()) == 4+i }, "one more per settlement")
 		assert.LessOrEqual(t, h.InFlight(), 3)
 	}
 	require.NoError(t, rec.received()[7].Nack(t.Context(), errors.New("x"), messaging.RedeliverAfter(time.Second)))
-	eventually(t, func() bool { return len(rec.received()) == 10 }, "all delivered")
+	testwait.Eventually(t, eventuallyWithin, func() bool { return len(rec.received()) == 10 }, "all delivered")
 	a, n := h.Counts()
 	assert.Equal(t, 7, a)
 	assert.Equal(t, 1, n)
 	st := h.Settlements()
 	assert.Equal(t, time.Second, st[len(st)-1].Options.Delay)
 	h.Complete()
-	eventually(t, func() bool { done, _ := rec.terminal(); return done }, "completed")
+	testwait.Eventually(t, eventuallyWithin, func() bool { done, _ := rec.terminal(); return done }, "completed")
 	assert.False(t, src.Health().Live, "a completed source is not live")
 }
 
@@ -155,7 +147,7 @@ func TestSource_DemandAndTerminals(t *testing.T) {
 	assert.Empty(t, rec.received(), "no demand, no delivery")
 	assert.True(t, src.Health().Started)
 	rec.sub.Request(1)
-	eventually(t, func() bool { return len(rec.received()) == 1 }, "1 delivered")
+	testwait.Eventually(t, eventuallyWithin, func() bool { return len(rec.received()) == 1 }, "1 delivered")
 	md, ok := messaging.MetadataOf[struct{ K string }](rec.received()[0].Metadata())
 	assert.True(t, ok)
 	assert.Equal(t, "k", md.K)
@@ -184,12 +176,12 @@ func TestSource_Close(t *testing.T) {
 	rec := &recorder{n: 10}
 	src.Subscribe(rec)
 	h.SendString("a")
-	eventually(t, func() bool { return len(rec.received()) == 1 }, "1 delivered")
+	testwait.Eventually(t, eventuallyWithin, func() bool { return len(rec.received()) == 1 }, "1 delivered")
 	short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, src.Close(short), context.DeadlineExceeded, "one unsettled")
 	h.SendString("b")
-	eventually(t, func() bool { done, _ := rec.terminal(); return done }, "Close completes the stream")
+	testwait.Eventually(t, eventuallyWithin, func() bool { done, _ := rec.terminal(); return done }, "Close completes the stream")
 	assert.Len(t, rec.received(), 1, "closed: nothing more delivered")
 	require.NoError(t, rec.received()[0].Ack(t.Context()))
 	require.NoError(t, src.Close(ctx(t)))
@@ -254,12 +246,12 @@ func TestSink_WindowAndAutoAck(t *testing.T) {
 	assert.Equal(t, []int64{4}, up.requests, "the first request is the window")
 	assert.True(t, sink.Health().Started)
 	for i := range 20 {
-		eventually(t, func() bool { return up.outstanding(i) > 0 }, "demand for the next message")
+		testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding(i) > 0 }, "demand for the next message")
 		up.s.OnNext(up.msg("m"))
 		assert.LessOrEqual(t, up.outstanding(i+1), int64(4), "more than the window outstanding")
 	}
 	assert.Greater(t, len(up.requests), 1, "topped up")
-	eventually(t, func() bool { up.mu.Lock(); defer up.mu.Unlock(); return up.acks == 20 }, "auto-ack")
+	testwait.Eventually(t, eventuallyWithin, func() bool { up.mu.Lock(); defer up.mu.Unlock(); return up.acks == 20 }, "auto-ack")
 	assert.Len(t, c.Sink("out").Payloads(), 20)
 	up.s.OnComplete()
 	done, ferr := c.Sink("out").Terminal()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive/tck"
@@ -165,13 +166,13 @@ func TestPullSource_MaxInflightAndSettlement(t *testing.T) {
 	}, messaging.WithMaxInflight(3))
 	sub := &subscriberOf[string]{n: reactive.Unbounded}
 	src.Subscribe(sub)
-	eventually(t, func() bool { return len(sub.received()) == 3 }, "3 delivered")
+	testwait.Eventually(t, waitTimeout, func() bool { return len(sub.received()) == 3 }, "3 delivered")
 	time.Sleep(20 * time.Millisecond) // a fourth would come now if the bound leaked
 	assert.Len(t, sub.received(), 3)
 	assert.Equal(t, 3, src.InFlight())
 	require.NoError(t, sub.received()[0].Ack(t.Context()))
 	require.NoError(t, sub.received()[1].Nack(t.Context(), errBoom, messaging.ToDeadLetter()))
-	eventually(t, func() bool { return len(sub.received()) == 5 }, "two more after two settlements")
+	testwait.Eventually(t, waitTimeout, func() bool { return len(sub.received()) == 5 }, "two more after two settlements")
 	acks, nacks := c.counts()
 	assert.Equal(t, 1, acks)
 	assert.Equal(t, 1, nacks)
@@ -188,7 +189,7 @@ func TestPullSource_TerminalsAndHealth(t *testing.T) {
 	assert.False(t, eof.Health().Started)
 	s1 := &subscriberOf[int]{n: 1}
 	eof.Subscribe(s1)
-	eventually(t, func() bool { done, _ := s1.terminal(); return done }, "completed")
+	testwait.Eventually(t, waitTimeout, func() bool { done, _ := s1.terminal(); return done }, "completed")
 	h := eof.Health()
 	assert.True(t, h.Started)
 	assert.False(t, h.Live, "a completed source is not live")
@@ -197,7 +198,7 @@ func TestPullSource_TerminalsAndHealth(t *testing.T) {
 	failing := messaging.NewPullSource("b", func(context.Context) (messaging.Message[int], error) { return nil, errBoom })
 	s2 := &subscriberOf[int]{n: 1}
 	failing.Subscribe(s2)
-	eventually(t, func() bool { _, err := s2.terminal(); return err != nil }, "failed")
+	testwait.Eventually(t, waitTimeout, func() bool { _, err := s2.terminal(); return err != nil }, "failed")
 	_, err := s2.terminal()
 	require.ErrorIs(t, err, errBoom)
 	assert.False(t, failing.Health().Live)
@@ -206,7 +207,7 @@ func TestPullSource_TerminalsAndHealth(t *testing.T) {
 	panicking := messaging.NewPullSource("c", func(context.Context) (messaging.Message[int], error) { panic("pull") })
 	s3 := &subscriberOf[int]{n: 1}
 	panicking.Subscribe(s3)
-	eventually(t, func() bool { _, err := s3.terminal(); return err != nil }, "failed")
+	testwait.Eventually(t, waitTimeout, func() bool { _, err := s3.terminal(); return err != nil }, "failed")
 	_, err = s3.terminal()
 	require.ErrorIs(t, err, reactive.ErrPanic)
 
@@ -215,7 +216,7 @@ func TestPullSource_TerminalsAndHealth(t *testing.T) {
 	})
 	s4 := &subscriberOf[int]{n: 1}
 	nilMsg.Subscribe(s4)
-	eventually(t, func() bool { _, err := s4.terminal(); return err != nil }, "failed")
+	testwait.Eventually(t, waitTimeout, func() bool { _, err := s4.terminal(); return err != nil }, "failed")
 	_, err = s4.terminal()
 	require.ErrorIs(t, err, messaging.ErrNilMessage)
 }
@@ -229,11 +230,11 @@ func TestPullSource_Close(t *testing.T) {
 	src := messaging.NewChanSource("in", ch)
 	sub := &subscriberOf[string]{n: 10}
 	src.Subscribe(sub)
-	eventually(t, func() bool { return len(sub.received()) == 1 }, "delivered")
+	testwait.Eventually(t, waitTimeout, func() bool { return len(sub.received()) == 1 }, "delivered")
 	short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, src.Close(short), context.DeadlineExceeded, "one unsettled")
-	eventually(t, func() bool { done, _ := sub.terminal(); return done }, "Close completes the stream")
+	testwait.Eventually(t, waitTimeout, func() bool { done, _ := sub.terminal(); return done }, "Close completes the stream")
 	h := src.Health()
 	assert.True(t, h.Live, "completion by Close is the orderly end")
 	assert.False(t, h.Ready)
@@ -254,7 +255,7 @@ func TestSeqSource_ErrorFails(t *testing.T) {
 	})
 	sub := &subscriberOf[int]{n: 5}
 	src.Subscribe(sub)
-	eventually(t, func() bool { _, err := sub.terminal(); return err != nil }, "failed")
+	testwait.Eventually(t, waitTimeout, func() bool { _, err := sub.terminal(); return err != nil }, "failed")
 	assert.Len(t, sub.received(), 1)
 	assert.False(t, src.Health().Live)
 }
@@ -288,14 +289,14 @@ func TestFuncSink_ConcurrencyAndSettlement(t *testing.T) {
 	for _, v := range []string{"a", "bad", "c", "d"} {
 		up.s.OnNext(c.msg(v))
 	}
-	eventually(t, func() bool { return running.Load() == 2 }, "two sends at once")
+	testwait.Eventually(t, waitTimeout, func() bool { return running.Load() == 2 }, "two sends at once")
 	close(release)
 	c.wait(t, 4)
 	acks, nacks := c.counts()
 	assert.Equal(t, 3, acks)
 	assert.Equal(t, 1, nacks)
 	assert.Equal(t, int32(2), peak.Load())
-	eventually(t, func() bool { return up.outstanding(4) > 0 }, "topped up after the sends")
+	testwait.Eventually(t, waitTimeout, func() bool { return up.outstanding(4) > 0 }, "topped up after the sends")
 	assert.LessOrEqual(t, up.outstanding(4), int64(4))
 	up.s.OnComplete()
 	assert.False(t, sink.Health().Live, "a completed sink is not live")

@@ -13,8 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
+
+// Scenarios 10 to 18 (1 to 9, the subscription types, are in scenario_test.go): keys (Key_Shared,
+// partitioned topics), delays (delayed delivery, the retry topic), replay (readers, seek, unsubscribe),
+// then client features and resilience.
 
 // collect receives from all consumers concurrently until n messages arrived in total or the timeout passed;
 // it acks everything and returns the messages per consumer.
@@ -128,7 +133,7 @@ func TestDelayedDeliveryManualClock(t *testing.T) {
 	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
 	_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("in an hour"), DeliverAfter: time.Hour})
 	require.NoError(t, err)
-	eventually(t, "delayed entry tracked", func() bool { return b.Stats(topic).Subscriptions["s"].Delayed == 1 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Stats(topic).Subscriptions["s"].Delayed == 1 }, "delayed entry tracked")
 	expectNone(t, k, 200*time.Millisecond)
 	clock.Advance(time.Hour + time.Minute)
 	assert.Equal(t, "in an hour", string(receive(t, k).Payload()))
@@ -306,7 +311,7 @@ func TestScenario16Partitioned(t *testing.T) {
 		}
 		assert.Greater(t, len(seenParts), 1, "messages from several partitions")
 		if b := tg.Broker(); b != nil {
-			eventually(t, "backlog drained", func() bool { return b.Backlog(topic, "s") == 0 })
+			testwait.Eventually(t, eventuallyWithin, func() bool { return b.Backlog(topic, "s") == 0 }, "backlog drained")
 		}
 	})
 }
@@ -450,7 +455,7 @@ func TestScenario18Resilience(t *testing.T) {
 	}
 	assert.Equal(t, 2, b.Stats(topic).InjectedSendErrors)
 	assert.Equal(t, 2, b.Faults().SendErrors)
-	eventually(t, "the drop is counted", func() bool { return b.Faults().Drops == 1 })
+	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Faults().Drops == 1 }, "the drop is counted")
 	cwg.Wait()
 	smu.Lock()
 	assert.Len(t, seen, n, "every message reached the consumer")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
@@ -88,12 +89,12 @@ func TestAdminStatsMessageAndLookup(t *testing.T) {
 			} `json:"consumers"`
 		} `json:"subscriptions"`
 	}
-	eventually(t, "the ack to reach the broker", func() bool {
+	testwait.Eventually(t, eventuallyWithin, func() bool {
 		code, body := adminDo(t, http.MethodGet, base+"/stats", "")
 		require.Equal(t, http.StatusOK, code, body)
 		require.NoError(t, json.Unmarshal([]byte(body), &st))
 		return st.Subscriptions["s"].MsgBacklog == 1
-	})
+	}, "the ack to reach the broker")
 	assert.EqualValues(t, 2, st.MsgInCounter)
 	require.NotNil(t, st.MsgRateIn, "rate fields are present")
 	require.Len(t, st.Publishers, 1)

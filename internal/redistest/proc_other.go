@@ -1,6 +1,6 @@
 //go:build !linux
 
-package idempotency_test
+package redistest
 
 import "os/exec"
 

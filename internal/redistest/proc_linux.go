@@ -1,4 +1,4 @@
-package idempotency_test
+package redistest
 
 import (
 	"os/exec"

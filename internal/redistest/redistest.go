@@ -1,0 +1,77 @@
+// Package redistest is the module's test support for code that talks to Redis: it starts a
+// redis-server of its own for one test, on a Unix socket in the test's temporary directory,
+// and hands back a client; both are stopped when the test ends. The idempotency and
+// idempotency/redisstore tests share it; it is imported by _test.go files only.
+//
+// Without the redis-server binary on PATH the test is skipped with the reason, except under
+// CI=true, where it fails: CI never skips the Redis store tests.
+package redistest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server started for one test.
+type Server struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+// Start starts a redis-server for the test and returns it with a client on it; both are
+// stopped in cleanup.
+func Start(tb testing.TB) (*Server, *redis.Client) {
+	tb.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("redis-server not found on PATH and CI=true: the Redis store tests never skip in CI (install redis-server)")
+		}
+		tb.Skip("redis-server not found on PATH: Redis store tests skipped (install redis-server to run them; under CI=true they fail instead)")
+	}
+	// A Unix socket in the test's own directory: no port to pick, so none that another test
+	// or process can take between the pick and the server's bind (a port taken by listening
+	// on :0 and closing it again is free only until someone else listens).
+	sock := filepath.Join(tb.TempDir(), "redis.sock")
+	// The server outlives the test's context (cleanups close the client, then stop it), so
+	// it runs on a context that does not end; Stop ends it.
+	cmd := exec.CommandContext(context.Background(), path, "--port", "0", "--unixsocket", sock, //nolint:gosec // G204: the redis-server found on PATH, with our own arguments
+		"--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--loglevel", "warning")
+	dieWithTest(cmd)
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start redis-server: %v", err)
+	}
+	s := &Server{addr: sock, cmd: cmd}
+	tb.Cleanup(s.Stop)
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second})
+	tb.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		if err := client.Ping(ctx).Err(); err == nil {
+			return s, client
+		} else if ctx.Err() != nil {
+			tb.Fatalf("redis-server on %s did not answer: %v", s.addr, err)
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// Stop kills the server and waits for it; it may be called more than once.
+func (s *Server) Stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+}
