@@ -31,7 +31,6 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 	cases := map[string][]bqpulsar.ConsumerOption{
 		"no topic":           {sub, h},
 		"no subscription":    {topic, h},
-		"no handler":         {topic, sub},
 		"blank subscription": {topic, bqpulsar.WithSubscription(" ", apulsar.Shared), h},
 		"bad type":           {topic, bqpulsar.WithSubscription("s", apulsar.SubscriptionType(42)), h},
 		"bad topic":          {bqpulsar.WithTopic("a/b"), sub, h},
@@ -53,7 +52,15 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 		require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, name)
 		assert.Contains(t, err.Error(), "pulsar: invalid option", name)
 	}
-	_, err := bqpulsar.NewConsumer(nil, topic, sub, h)
+	// A consumer without a handler is for Next; Run refuses it.
+	bare, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "no-handler")), sub)
+	require.NoError(t, err)
+	err = bare.Run(t.Context())
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, "no handler")
+	assert.Contains(t, err.Error(), "pulsar: invalid option", "no handler")
+	require.NoError(t, bare.Close())
+
+	_, err = bqpulsar.NewConsumer(nil, topic, sub, h)
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
 	_, err = bqpulsar.WrapConsumer(client, nil, h)
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)

@@ -13,10 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
-	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
-	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
@@ -33,7 +31,8 @@ type FailureStrategy string
 const (
 	// FailureBabelQueue retries (republish or nack, [SourceOptions].RetryStrategy) until
 	// MaxAttempts deliveries, then dead-letters; DropMessage acks, ToDeadLetter
-	// dead-letters at once. It runs the Consumer's own settlement code.
+	// dead-letters at once. It is the Consumer's own settlement, through the message's
+	// bqpulsar.Delivery.
 	FailureBabelQueue FailureStrategy = "babelqueue"
 	// FailureNack negatively acknowledges: the broker redelivers after the nack delay.
 	FailureNack FailureStrategy = "nack"
@@ -167,18 +166,20 @@ type SourceOptions struct {
 }
 
 // Source is a Pulsar subscription as a unicast reactive.Publisher of messages, the
-// incoming side of the babelqueue-pulsar connector. A receive happens
-// only while the subscriber's demand exceeds the received-but-undelivered messages and
-// fewer than MaxInflight messages are unsettled, so Request(reactive.Unbounded) never
-// means unbounded unsettled messages. Nacks are settled by the [Consumer]'s retry and
-// dead-letter code. Close it with [Source.Close].
+// incoming side of the babelqueue-pulsar connector. It is demand and failure strategies
+// over a bqpulsar.Consumer in the pull style ([bqpulsar.Consumer.Next]): a receive happens
+// only while the subscriber's demand exceeds the received-but-undelivered messages, and
+// the Consumer's in-flight bound (MaxInflight) holds Next back while that many messages
+// are unsettled, so Request(reactive.Unbounded) never means unbounded unsettled messages.
+// Admission and every settlement are the Consumer's, through the message's
+// bqpulsar.Delivery; the Source has no settlement code of its own. Close it with
+// [Source.Close].
 type Source struct {
 	channel       string
-	eng           *engine.Engine // admission and settlement
-	pc            apulsar.Consumer
-	settler       engine.Settler     // pc, or cumulative
+	c             *bqpulsar.Consumer // receive, admission and settlement
+	pc            apulsar.Consumer   // the subscription (for complete-at-end and reconsume-later)
+	settler       *sourceSettler     // what the Consumer's settlements go through
 	cumulative    *cumulativeSettler // nil unless CumulativeAck
-	maxInflight   int
 	strategy      FailureStrategy
 	hook          func(context.Context, IncomingMetadata, error)
 	logger        *zap.Logger
@@ -195,13 +196,16 @@ type Source struct {
 	closed     bool
 	stopPump   context.CancelFunc
 	pumpDone   chan struct{}
-	queue      []queued                         // received, not yet delivered
-	inflight   int                              // received, not yet settled (queue included)
-	atEnd      bool                             // complete-at-end reached: receive no more
-	failure    error                            // fatal: OnError downstream, not live
-	completed  bool                             // the stream completed (complete-at-end): not live
-	settled    chan struct{}                    // closed and replaced on every settlement
-	timers     map[*engine.Delivery]*time.Timer // ack timeouts of unsettled messages
+	stopNext   context.CancelFunc                 // complete-at-end: ends the pump's Next
+	queue      []queued                           // received, not yet delivered
+	open       int                                // delivered or queued, not yet acked or nacked by the stage
+	endSeen    bool                               // complete-at-end: the last message was received
+	endQueued  bool                               // … and delivered (not settled at admission)
+	atEnd      bool                               // complete-at-end reached: receive no more
+	failure    error                              // fatal: OnError downstream, not live
+	completed  bool                               // the stream completed (complete-at-end): not live
+	settled    chan struct{}                      // closed and replaced on every settlement
+	timers     map[*bqpulsar.Delivery]*time.Timer // ack timeouts of unsettled messages
 	closeOnce  sync.Once
 }
 
@@ -210,12 +214,13 @@ var _ reactive.Publisher[messaging.Message[[]byte]] = (*Source)(nil)
 // queued is a received message waiting for demand.
 type queued struct {
 	m messaging.Message[[]byte]
-	d *engine.Delivery
+	d *bqpulsar.Delivery
 }
 
 // NewSource subscribes on client and returns a Source over the subscription, which it
 // owns. Errors wrap [ErrInvalidOption] for a refused configuration, or are the client's
-// error from Subscribe or GetLastMessageIDs.
+// error from Subscribe (a *bqpulsar.ConnectError when the broker cannot be reached, as
+// for a Consumer) or GetLastMessageIDs.
 func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", bqpulsar.ErrInvalidOption)
@@ -243,68 +248,124 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	if co.ReceiverQueueSize == 0 && !co.EnableZeroQueueConsumer {
 		co.ReceiverQueueSize = min(1000, 2*o.MaxInflight)
 	}
-	pc, err := client.Subscribe(co)
-	if err != nil {
-		return nil, fmt.Errorf("pulsar: subscribe %q: %w", co.SubscriptionName, err)
-	}
-	var settler engine.Settler = pc
-	var cumulative *cumulativeSettler
-	if o.CumulativeAck {
-		cumulative = newCumulativeSettler(pc)
-		settler = cumulative
-	}
 	s := &Source{
 		channel:       o.Channel,
-		eng:           newSourceEngine(&o, client, settler),
-		pc:            pc,
-		settler:       settler,
-		cumulative:    cumulative,
-		maxInflight:   o.MaxInflight,
 		strategy:      o.FailureStrategy,
 		hook:          o.DeadLetterHook,
 		logger:        o.Logger,
 		completeAtEnd: o.CompleteAtEnd,
 		ackTimeout:    o.AckTimeout,
 		reconsume:     o.ReconsumeDelay,
-		timers:        map[*engine.Delivery]*time.Timer{},
+		timers:        map[*bqpulsar.Delivery]*time.Timer{},
 		wake:          make(chan struct{}, 1),
 		settled:       make(chan struct{}),
 	}
+	c, err := bqpulsar.NewConsumer(client, s.consumerOptions(&o, co)...)
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
 	if o.CompleteAtEnd {
 		if err := s.recordEnds(); err != nil {
-			pc.Close()
+			_ = c.Close() // nothing was received: nothing to report
 			return nil, err
 		}
 	}
 	return s, nil
 }
 
-// newSourceEngine returns the engine of a source: the Consumer's admission and settlement,
-// with the gate (and, for envelopes, poison) settled at admission under FailureBabelQueue.
-func newSourceEngine(o *SourceOptions, client apulsar.Client, settler engine.Settler) *engine.Engine {
+// consumerOptions returns the options of the source's Consumer: the subscription as co
+// says, the contract's retries and dead letters under [FailureBabelQueue] (the gate, and
+// for envelopes poison, settled at admission), and the source's own delivery hooks around
+// the caller's.
+func (s *Source) consumerOptions(o *SourceOptions, co apulsar.ConsumerOptions) []bqpulsar.ConsumerOption {
 	contract := o.FailureStrategy == FailureBabelQueue
-	t := o.Consumer.Type
-	var retention func(context.Context, string, string) error
-	if !o.NoRetentionSubscription {
-		retention = engine.RetentionFor(client, o.DeadLetter)
+	topics := co.Topics
+	if co.Topic != "" {
+		topics = append([]string{co.Topic}, topics...)
 	}
-	return engine.New(engine.Config{
-		Subscription:   o.Consumer.SubscriptionName,
-		MaxAttempts:    o.MaxAttempts,
-		Policy:         retry.Policy{MaxAttempts: o.MaxAttempts, Strategy: o.RetryStrategy, Backoff: retry.Backoff{Initial: o.RetryDelay}},
-		BrokerDelay:    t == apulsar.Shared || t == apulsar.KeyShared,
-		DeadLetter:     o.DeadLetter,
-		SettleRejects:  contract && o.Envelopes,
-		Gate:           contract,
-		Logger:         o.Logger,
-		Observer:       o.Observer,
-		OnError:        o.OnError,
-		OnMismatch:     o.OnRoutingMismatch,
-		DeliveryHooks:  o.DeliveryHooks,
-		Senders:        engine.ClientSenders(client, o.SenderOptions),
-		Retention:      retention,
-		MaxMessageSize: o.MaxMessageSize,
-	}, settler)
+	policy := retry.Policy{MaxAttempts: o.MaxAttempts, Backoff: retry.Backoff{Initial: o.RetryDelay}}
+	if contract {
+		policy.Strategy = o.RetryStrategy // other strategies never retry through the policy
+	}
+	opts := []bqpulsar.ConsumerOption{
+		bqpulsar.WithTopics(topics...),
+		bqpulsar.WithSubscription(co.SubscriptionName, co.Type),
+		bqpulsar.WithConsumerOptions(func(x *apulsar.ConsumerOptions) { *x = co }),
+		bqpulsar.WithRetry(policy),
+		bqpulsar.WithMaxAttempts(o.MaxAttempts),
+		bqpulsar.WithDeadLetter(o.DeadLetter),
+		bqpulsar.WithLogger(o.Logger),
+		bqpulsar.WithMaxInflight(max(o.MaxInflight, 1)),
+		bqpulsar.WithRetentionSubscription(!o.NoRetentionSubscription),
+		bqpulsar.WithSchemaGate(contract),
+		bqpulsar.WithPoisonSettled(contract && o.Envelopes),
+		bqpulsar.WithSettler(func(pc apulsar.Consumer) bqpulsar.Settler {
+			s.pc = pc
+			var base bqpulsar.Settler = pc
+			if o.CumulativeAck {
+				s.cumulative = newCumulativeSettler(pc)
+				base = s.cumulative
+			}
+			s.settler = &sourceSettler{base: base, pc: pc}
+			return s.settler
+		}),
+		bqpulsar.WithDeliveryHook(s.track), // first: in delivery order, before the gate
+	}
+	if o.SenderOptions != nil {
+		opts = append(opts, bqpulsar.WithSenderOptions(o.SenderOptions))
+	}
+	if o.MaxMessageSize > 0 {
+		opts = append(opts, bqpulsar.WithMaxMessageSize(o.MaxMessageSize))
+	}
+	if o.Observer != nil {
+		opts = append(opts, bqpulsar.WithObserver(o.Observer))
+	}
+	if o.OnError != nil {
+		opts = append(opts, bqpulsar.OnError(o.OnError))
+	}
+	if o.OnRoutingMismatch != nil {
+		opts = append(opts, bqpulsar.OnRoutingMismatch(o.OnRoutingMismatch))
+	}
+	for _, h := range o.DeliveryHooks {
+		if h != nil {
+			opts = append(opts, bqpulsar.WithDeliveryHook(h))
+		}
+	}
+	if o.DeadLetterHook != nil {
+		opts = append(opts, bqpulsar.WithDeliveryHook(s.deadLettered)) // last: the delivery's own context
+	}
+	return opts
+}
+
+// sourceSettler is the Settler of a source's Consumer: the subscription's (or the
+// cumulative) Ack and Nack, except that a nack the failure strategy marked beforehand
+// becomes what the strategy says (reconsume later, or leave the message unacknowledged).
+type sourceSettler struct {
+	base bqpulsar.Settler
+	pc   apulsar.Consumer
+	mark sync.Map // apulsar.Message → nackMark
+}
+
+// nackMark is what a marked nack does instead.
+type nackMark struct {
+	leave bool              // continue: nothing; the ack timeout redelivers
+	props map[string]string // reconsume later: the custom properties
+	delay time.Duration     // … and the delay
+}
+
+func (t *sourceSettler) Ack(msg apulsar.Message) error { return t.base.Ack(msg) }
+
+func (t *sourceSettler) Nack(msg apulsar.Message) {
+	if v, ok := t.mark.LoadAndDelete(msg); ok {
+		m, _ := v.(nackMark) // only nackMarks are stored
+		if m.leave {
+			return
+		}
+		t.pc.ReconsumeLaterWithCustomProperties(msg, m.props, m.delay)
+		return
+	}
+	t.base.Nack(msg)
 }
 
 // validateSource validates o and fills its defaults.
@@ -346,8 +407,10 @@ func validateSource(o *SourceOptions) error {
 	}
 	if o.CumulativeAck {
 		switch {
-		case co.Type == apulsar.Shared || co.Type == apulsar.KeyShared:
-			return fmt.Errorf("%w: cumulative acknowledgement on a %s subscription", bqpulsar.ErrInvalidOption, engine.SubTypeName(co.Type))
+		case co.Type == apulsar.Shared:
+			return fmt.Errorf("%w: cumulative acknowledgement on a Shared subscription", bqpulsar.ErrInvalidOption)
+		case co.Type == apulsar.KeyShared:
+			return fmt.Errorf("%w: cumulative acknowledgement on a Key_Shared subscription", bqpulsar.ErrInvalidOption)
 		case o.FailureStrategy == FailureReconsumeLater:
 			return fmt.Errorf("%w: cumulative acknowledgement cannot be combined with reconsume-later", bqpulsar.ErrInvalidOption)
 		}
@@ -370,11 +433,7 @@ func validateSource(o *SourceOptions) error {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	if o.FailureStrategy == FailureBabelQueue {
-		if err := engine.CheckRetryStrategy(o.RetryStrategy, o.Consumer.Type); err != nil {
-			return err
-		}
-	}
+	// The retry strategy is checked against the subscription type by the Consumer.
 	return nil
 }
 
@@ -412,6 +471,74 @@ func (s *Source) reachedEnd(msg apulsar.Message) bool {
 		delete(s.ends, msg.Topic())
 	}
 	return len(s.ends) == 0
+}
+
+// track is the source's first delivery hook, called for every received message in
+// delivery order (on the pump, inside Next) before admission: the cumulative settler
+// records it, and complete-at-end checks it.
+func (s *Source) track(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
+	if s.cumulative != nil {
+		s.cumulative.track(msg)
+	}
+	if !s.completeAtEnd {
+		return ctx, nil
+	}
+	s.mu.Lock()
+	end := s.reachedEnd(msg)
+	if end {
+		s.endSeen = true
+	}
+	s.mu.Unlock()
+	if !end {
+		return ctx, nil
+	}
+	return ctx, s.endSettled
+}
+
+// endSettled is called when the last message is settled. Settled at admission, it was
+// never delivered: the stream is at its end now, and the pump's Next, which would wait for
+// a message after it, is ended.
+func (s *Source) endSettled(bqpulsar.Settlement) {
+	s.mu.Lock()
+	if s.endQueued {
+		s.mu.Unlock()
+		return
+	}
+	s.atEnd = true
+	stop, out := s.stopNext, s.out
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if out != nil {
+		out.Signal()
+	}
+}
+
+// deadLettered is the source's last delivery hook: it calls the DeadLetterHook once a
+// message was written to its dead-letter topic.
+func (s *Source) deadLettered(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
+	return ctx, func(st bqpulsar.Settlement) {
+		if st.Outcome != bqpulsar.OutcomeDeadLettered {
+			return
+		}
+		md := metadataOf(msg, st.URN, max(st.Attempt-1, 0))
+		defer func() {
+			if r := recover(); r != nil {
+				s.logger.Error("dead-letter hook panicked", zap.Any("panic", r))
+			}
+		}()
+		s.hook(ctx, md, st.Err)
+	}
+}
+
+func metadataOf(msg apulsar.Message, urn string, attempts int) IncomingMetadata {
+	return IncomingMetadata{
+		MessageID: msg.ID(), Topic: msg.Topic(), Key: msg.Key(), OrderingKey: msg.OrderingKey(),
+		Properties: msg.Properties(), PublishTime: msg.PublishTime(), EventTime: msg.EventTime(),
+		RedeliveryCount: msg.RedeliveryCount(), ProducerName: msg.ProducerName(),
+		Attempts: attempts, URN: urn,
+	}
 }
 
 // Subscribe implements reactive.Publisher. The source is unicast: a second subscriber
@@ -498,71 +625,66 @@ func (s *Source) cancelled() {
 // broker redelivers them; they count no attempt.
 func (s *Source) giveBack(qs []queued) {
 	for _, q := range qs {
-		s.settler.Nack(q.d.Msg)
-		s.release(false)
+		s.stopTimer(q.d)
+		_ = q.d.Nack(nil) // never delivered: only a second settlement can fail, and there is none
+		s.release()
 	}
 }
 
-// canReceive reports whether the pump may receive: demand beyond the queue, a free
-// in-flight slot, not at the end and not failed.
+// canReceive reports whether the pump may receive: demand beyond the queue, not at the
+// end and not failed. The in-flight bound is the Consumer's: Next waits for a free slot.
 func (s *Source) canReceive() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failure != nil || (s.completeAtEnd && s.atEnd) || s.inflight >= s.maxInflight {
+	if s.failure != nil || (s.completeAtEnd && s.atEnd) {
 		return false
 	}
 	return int64(len(s.queue)) < s.out.Requested()
 }
 
-// pump receives while canReceive allows, until ctx ends or a fatal error.
+// pump pulls deliveries from the Consumer while canReceive allows, until ctx ends or a
+// fatal error.
 func (s *Source) pump(ctx context.Context) {
-	err := s.eng.Pump(ctx, s.pc, func(ctx context.Context) bool {
+	nctx := ctx
+	if s.completeAtEnd {
+		var stop context.CancelFunc
+		nctx, stop = context.WithCancel(ctx)
+		defer stop()
+		s.mu.Lock()
+		s.stopNext = stop
+		s.mu.Unlock()
+	}
+	for {
 		for !s.canReceive() {
 			select {
 			case <-s.wake:
 			case <-ctx.Done():
-				return false
+				return
 			}
 		}
-		return true
-	}, func(msg apulsar.Message) bool {
-		s.accept(ctx, msg)
-		return true
-	})
-	if err != nil {
-		s.fatal(err)
+		d, err := s.c.Next(nctx)
+		if err != nil {
+			if nctx.Err() == nil && !errors.Is(err, bqpulsar.ErrClosed) {
+				s.fatal(err)
+			}
+			return
+		}
+		s.accept(d) //nolint:contextcheck // the ack timeout outlives the pump's ctx by design
 	}
 }
 
-// accept runs the engine's admission on msg and queues it for delivery; a bq-schema-version
-// rejection (and, for envelopes, poison) is settled by the engine, on the pump, and never
-// delivered.
-func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
-	if s.cumulative != nil {
-		s.cumulative.track(msg) // in delivery order: accept runs on the pump only
-	}
-	s.mu.Lock()
-	s.inflight++
-	end := s.completeAtEnd && s.reachedEnd(msg)
-	s.mu.Unlock()
-	d := s.eng.Admit(ctx, msg)
-	if d == nil {
-		s.release(end)
-		return
-	}
-	md := IncomingMetadata{
-		MessageID: msg.ID(), Topic: msg.Topic(), Key: msg.Key(), OrderingKey: msg.OrderingKey(),
-		Properties: d.Props, PublishTime: msg.PublishTime(), EventTime: msg.EventTime(),
-		RedeliveryCount: msg.RedeliveryCount(), ProducerName: msg.ProducerName(),
-		Attempts: d.Reconciled, URN: d.URN,
-	}
+// accept queues an admitted delivery for the subscriber (a bq-schema-version rejection
+// and, for envelopes, poison were settled by the Consumer and never get here).
+func (s *Source) accept(d *bqpulsar.Delivery) {
+	msg := d.Message()
+	md := metadataOf(msg, d.URN(), d.Attempt()-1)
 	var continued atomic.Bool // nacked under continue: the slot is free, the timeout redelivers
 	m := messaging.NewMessage(msg.Payload(),
 		messaging.WithMetadata(messaging.NewMetadata(md)),
 		messaging.WithAckFunc(func(context.Context) error {
 			s.stopTimer(d)
-			err := s.eng.AckHandled(d)
-			s.release(false)
+			err := d.Ack()
+			s.release()
 			return err
 		}),
 		messaging.WithNackFunc(func(_ context.Context, reason error, o messaging.NackOptions) error {
@@ -570,29 +692,34 @@ func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 				s.logger.Warn("nacked message left unacknowledged until the ack timeout (failure-strategy continue)",
 					zap.String("channel", s.channel), zap.Error(reason))
 				continued.Store(true)
-				s.release(false)
+				s.settler.mark.Store(msg, nackMark{leave: true})
+				_ = d.Nack(reason) // frees the Consumer's slot; the settler leaves the message unacknowledged
+				s.release()
 				return nil
 			}
 			s.stopTimer(d)
-			s.settleNack(d, md, reason, o)
-			s.release(false)
+			s.settleNack(d, reason, o)
+			s.release()
 			return nil
 		}))
+	s.mu.Lock()
+	s.open++
+	if s.endSeen {
+		s.endQueued, s.atEnd = true, true
+	}
+	s.mu.Unlock()
 	if s.ackTimeout > 0 {
-		s.startTimer(d, m, &continued) //nolint:contextcheck // the timeout outlives the pump's ctx by design
+		s.startTimer(d, m, &continued)
 	}
 	s.mu.Lock()
 	s.queue = append(s.queue, queued{m: m, d: d})
-	if end {
-		s.atEnd = true
-	}
 	out := s.out
 	s.mu.Unlock()
 	out.Signal()
 }
 
 // startTimer arms the ack timeout of a received message.
-func (s *Source) startTimer(d *engine.Delivery, m messaging.Message[[]byte], continued *atomic.Bool) {
+func (s *Source) startTimer(d *bqpulsar.Delivery, m messaging.Message[[]byte], continued *atomic.Bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.timers[d] = time.AfterFunc(s.ackTimeout, func() {
@@ -600,7 +727,7 @@ func (s *Source) startTimer(d *engine.Delivery, m messaging.Message[[]byte], con
 			s.mu.Lock()
 			delete(s.timers, d)
 			s.mu.Unlock()
-			s.settler.Nack(d.Msg) // redeliver; the slot was freed by the nack
+			s.settler.base.Nack(d.Message()) // redeliver; the slot was freed by the nack
 			return
 		}
 		reason := fmt.Errorf("%w: unsettled after %s on channel %q", messaging.ErrSettleTimeout, s.ackTimeout, s.channel)
@@ -611,7 +738,7 @@ func (s *Source) startTimer(d *engine.Delivery, m messaging.Message[[]byte], con
 }
 
 // stopTimer disarms the ack timeout of a settled message.
-func (s *Source) stopTimer(d *engine.Delivery) {
+func (s *Source) stopTimer(d *bqpulsar.Delivery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.timers[d]; ok {
@@ -620,85 +747,63 @@ func (s *Source) stopTimer(d *engine.Delivery) {
 	}
 }
 
-// settleNack applies the failure strategy to a nacked message. With babelqueue it runs the
-// engine's settlement, as for a Consumer handler's outcome: retry while deliveries are left,
-// else the dead-letter copy; a *bqpulsar.DeadLetterError reason (or Disposition DeadLetter)
-// dead-letters at once and a *bqpulsar.RetryAfterError reason delays the retry; a failed republish or
-// dead-letter write nacks, never acks.
-func (s *Source) settleNack(d *engine.Delivery, md IncomingMetadata, reason error, o messaging.NackOptions) {
+// settleNack applies the failure strategy to a nacked message, through the delivery's
+// settlement methods. With babelqueue it is the Consumer's settlement of a handler's
+// error: retry while deliveries are left, else the dead-letter copy; a
+// *bqpulsar.DeadLetterError reason (or Disposition DeadLetter) dead-letters at once, a
+// *bqpulsar.RetryAfterError reason (or a Delay) delays the retry, and a messaging.ErrDecode
+// reason settles as poison; a failed republish or dead-letter write nacks, never acks.
+// Every failure of a settlement is reported by the Consumer (error hook, health).
+func (s *Source) settleNack(d *bqpulsar.Delivery, reason error, o messaging.NackOptions) {
 	switch s.strategy {
-	case FailureNack:
-		s.eng.Nack(d, reason)
-		return
+	case FailureNack, FailureContinue: // continue: the ack timeout, which redelivers
+		_ = d.Nack(reason)
 	case FailureIgnore:
 		s.logger.Warn("nacked message acknowledged (failure-strategy ignore)", zap.String("channel", s.channel), zap.Error(reason))
-		_ = s.eng.AckRaw(d) // a failed ack is reported by the engine and shows in health
-		return
+		_ = d.Ack()
 	case FailureFail:
 		s.fatal(fmt.Errorf("%w: channel %q: %w", ErrSourceFailed, s.channel, reason))
-		return
-	case FailureContinue: // the ack timeout: redeliver
-		s.eng.Nack(d, reason)
-		return
 	case FailureReconsumeLater:
 		delay := o.Delay
 		if delay <= 0 {
 			delay = s.reconsume
 		}
-		s.pc.ReconsumeLaterWithCustomProperties(d.Msg, o.Properties, delay)
-		return
+		s.settler.mark.Store(d.Message(), nackMark{props: o.Properties, delay: delay})
+		_ = d.Nack(reason)
 	case FailureBabelQueue:
-	}
-	opts := engine.FailOptions{Delay: o.Delay, Properties: o.Properties}
-	var ra *bqpulsar.RetryAfterError
-	if opts.Delay <= 0 && errors.As(reason, &ra) {
-		opts.Delay = ra.Delay
-	}
-	var dl *bqpulsar.DeadLetterError
-	toDLQ := true
-	switch {
-	case o.Disposition == messaging.Drop:
-		s.logger.Warn("nacked message dropped", zap.String("channel", s.channel), zap.String("urn", d.URN),
-			zap.Int("attempt", d.Counted), zap.Error(reason))
-		_ = s.eng.AckRaw(d) // a failed ack is reported by the engine and shows in health
-		return
-	case d.Env == nil && errors.Is(reason, messaging.ErrDecode):
-		// Poison for the contract: the ADR-0035 copy ({"raw":…,"dead_letter":…}) at once.
-		s.eng.Poison(d, reason, opts)
-	case o.Disposition == messaging.DeadLetter || errors.As(reason, &dl):
-		s.eng.DeadLetterNow(d, failureReason(reason), reason, opts)
-	default:
-		toDLQ = d.Counted >= s.eng.MaxAttempts()
-		s.eng.Fail(d, failureReason(reason), reason, opts)
-	}
-	if toDLQ && d.Acked() && s.hook != nil && s.eng.DeadLetterOn(d) {
-		s.callHook(d.Ctx, md, reason)
-	}
-}
-
-func (s *Source) callHook(ctx context.Context, md IncomingMetadata, reason error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.logger.Error("dead-letter hook panicked", zap.Any("panic", r))
+		if o.Disposition == messaging.Drop {
+			s.logger.Warn("nacked message dropped", zap.String("channel", s.channel), zap.String("urn", d.URN()),
+				zap.Int("attempt", d.Attempt()), zap.Error(reason))
+			_ = d.Ack()
+			return
 		}
-	}()
-	s.hook(ctx, md, reason)
-}
-
-func failureReason(err error) envelope.Reason {
-	if errors.Is(err, messaging.ErrDecode) {
-		return envelope.ReasonPoison
+		d.AddCopyProperties(o.Properties)
+		if errors.Is(reason, messaging.ErrDecode) {
+			reason = poisonError{reason}
+		}
+		switch {
+		case o.Disposition == messaging.DeadLetter:
+			_ = d.DeadLetter(reason)
+		case o.Delay > 0:
+			_ = d.RetryAfter(o.Delay, reason)
+		default:
+			_ = d.Fail(reason)
+		}
 	}
-	return envelope.ReasonFailed
 }
 
-// release frees the in-flight slot of a settled message and wakes the pump.
-func (s *Source) release(end bool) {
+// poisonError marks a decode failure of the stage's codec as poison for the Consumer's
+// settlement (it matches bqpulsar.ErrPoison); its text and chain are the failure's.
+type poisonError struct{ error }
+
+func (e poisonError) Unwrap() error { return e.error }
+
+func (poisonError) Is(target error) bool { return target == bqpulsar.ErrPoison }
+
+// release counts a message settled by the stage (or given back) and wakes the pump.
+func (s *Source) release() {
 	s.mu.Lock()
-	s.inflight--
-	if end {
-		s.atEnd = true
-	}
+	s.open--
 	close(s.settled)
 	s.settled = make(chan struct{})
 	out := s.out
@@ -714,7 +819,6 @@ func (s *Source) fatal(err error) {
 	s.mu.Lock()
 	if s.failure == nil {
 		s.failure = err
-		s.eng.SetFatal(err)
 	}
 	out, stop := s.out, s.stopPump
 	s.mu.Unlock()
@@ -732,14 +836,15 @@ func (s *Source) fatal(err error) {
 func (s *Source) InFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inflight
+	return s.open
 }
 
 // Health reports the source's health: started once subscribed, live until a fatal failure,
-// Close or the end of a complete-at-end stream (then Completed), ready while live and the engine's last receive, acknowledgement and settlement
-// write succeeded; Reason joins the engine's reasons.
+// Close or the end of a complete-at-end stream (then Completed), ready while live and the
+// Consumer's last receive, acknowledgement and settlement write succeeded; Reason joins
+// the Consumer's reasons.
 func (s *Source) Health() messaging.ChannelHealth {
-	eh := s.eng.Health()
+	eh := s.c.Health()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Incoming, Started: true}
@@ -748,14 +853,18 @@ func (s *Source) Health() messaging.ChannelHealth {
 	h.Completed = s.completed && s.failure == nil
 	h.Live = s.failure == nil && eh.Live && !s.completed
 	h.Ready = h.Live && eh.Ready && !s.closed
-	h.Reason = strings.Join(eh.Reasons, "; ")
+	reasons := eh.Reasons
+	if s.failure != nil && len(reasons) == 0 {
+		reasons = []string{s.failure.Error()}
+	}
+	h.Reason = strings.Join(reasons, "; ")
 	return h
 }
 
 // Close stops receiving, waits until the delivered messages are settled or ctx ends,
-// then closes the retry and dead-letter producers and the subscription. It is
-// idempotent; the first call's error (ctx's, wrapped, with the unsettled count) is
-// returned only by that call.
+// then closes the Consumer (its retry and dead-letter producers, and the subscription;
+// what is still unsettled is negatively acknowledged). It is idempotent; the first call's
+// error (ctx's, wrapped, with the unsettled count) is returned only by that call.
 func (s *Source) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -777,8 +886,9 @@ func (s *Source) Close(ctx context.Context) error {
 			delete(s.timers, d)
 		}
 		s.mu.Unlock()
-		s.eng.Close()
-		s.pc.Close()
+		if cerr := s.c.Close(); cerr != nil && !errors.Is(cerr, bqpulsar.ErrUnsettled) {
+			err = errors.Join(err, cerr) // the unsettled ones are counted in err already
+		}
 	})
 	return err
 }
@@ -786,7 +896,7 @@ func (s *Source) Close(ctx context.Context) error {
 func (s *Source) awaitSettled(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		n, ch := s.inflight, s.settled
+		n, ch := s.open, s.settled
 		s.mu.Unlock()
 		if n <= 0 {
 			return nil
