@@ -291,7 +291,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	watchDone := c.watch(rctx, stopCause)
 	var pool *workerPool
 	if c.cfg.concurrency > 1 {
-		pool = newWorkerPool(c.cfg.concurrency, c.maxInflight(), func(msg apulsar.Message) { c.process(wctx, msg) })
+		pool = newWorkerPool(c.cfg.concurrency, func(msg apulsar.Message) { c.process(wctx, msg) }, c.gate.release)
 	}
 	fatal := c.receiveLoop(rctx, wctx, pool)
 	stop()
@@ -299,6 +299,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if pool != nil {
 		for _, msg := range pool.close() {
 			c.settler.Nack(msg) // received, never started: the broker redelivers it
+			c.gate.release()
 		}
 		pool.wg.Wait()
 	}
@@ -315,7 +316,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 }
 
-// maxInflight is the bound of the worker pool: [WithMaxInflight], or 4 × the concurrency.
+// maxInflight is the consumer's in-flight bound, of Run's worker pool and of Next alike:
+// [WithMaxInflight], or 4 × the concurrency.
 func (c *Consumer) maxInflight() int {
 	if c.cfg.maxInflight > 0 {
 		return c.cfg.maxInflight
@@ -324,11 +326,11 @@ func (c *Consumer) maxInflight() int {
 }
 
 func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) error {
-	var wait func(context.Context) bool
+	var gate *inflightGate
 	if pool != nil {
-		wait = pool.wait
+		gate = c.gate // one message at a time without a pool: no bound to keep
 	}
-	return c.eng.pump(rctx, c.recv, wait, func(msg apulsar.Message) bool {
+	return c.eng.pump(rctx, c.recv, gate, func(msg apulsar.Message) bool {
 		c.received.Add(1)
 		if c.probeTopic.Load() == nil {
 			topic := msg.Topic()
@@ -340,6 +342,7 @@ func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) err
 		}
 		if !pool.submit(msg, orderingKey(msg)) {
 			c.settler.Nack(msg)
+			c.gate.release()
 			return false
 		}
 		return true

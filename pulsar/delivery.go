@@ -245,7 +245,9 @@ const (
 	stylePull
 )
 
-// inflightGate bounds the deliveries Next has returned and not yet seen settled.
+// inflightGate is the consumer's one in-flight bound: the messages Run's worker pool holds
+// (queued, handled or being settled), or the deliveries Next returned that are not yet
+// settled.
 type inflightGate struct {
 	mu    sync.Mutex
 	n     int

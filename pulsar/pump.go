@@ -14,17 +14,21 @@ import (
 
 // pump receives messages from recv until ctx ends or a receive fails for good, and hands
 // each to deliver; deliver returns false to stop the pump (the message is then its to
-// settle). Before each receive it calls wait, when set, which blocks until the front can
-// take another message and returns false when ctx ended. Each receive is [engine.receive].
+// settle). Before each receive it takes a slot of gate, when set, waiting until one is free
+// (the slot is given back when no message came; else it is the message's until the front
+// releases it). Each receive is [engine.receive].
 // pump returns nil when ctx ended or deliver stopped it, and the fatal *ReceiveError
 // otherwise.
-func (e *engine) pump(ctx context.Context, recv Receiver, wait func(context.Context) bool, deliver func(apulsar.Message) bool) error {
+func (e *engine) pump(ctx context.Context, recv Receiver, gate *inflightGate, deliver func(apulsar.Message) bool) error {
 	backoff := receiveBackoffMin
 	for {
-		if wait != nil && !wait(ctx) {
+		if gate != nil && !gate.acquire(ctx) {
 			return nil
 		}
 		msg, err := e.receive(ctx, recv, &backoff)
+		if gate != nil && msg == nil {
+			gate.release()
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil //nolint:nilerr // ctx ended: the pump was asked to stop, which is no error
