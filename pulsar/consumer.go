@@ -184,7 +184,7 @@ func clientSenders(client apulsar.Client, cfg consumerConfig) func(topic string)
 	if cfg.senderFactory != nil {
 		return cfg.senderFactory
 	}
-	return ClientSenders(client, cfg.senderOpts)
+	return producerSenders(client, cfg.senderOpts)
 }
 
 func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory func(string) (Sender, func(), error)) *Consumer {

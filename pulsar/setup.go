@@ -52,10 +52,10 @@ func subTypeName(t apulsar.SubscriptionType) string {
 	}
 }
 
-// ClientSenders returns the producer factory of the settlement writes (retries and dead
+// producerSenders returns the producer factory of the settlement writes (retries and dead
 // letters) on client; adjust, when set, changes the producer options before the topic is
 // set.
-func ClientSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions)) func(topic string) (Sender, func(), error) {
+func producerSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions)) func(topic string) (Sender, func(), error) {
 	return func(topic string) (Sender, func(), error) {
 		po := apulsar.ProducerOptions{
 			// Each retry or dead letter is sent synchronously by the worker that holds the
