@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,7 +74,7 @@ func TestNextNeverReturnsGateRejectionsOrPoison(t *testing.T) {
 	assert.NotNil(t, d.Context())
 	require.NoError(t, d.Ack())
 	assert.Len(t, dead.wait(t, 2, waitLong), 2, "the poison copy and the gate rejection")
-	eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
+	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
 	require.NoError(t, c.Close())
 
 	mu.Lock()
@@ -104,7 +106,7 @@ func TestNextDeliverySettlesOnce(t *testing.T) {
 	require.ErrorIs(t, d.RetryAfter(time.Second, nil), bqpulsar.ErrSettled)
 	require.ErrorIs(t, d.DeadLetter(nil), bqpulsar.ErrSettled)
 	require.ErrorIs(t, d.Nack(nil), bqpulsar.ErrSettled)
-	eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "the ack counted once")
+	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "the ack counted once")
 }
 
 // Run and Next are two styles of one consumer, never mixed.
@@ -169,7 +171,7 @@ func TestNextWaitsAtTheInflightBound(t *testing.T) {
 	require.NoError(t, second.Ack())
 	require.NoError(t, third.Ack())
 	assert.Zero(t, c.InFlight())
-	eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
+	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
 }
 
 // Close negatively acknowledges the deliveries nobody settled, says so in its error and to
