@@ -204,7 +204,7 @@ func Connect(ctx context.Context, opts apulsar.ClientOptions) (apulsar.Client, e
 		next = plog.DefaultNopLogger()
 	}
 	watch = newConnectWatch()
-	opts.Logger = watchLogger{next: next, w: watch}
+	opts.Logger = newWatchLogger(next, watch)
 	client, err := apulsar.NewClient(opts)
 	if err != nil {
 		return nil, fail(ConnectInvalid, err)
@@ -640,26 +640,25 @@ func (w *connectWatch) silence() {
 func newConnectWatch() *connectWatch { return &connectWatch{ch: make(chan failure, 1)} }
 
 // report records the first failure and ends the probe with it.
-func (w *connectWatch) report(f failure) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.off || w.got {
-		return
-	}
-	w.got, w.cached = true, f
-	w.ch <- f
-}
+func (w *connectWatch) report(f failure) { w.record(f, true) }
 
 // remember records the first failure as the explanation of a probe that fails later, but
 // does not end it: a dial the client fails can be to another host of the URL than the one
 // the probe reached, and the client tries the next.
-func (w *connectWatch) remember(f failure) {
+func (w *connectWatch) remember(f failure) { w.record(f, false) }
+
+// record keeps f when it is the first failure (and the watch is on); end hands it to the
+// probe as well.
+func (w *connectWatch) record(f failure, end bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.off || w.got {
 		return
 	}
 	w.got, w.cached = true, f
+	if end {
+		w.ch <- f
+	}
 }
 
 // first returns the failure reported, if any, without waiting.
