@@ -40,6 +40,9 @@ type Consumer struct {
 	stopClosing context.CancelFunc
 	gate        *inflightGate
 	pulls       sync.WaitGroup // calls of Next in progress
+	pullMu      sync.Mutex
+	pullParent  context.Context //nolint:containedctx // the ctx of the first Next, to reuse its receive context
+	pullCtx     context.Context //nolint:containedctx // pullParent's receive context, ended by Close too
 	outMu       sync.Mutex
 	out         map[*Delivery]struct{}
 

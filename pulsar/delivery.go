@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -145,10 +146,8 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 		return nil, err
 	}
 	defer c.pulls.Done()
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.closing, cancel) //nolint:contextcheck // Close ends the receive, not the caller's ctx
-	defer stop()
+	rctx, done := c.receiveCtx(ctx)
+	defer done()
 	backoff := receiveBackoffMin
 	for {
 		if !c.gate.acquire(rctx) {
@@ -170,6 +169,33 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 			return d, nil
 		}
 		// Settled at admission: its slot was released with its settlement.
+	}
+}
+
+// receiveCtx returns the context Next receives with: ctx, ended by Close as well, and the
+// function to call when the receive is over. A loop that passes the same ctx on every call
+// (the connector's Source does) gets the same context back each time, made once, so that
+// pulling allocates nothing for it per message; any other ctx gets its own.
+func (c *Consumer) receiveCtx(ctx context.Context) (context.Context, func()) {
+	if t := reflect.TypeOf(ctx); t != nil && t.Comparable() {
+		c.pullMu.Lock()
+		if c.pullParent == nil && ctx.Err() == nil {
+			merged, cancel := context.WithCancel(ctx)
+			context.AfterFunc(c.closing, cancel)
+			c.pullParent, c.pullCtx = ctx, merged
+		}
+		if c.pullParent == ctx {
+			merged := c.pullCtx
+			c.pullMu.Unlock()
+			return merged, func() {}
+		}
+		c.pullMu.Unlock()
+	}
+	merged, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.closing, cancel)
+	return merged, func() {
+		stop()
+		cancel()
 	}
 }
 
