@@ -458,5 +458,7 @@ func (n nackBackoff) Next(redeliveryCount uint32) time.Duration {
 // write) succeeded. Reasons name what failed.
 func (c *Consumer) Health() Health { return c.eng.status() }
 
-// InFlight returns the number of messages the consumer is handling or settling now.
+// InFlight returns the number of messages the consumer is handling or settling now: under
+// [Consumer.Run] those in a handler or its settlement, under [Consumer.Next] the deliveries
+// returned and not yet settled.
 func (c *Consumer) InFlight() int { return int(c.inflight.Load()) }

@@ -291,7 +291,9 @@ const DefaultInflightPerWorker = 4
 // settled. Messages held but not yet started when the consumer stops are negatively
 // acknowledged, so the broker redelivers them. A larger bound lets more messages of other
 // keys pass a busy key, at the cost of memory and of redeliveries after a connection loss.
-// Default: [DefaultInflightPerWorker] × the concurrency. n below the concurrency is refused.
+// The same bound holds the deliveries [Consumer.Next] returned and that are not yet
+// settled: at the bound Next waits. Default: [DefaultInflightPerWorker] × the concurrency.
+// n below the concurrency is refused.
 func WithMaxInflight(n int) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
 		if n < 1 {

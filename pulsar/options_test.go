@@ -46,6 +46,7 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 		"nack on failover":   {topic, bqpulsar.WithSubscription("s", apulsar.Failover), h, bqpulsar.WithRetry(retry.Policy{Strategy: retry.Nack})},
 		"zero close timeout": {topic, sub, h, bqpulsar.WithCloseTimeout(0)},
 		"zero nack delay":    {topic, sub, h, bqpulsar.WithNackRedeliveryDelay(0)},
+		"nil settler":        {topic, sub, h, bqpulsar.WithSettler(nil)},
 	}
 	for name, opts := range cases {
 		_, err := bqpulsar.NewConsumer(client, opts...)
@@ -59,6 +60,12 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, "no handler")
 	assert.Contains(t, err.Error(), "pulsar: invalid option", "no handler")
 	require.NoError(t, bare.Close())
+	// Run needs an envelope: a consumer that delivers poison is for Next.
+	raw, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "raw-payloads")), sub, h,
+		bqpulsar.WithPoisonSettled(false))
+	require.NoError(t, err)
+	require.ErrorIs(t, raw.Run(t.Context()), bqpulsar.ErrInvalidOption, "poison delivered")
+	require.NoError(t, raw.Close())
 
 	_, err = bqpulsar.NewConsumer(nil, topic, sub, h)
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
