@@ -66,15 +66,17 @@
 //     the body {"raw":…,"truncated":true,"original_size":…,"original_sha256":…,
 //     "dead_letter":{…}}.
 //
-//     c, err := bqpulsar.NewConsumer(client,
-//     bqpulsar.WithTopic("persistent://public/default/orders"),
-//     bqpulsar.WithSubscription("billing", apulsar.Shared),
-//     bqpulsar.Handle("urn:babel:orders:created", handleCreated),
-//     bqpulsar.WithMaxAttempts(5),
-//     )
-//     if err != nil { … }
-//     defer c.Close()
-//     err = c.Run(ctx) // until ctx ends
+// A consumer with its handlers:
+//
+//	c, err := bqpulsar.NewConsumer(client,
+//		bqpulsar.WithTopic("persistent://public/default/orders"),
+//		bqpulsar.WithSubscription("billing", apulsar.Shared),
+//		bqpulsar.Handle("urn:babel:orders:created", handleCreated),
+//		bqpulsar.WithMaxAttempts(5),
+//	)
+//	if err != nil { … }
+//	defer c.Close()
+//	err = c.Run(ctx) // until ctx ends
 //
 // # Two styles: Run and Next
 //
