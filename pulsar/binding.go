@@ -1,40 +1,56 @@
 package pulsar
 
 import (
+	"errors"
+	"fmt"
+	"math"
+
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 )
 
-// The message properties of the BabelQueue Pulsar binding. A plain message carries exactly
-// the six properties PropJob … PropAttempts; a delayed one also carries PropDelay.
+// The message properties of the BabelQueue Pulsar binding. A plain
+// message carries exactly the six properties PropJob … PropAttempts; a delayed one also
+// carries PropDelay.
 const (
-	PropJob           = engine.PropJob           // the URN
-	PropTraceID       = engine.PropTraceID       // trace_id
-	PropMessageID     = engine.PropMessageID     // meta.id
-	PropSchemaVersion = engine.PropSchemaVersion // "1"
-	PropSourceLang    = engine.PropSourceLang    // meta.lang
-	PropAttempts      = engine.PropAttempts      // decimal attempts
-	PropDelay         = engine.PropDelay         // the delay in whole milliseconds, on delayed messages only
+	PropJob           = "bq-job"            // the URN
+	PropTraceID       = "bq-trace-id"       // trace_id
+	PropMessageID     = "bq-message-id"     // meta.id
+	PropSchemaVersion = "bq-schema-version" // "1"
+	PropSourceLang    = "bq-source-lang"    // meta.lang
+	PropAttempts      = "bq-attempts"       // decimal attempts
+	PropDelay         = "bq-delay"          // the delay in whole milliseconds, on delayed messages only
 )
 
 // MaxAttemptsValue is the largest attempts count the binding represents (int32 max, the
 // bound every BabelQueue SDK shares). Counts saturate here instead of wrapping.
-const MaxAttemptsValue = engine.MaxAttemptsValue
+const MaxAttemptsValue = math.MaxInt32
 
 // ErrSchemaVersion is the sentinel of a message whose bq-schema-version property is present,
 // not blank and not exactly "1". [GateVerdict] returns it inside a *[SchemaVersionError].
-var ErrSchemaVersion = engine.ErrSchemaVersion
+var ErrSchemaVersion = errors.New("pulsar: unsupported bq-schema-version property")
 
-// SchemaVersionError is returned by [GateVerdict] for a rejected bq-schema-version value
-// (its Value field holds the property exactly as received, never trimmed). It matches
-// [ErrSchemaVersion] with errors.Is.
-type SchemaVersionError = engine.SchemaVersionError
+// SchemaVersionError is returned by [GateVerdict] for a rejected bq-schema-version value.
+// It matches [ErrSchemaVersion] with errors.Is.
+type SchemaVersionError struct {
+	// Value is the property value exactly as received (never trimmed).
+	Value string
+}
+
+// Error implements error.
+func (e *SchemaVersionError) Error() string {
+	return fmt.Sprintf("pulsar: unsupported bq-schema-version property %q (want %q)", e.Value, "1")
+}
+
+// Is reports whether target is [ErrSchemaVersion].
+func (*SchemaVersionError) Is(target error) bool { return target == ErrSchemaVersion }
 
 // ProjectProperties returns the six bq-* properties of env: the URN, the
 // trace id, meta.id, the schema version, meta.lang and attempts, all as strings. The map is
 // new on every call, so callers may add to it.
 func ProjectProperties(env *envelope.Envelope) map[string]string {
-	return engine.ProjectProperties(env)
+	props := make(map[string]string, 6)
+	project(props, env)
+	return props
 }
 
 // ParseAttempts parses a bq-attempts property value. It is valid only when it is made of
@@ -42,7 +58,21 @@ func ProjectProperties(env *envelope.Envelope) map[string]string {
 // [MaxAttemptsValue]. "+3", "-1", " 3", "3 ", "" and non-ASCII digits are invalid, which is
 // why strconv.Atoi alone is not used.
 func ParseAttempts(value string) (int, bool) {
-	return engine.ParseAttempts(value)
+	if value == "" {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+		if n > MaxAttemptsValue {
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 // GateVerdict applies the schema-version gate (ADR-0037) to the
@@ -50,7 +80,10 @@ func ParseAttempts(value string) (int, bool) {
 // exactly "1"; every other value, compared without trimming or parsing, is rejected with a
 // *[SchemaVersionError] before the payload is looked at.
 func GateVerdict(value string, present bool) error {
-	return engine.GateVerdict(value, present)
+	if !present || envelope.IsBlank(value) || value == "1" {
+		return nil
+	}
+	return &SchemaVersionError{Value: value}
 }
 
 // Reconcile computes the attempts of a delivery. The base is the
@@ -59,5 +92,16 @@ func GateVerdict(value string, present bool) error {
 // base and Pulsar's 0-based redelivery count (no −1), and counted = reconciled + 1 is this
 // delivery's number, both saturating at [MaxAttemptsValue].
 func Reconcile(property string, present bool, bodyAttempts int, redeliveryCount uint32) (reconciled, counted int) {
-	return engine.Reconcile(property, present, bodyAttempts, redeliveryCount)
+	base := max(bodyAttempts, 0)
+	if present {
+		if v, ok := ParseAttempts(property); ok {
+			base = v
+		}
+	}
+	reconciled = min(max(base, int(min(redeliveryCount, MaxAttemptsValue))), MaxAttemptsValue)
+	counted = reconciled
+	if counted < MaxAttemptsValue {
+		counted++
+	}
+	return reconciled, counted
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,7 +53,7 @@ func connectedConsumer(t *testing.T, b *pulsartest.Broker, client apulsar.Client
 	case <-time.After(waitLong):
 		t.Fatal("the consumer handled nothing")
 	}
-	eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "the message was not acknowledged")
+	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "the message was not acknowledged")
 	return c, runDone
 }
 

@@ -204,7 +204,7 @@ func Connect(ctx context.Context, opts apulsar.ClientOptions) (apulsar.Client, e
 		next = plog.DefaultNopLogger()
 	}
 	watch = newConnectWatch()
-	opts.Logger = watchLogger{next: next, w: watch}
+	opts.Logger = newWatchLogger(next, watch)
 	client, err := apulsar.NewClient(opts)
 	if err != nil {
 		return nil, fail(ConnectInvalid, err)
@@ -640,26 +640,25 @@ func (w *connectWatch) silence() {
 func newConnectWatch() *connectWatch { return &connectWatch{ch: make(chan failure, 1)} }
 
 // report records the first failure and ends the probe with it.
-func (w *connectWatch) report(f failure) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.off || w.got {
-		return
-	}
-	w.got, w.cached = true, f
-	w.ch <- f
-}
+func (w *connectWatch) report(f failure) { w.record(f, true) }
 
 // remember records the first failure as the explanation of a probe that fails later, but
 // does not end it: a dial the client fails can be to another host of the URL than the one
 // the probe reached, and the client tries the next.
-func (w *connectWatch) remember(f failure) {
+func (w *connectWatch) remember(f failure) { w.record(f, false) }
+
+// record keeps f when it is the first failure (and the watch is on); end hands it to the
+// probe as well.
+func (w *connectWatch) record(f failure, end bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.off || w.got {
 		return
 	}
 	w.got, w.cached = true, f
+	if end {
+		w.ch <- f
+	}
 }
 
 // first returns the failure reported, if any, without waiting.
@@ -719,164 +718,5 @@ func (w *connectWatch) noteError(msg string, err error) {
 func (w *connectWatch) noteFormat(format string, args []any) {
 	if strings.HasPrefix(format, logRefusedFormat) && len(args) > 0 {
 		w.report(failure{ConnectAuthentication, &refusalError{message: fmt.Sprint(args[0])}})
-	}
-}
-
-// watchLogger passes every line to next and shows the connection failures to a watch.
-type watchLogger struct {
-	next plog.Logger
-	w    *connectWatch
-}
-
-var _ plog.Logger = watchLogger{}
-
-func (l watchLogger) SubLogger(fields plog.Fields) plog.Logger {
-	return watchLogger{next: l.next.SubLogger(fields), w: l.w}
-}
-
-func (l watchLogger) WithFields(fields plog.Fields) plog.Entry {
-	return watchEntry{next: l.next.WithFields(fields), w: l.w}
-}
-
-func (l watchLogger) WithField(name string, value any) plog.Entry {
-	return watchEntry{next: l.next.WithField(name, value), w: l.w}
-}
-
-func (l watchLogger) WithError(err error) plog.Entry {
-	return watchEntry{next: l.next.WithError(err), w: l.w, err: err}
-}
-
-func (l watchLogger) Debug(args ...any) {
-	if l.w.enter() {
-		defer l.w.leave()
-		l.next.Debug(args...)
-	}
-}
-
-func (l watchLogger) Info(args ...any) {
-	if l.w.enter() {
-		defer l.w.leave()
-		l.next.Info(args...)
-	}
-}
-
-func (l watchLogger) Warn(args ...any) {
-	if l.w.enter() {
-		defer l.w.leave()
-		l.next.Warn(args...)
-	}
-}
-
-func (l watchLogger) Error(args ...any) {
-	if l.w.enter() {
-		defer l.w.leave()
-		l.next.Error(args...)
-	}
-}
-
-func (l watchLogger) Debugf(format string, args ...any) {
-	if l.w.enter() {
-		defer l.w.leave()
-		l.next.Debugf(format, args...)
-	}
-}
-
-func (l watchLogger) Infof(format string, args ...any) {
-	if l.w.enter() {
-		defer l.w.leave()
-		l.next.Infof(format, args...)
-	}
-}
-
-func (l watchLogger) Warnf(format string, args ...any) {
-	l.w.noteFormat(format, args)
-	if l.w.enter() {
-		defer l.w.leave()
-		l.next.Warnf(format, args...)
-	}
-}
-
-func (l watchLogger) Errorf(format string, args ...any) {
-	l.w.noteFormat(format, args)
-	if l.w.enter() {
-		defer l.w.leave()
-		l.next.Errorf(format, args...)
-	}
-}
-
-// watchEntry is a watchLogger's entry; err is the error it was created with, if any.
-type watchEntry struct {
-	next plog.Entry
-	w    *connectWatch
-	err  error
-}
-
-var _ plog.Entry = watchEntry{}
-
-func (e watchEntry) WithFields(fields plog.Fields) plog.Entry {
-	return watchEntry{next: e.next.WithFields(fields), w: e.w, err: e.err}
-}
-
-func (e watchEntry) WithField(name string, value any) plog.Entry {
-	return watchEntry{next: e.next.WithField(name, value), w: e.w, err: e.err}
-}
-
-func (e watchEntry) Debug(args ...any) {
-	if e.w.enter() {
-		defer e.w.leave()
-		e.next.Debug(args...)
-	}
-}
-
-func (e watchEntry) Info(args ...any) {
-	if e.w.enter() {
-		defer e.w.leave()
-		e.next.Info(args...)
-	}
-}
-
-func (e watchEntry) Warn(args ...any) {
-	e.w.noteError(fmt.Sprint(args...), e.err)
-	if e.w.enter() {
-		defer e.w.leave()
-		e.next.Warn(args...)
-	}
-}
-
-func (e watchEntry) Error(args ...any) {
-	e.w.noteError(fmt.Sprint(args...), e.err)
-	if e.w.enter() {
-		defer e.w.leave()
-		e.next.Error(args...)
-	}
-}
-
-func (e watchEntry) Debugf(format string, args ...any) {
-	if e.w.enter() {
-		defer e.w.leave()
-		e.next.Debugf(format, args...)
-	}
-}
-
-func (e watchEntry) Infof(format string, args ...any) {
-	if e.w.enter() {
-		defer e.w.leave()
-		e.next.Infof(format, args...)
-	}
-}
-
-func (e watchEntry) Warnf(format string, args ...any) {
-	e.w.noteFormat(format, args)
-	if e.w.enter() {
-		defer e.w.leave()
-		e.next.Warnf(format, args...)
-	}
-}
-
-func (e watchEntry) Errorf(format string, args ...any) {
-	e.w.noteFormat(format, args)
-	if e.w.enter() {
-		defer e.w.leave()
-		e.next.Errorf(format, args...)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
-	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -20,7 +19,7 @@ import (
 // run it with [Consumer.Run] and stop it with [Consumer.Close].
 type Consumer struct {
 	cfg         consumerConfig
-	eng         *engine.Engine
+	eng         *engine
 	recv        Receiver
 	settler     Settler
 	ownConsumer apulsar.Consumer // the consumer NewConsumer subscribed; nil when wrapped
@@ -35,9 +34,22 @@ type Consumer struct {
 	probeTopic atomic.Pointer[string]
 	probes     sync.WaitGroup // probes still running (the client bounds each one)
 
+	// The pull style (delivery.go): closing ends every Next when Close starts; gate bounds
+	// the unsettled deliveries; out holds them, for Close to nack what is left.
+	closing     context.Context //nolint:containedctx // the consumer's lifetime, cancelled by Close
+	stopClosing context.CancelFunc
+	gate        *inflightGate
+	pulls       sync.WaitGroup // calls of Next in progress
+	pullMu      sync.Mutex
+	pullParent  context.Context //nolint:containedctx // the ctx of the first Next, to reuse its receive context
+	pullCtx     context.Context //nolint:containedctx // pullParent's receive context, ended by Close too
+	outMu       sync.Mutex
+	out         map[*Delivery]struct{}
+
 	mu      sync.Mutex
 	closed  bool
 	running bool
+	style   int                // styleNone, styleRun or stylePull (guarded by mu)
 	stop    context.CancelFunc // cancels the running receive loop
 	runDone chan struct{}      // closed when Run returns
 
@@ -88,9 +100,9 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, WrapConnectError("", err))
 	}
 	if !cfg.noRetention && cfg.senderFactory == nil {
-		cfg.retention = engine.RetentionFor(client, cfg.deadLetter)
+		cfg.retention = retentionFor(client, cfg.deadLetter)
 	}
-	c := newConsumer(cfg, pc, pc, clientSenders(client, cfg))
+	c := newConsumer(cfg, pc, settlerOf(cfg, pc), clientSenders(client, cfg))
 	c.ownConsumer = pc
 	c.probe = topicProbe(client)
 	return c, nil
@@ -124,11 +136,11 @@ func WrapConsumer(client apulsar.Client, pc apulsar.Consumer, opts ...ConsumerOp
 		} else {
 			factory = clientSenders(client, cfg)
 			if !cfg.noRetention {
-				cfg.retention = engine.RetentionFor(client, cfg.deadLetter)
+				cfg.retention = retentionFor(client, cfg.deadLetter)
 			}
 		}
 	}
-	c := newConsumer(cfg, pc, pc, factory)
+	c := newConsumer(cfg, pc, settlerOf(cfg, pc), factory)
 	if client != nil {
 		c.probe = topicProbe(client)
 	}
@@ -145,9 +157,6 @@ func consumerSetup(opts []ConsumerOption) (consumerConfig, error) {
 			return cfg, err
 		}
 	}
-	if len(cfg.handlers) == 0 && cfg.onUnknown == nil {
-		return cfg, fmt.Errorf("%w: no handler (use Handle or OnUnknownURN)", ErrInvalidOption)
-	}
 	if cfg.maxInflight > 0 && cfg.maxInflight < cfg.concurrency {
 		return cfg, fmt.Errorf("%w: max in-flight %d is below the concurrency %d", ErrInvalidOption,
 			cfg.maxInflight, cfg.concurrency)
@@ -160,15 +169,25 @@ func consumerSetup(opts []ConsumerOption) (consumerConfig, error) {
 	return cfg, nil
 }
 
+// settlerOf returns the settler of a consumer over pc ([WithSettler]).
+func settlerOf(cfg consumerConfig, pc apulsar.Consumer) Settler {
+	if cfg.settlerWrap != nil {
+		if s := cfg.settlerWrap(pc); s != nil {
+			return s
+		}
+	}
+	return pc
+}
+
 func checkStrategy(cfg consumerConfig) error {
-	return engine.CheckRetryStrategy(cfg.policy.Strategy, cfg.subType)
+	return checkRetryStrategy(cfg.policy.Strategy, cfg.subType)
 }
 
 func clientSenders(client apulsar.Client, cfg consumerConfig) func(topic string) (Sender, func(), error) {
 	if cfg.senderFactory != nil {
 		return cfg.senderFactory
 	}
-	return engine.ClientSenders(client, cfg.senderOpts)
+	return producerSenders(client, cfg.senderOpts)
 }
 
 func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory func(string) (Sender, func(), error)) *Consumer {
@@ -176,14 +195,14 @@ func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory fun
 	if cfg.maxAttempts > 0 {
 		maxAttempts = cfg.maxAttempts
 	}
-	eng := engine.New(engine.Config{
+	eng := newEngine(engineConfig{
 		Subscription:   cfg.subscription,
 		MaxAttempts:    maxAttempts,
 		Policy:         cfg.policy,
 		BrokerDelay:    cfg.subType == apulsar.Shared || cfg.subType == apulsar.KeyShared,
 		DeadLetter:     cfg.deadLetter,
-		SettleRejects:  true,
-		Gate:           true,
+		SettleRejects:  !cfg.poisonDelivered,
+		Gate:           !cfg.noGate,
 		Logger:         cfg.logger,
 		Observer:       cfg.observer,
 		OnError:        cfg.onError,
@@ -193,16 +212,20 @@ func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory fun
 		Retention:      cfg.retention,
 		MaxMessageSize: cfg.maxMessageSize,
 	}, settler)
-	return &Consumer{
+	c := &Consumer{
 		cfg:     cfg,
 		eng:     eng,
 		recv:    recv,
 		settler: settler,
+		out:     map[*Delivery]struct{}{},
 	}
+	c.gate = newInflightGate(c.maxInflight())
+	c.closing, c.stopClosing = context.WithCancel(context.Background())
+	return c
 }
 
 // MaxAttempts returns the configured number of deliveries, the first included.
-func (c *Consumer) MaxAttempts() int { return c.eng.MaxAttempts() }
+func (c *Consumer) MaxAttempts() int { return c.eng.maxAttempts() }
 
 // Run receives and handles messages until ctx ends, [Consumer.Close] is called, the Pulsar
 // consumer fails for good (it was closed), or the broker stayed unreachable for the
@@ -221,7 +244,17 @@ func (c *Consumer) Run(ctx context.Context) error {
 	case c.running:
 		c.mu.Unlock()
 		return ErrRunning
+	case c.style == stylePull:
+		c.mu.Unlock()
+		return ErrStyle
+	case len(c.cfg.handlers) == 0 && c.cfg.onUnknown == nil:
+		c.mu.Unlock()
+		return fmt.Errorf("%w: no handler (use Handle or OnUnknownURN); a consumer without one is for Next", ErrInvalidOption)
+	case c.cfg.poisonDelivered:
+		c.mu.Unlock()
+		return fmt.Errorf("%w: Run needs an envelope: WithPoisonSettled(false) is for Next", ErrInvalidOption)
 	}
+	c.style = styleRun
 	rctx, stopCause := context.WithCancelCause(ctx)
 	stop := func() { stopCause(nil) }
 	c.running, c.stop, c.runDone = true, stop, make(chan struct{})
@@ -261,7 +294,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	watchDone := c.watch(rctx, stopCause)
 	var pool *workerPool
 	if c.cfg.concurrency > 1 {
-		pool = newWorkerPool(c.cfg.concurrency, c.maxInflight(), func(msg apulsar.Message) { c.process(wctx, msg) })
+		pool = newWorkerPool(c.cfg.concurrency, func(msg apulsar.Message) { c.process(wctx, msg) }, c.gate.release)
 	}
 	fatal := c.receiveLoop(rctx, wctx, pool)
 	stop()
@@ -269,6 +302,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if pool != nil {
 		for _, msg := range pool.close() {
 			c.settler.Nack(msg) // received, never started: the broker redelivers it
+			c.gate.release()
 		}
 		pool.wg.Wait()
 	}
@@ -285,7 +319,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 }
 
-// maxInflight is the bound of the worker pool: [WithMaxInflight], or 4 × the concurrency.
+// maxInflight is the consumer's in-flight bound, of Run's worker pool and of Next alike:
+// [WithMaxInflight], or 4 × the concurrency.
 func (c *Consumer) maxInflight() int {
 	if c.cfg.maxInflight > 0 {
 		return c.cfg.maxInflight
@@ -294,11 +329,11 @@ func (c *Consumer) maxInflight() int {
 }
 
 func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) error {
-	var wait func(context.Context) bool
+	var gate *inflightGate
 	if pool != nil {
-		wait = pool.wait
+		gate = c.gate // one message at a time without a pool: no bound to keep
 	}
-	return c.eng.Pump(rctx, c.recv, wait, func(msg apulsar.Message) bool {
+	return c.eng.pump(rctx, c.recv, gate, func(msg apulsar.Message) bool {
 		c.received.Add(1)
 		if c.probeTopic.Load() == nil {
 			topic := msg.Topic()
@@ -310,6 +345,7 @@ func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) err
 		}
 		if !pool.submit(msg, orderingKey(msg)) {
 			c.settler.Nack(msg)
+			c.gate.release()
 			return false
 		}
 		return true
@@ -352,6 +388,8 @@ func (c *Consumer) Close() error {
 		if stop != nil {
 			stop()
 		}
+		c.stopClosing() // every Next returns
+		var unsettled error
 		finished := make(chan struct{})
 		c.teardown = finished
 		c.setStage("the drain of in-flight messages")
@@ -360,8 +398,10 @@ func (c *Consumer) Close() error {
 			if done != nil {
 				<-done
 			}
+			c.setStage("the negative acknowledgement of unsettled deliveries")
+			unsettled = c.nackUnsettled()
 			c.setStage("the closing of the retry and dead-letter producers")
-			c.eng.Close()
+			c.eng.close()
 			if c.ownConsumer != nil {
 				c.setStage("the Pulsar consumer's Close")
 				c.ownConsumer.Close()
@@ -373,6 +413,7 @@ func (c *Consumer) Close() error {
 		defer timer.Stop()
 		select {
 		case <-finished:
+			c.closeErr = unsettled
 		case <-timer.C:
 			pending := *c.stage.Load()
 			c.cfg.logger.Warn("close deadline passed; abandoning the rest of the close to a goroutine",
@@ -404,7 +445,7 @@ func (e *CloseTimeoutError) Error() string {
 // Is reports whether target is [ErrCloseTimeout].
 func (*CloseTimeoutError) Is(target error) bool { return target == ErrCloseTimeout }
 
-// nackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy.
+// nackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy ([NackBackoff]).
 type nackBackoff struct{ b retry.Backoff }
 
 func (n nackBackoff) Next(redeliveryCount uint32) time.Duration {
@@ -415,7 +456,9 @@ func (n nackBackoff) Next(redeliveryCount uint32) time.Duration {
 // failed for good; ready while live, the broker answers (see [WithUnreachableTimeout]), and
 // its last receive, acknowledgement and settlement write (retry republish, dead-letter
 // write) succeeded. Reasons name what failed.
-func (c *Consumer) Health() Health { return c.eng.Health() }
+func (c *Consumer) Health() Health { return c.eng.status() }
 
-// InFlight returns the number of messages the consumer is handling or settling now.
+// InFlight returns the number of messages the consumer is handling or settling now: under
+// [Consumer.Run] those in a handler or its settlement, under [Consumer.Next] the deliveries
+// returned and not yet settled.
 func (c *Consumer) InFlight() int { return int(c.inflight.Load()) }

@@ -73,6 +73,9 @@ type consumerConfig struct {
 	noRetention        bool
 	maxMessageSize     int
 	retention          func(ctx context.Context, topic, deadLetterTopic string) error
+	settlerWrap        func(apulsar.Consumer) Settler
+	noGate             bool
+	poisonDelivered    bool
 }
 
 func defaultConsumerConfig() consumerConfig {
@@ -288,7 +291,9 @@ const DefaultInflightPerWorker = 4
 // settled. Messages held but not yet started when the consumer stops are negatively
 // acknowledged, so the broker redelivers them. A larger bound lets more messages of other
 // keys pass a busy key, at the cost of memory and of redeliveries after a connection loss.
-// Default: [DefaultInflightPerWorker] × the concurrency. n below the concurrency is refused.
+// The same bound holds the deliveries [Consumer.Next] returned and that are not yet
+// settled: at the bound Next waits. Default: [DefaultInflightPerWorker] × the concurrency.
+// n below the concurrency is refused.
 func WithMaxInflight(n int) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
 		if n < 1 {
@@ -400,3 +405,48 @@ func WithSenderOptions(f func(o *apulsar.ProducerOptions)) ConsumerOption {
 		return nil
 	})
 }
+
+// WithSettler replaces the acknowledgements of the consumer's subscription: wrap receives
+// the Pulsar consumer (subscribed by [NewConsumer], or the one given to [WrapConsumer]) and
+// returns the [Settler] every settlement then goes through. It is the seam of a front with
+// its own acknowledgement policy: package connector acknowledges cumulatively through it.
+// A wrap returning nil is refused. Default: the Pulsar consumer's own Ack and Nack.
+func WithSettler(wrap func(pc apulsar.Consumer) Settler) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		if wrap == nil {
+			return fmt.Errorf("%w: nil settler", ErrInvalidOption)
+		}
+		c.settlerWrap = wrap
+		return nil
+	})
+}
+
+// WithSchemaGate says whether admission applies the schema-version gate (ADR-0037): a
+// message whose bq-schema-version property is rejected is settled at once, never handled.
+// Turning it off is for fronts whose payloads are not the contract's (package connector,
+// under failure strategies other than babelqueue). Default: on.
+func WithSchemaGate(on bool) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.noGate = !on
+		return nil
+	})
+}
+
+// WithPoisonSettled says whether admission settles a payload that is not an acceptable
+// envelope (the raw copy to the dead-letter topic at once, ADR-0035). Off, such a payload is
+// returned by [Consumer.Next] with a nil [Delivery.Envelope], for a front with a codec of
+// its own (package connector); settling it with an error matching [ErrPoison] then takes
+// the poison path. [Consumer.Run] always needs an envelope: Run refuses a consumer with it
+// off. Default: on.
+func WithPoisonSettled(on bool) ConsumerOption {
+	return consumerOptionFunc(func(c *consumerConfig) error {
+		c.poisonDelivered = !on
+		return nil
+	})
+}
+
+// NackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy, for
+// apulsar.ConsumerOptions.NackBackoffPolicy: the n-th redelivery (the 0-based redelivery
+// count) waits the backoff's delay of retry n+1. A consumer whose retry strategy is
+// retry.Nack uses it with its policy's backoff unless the consumer options set a policy.
+func NackBackoff(b retry.Backoff) apulsar.NackBackoffPolicy { return nackBackoff{b: b} }

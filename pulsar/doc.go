@@ -7,20 +7,6 @@
 //
 //	import bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 //
-// # The binding's pure functions
-//
-// The consumer and the conformance runner share these functions, so that what the suite
-// checks is what runs in production:
-//
-//   - [ProjectProperties]: the six bq-* message properties of an envelope.
-//   - [ParseAttempts]: the strict parser of the bq-attempts property (ASCII digits only,
-//     at most 2147483647).
-//   - [GateVerdict]: the bq-schema-version gate, applied before the payload is decoded.
-//     Absent or blank (the six ASCII blank characters only) goes on; exactly "1" goes on;
-//     anything else is rejected untrimmed.
-//   - [Reconcile]: attempts = max(valid bq-attempts, else the body's attempts; Pulsar's
-//     0-based redelivery count), and the counted delivery number.
-//
 // # Publishing
 //
 // [NewPublisher] creates a producer for one topic; [Publisher.Publish] builds the envelope,
@@ -80,15 +66,59 @@
 //     the body {"raw":…,"truncated":true,"original_size":…,"original_sha256":…,
 //     "dead_letter":{…}}.
 //
-//     c, err := bqpulsar.NewConsumer(client,
-//     bqpulsar.WithTopic("persistent://public/default/orders"),
-//     bqpulsar.WithSubscription("billing", apulsar.Shared),
-//     bqpulsar.Handle("urn:babel:orders:created", handleCreated),
-//     bqpulsar.WithMaxAttempts(5),
-//     )
-//     if err != nil { … }
-//     defer c.Close()
-//     err = c.Run(ctx) // until ctx ends
+// A consumer with its handlers:
+//
+//	c, err := bqpulsar.NewConsumer(client,
+//		bqpulsar.WithTopic("persistent://public/default/orders"),
+//		bqpulsar.WithSubscription("billing", apulsar.Shared),
+//		bqpulsar.Handle("urn:babel:orders:created", handleCreated),
+//		bqpulsar.WithMaxAttempts(5),
+//	)
+//	if err != nil { … }
+//	defer c.Close()
+//	err = c.Run(ctx) // until ctx ends
+//
+// # Two styles: Run and Next
+//
+// A consumer is used in one of two styles over the same receive, admission and settlement:
+//
+//   - [Consumer.Run], the router: it dispatches each message to the handler of its URN
+//     ([Handle], [OnUnknownURN]) on up to [WithConcurrency] workers, keeping the messages
+//     of one key in order, and settles the handler's outcome.
+//   - [Consumer.Next], the pull style: a loop of the caller's own. Next returns a [Delivery]
+//     (the decoded envelope, the Pulsar message, the counted attempt, the routing URN and
+//     the delivery's context) which the caller settles once with [Delivery.Ack],
+//     [Delivery.Fail], [Delivery.RetryAfter], [Delivery.DeadLetter] or [Delivery.Nack]; a
+//     second settlement returns [ErrSettled]. Fail maps an error exactly as Run maps a
+//     handler's.
+//
+// Next, not a Go 1.23 iterator: every call takes its own ctx, returns the error that ended
+// it (ctx's, [ErrClosed], a fatal *[ReceiveError]) instead of hiding it in a range loop,
+// may be called from several goroutines, and leaves no doubt about what a break does to
+// the delivery in hand (nothing: it is still the caller's to settle).
+//
+// Under Next, gate rejections and poison are settled by the engine and never returned;
+// attempts and retries are Run's; a consumer needs no handler. At most [WithMaxInflight]
+// deliveries are unsettled at a time: Next blocks until one is settled or its ctx ends.
+// [Consumer.Close] negatively acknowledges what was left unsettled, logs and reports it and
+// returns an error wrapping [ErrUnsettled], so nothing is lost. Run and Next are never
+// mixed on one consumer ([ErrStyle]).
+//
+//	c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic),
+//		bqpulsar.WithSubscription("billing", apulsar.Shared))
+//	if err != nil { … }
+//	defer c.Close()
+//	for {
+//		d, err := c.Next(ctx)
+//		if err != nil {
+//			return err // ctx.Err(), ErrClosed or a fatal *ReceiveError
+//		}
+//		if err := bill(d.Context(), d.Envelope()); err != nil {
+//			_ = d.Fail(err) // retried, then dead-lettered, as under Run
+//			continue
+//		}
+//		_ = d.Ack()
+//	}
 //
 // # Retries on Exclusive and Failover subscriptions
 //
@@ -131,6 +161,20 @@
 // republish, dead-letter write) succeeded; Reasons name what failed. [Consumer.InFlight]
 // and [Publisher.Pending] count the work in progress.
 //
+// # The binding's pure functions
+//
+// The consumer and the conformance runner share these functions, so that what the suite
+// checks is what runs in production:
+//
+//   - [ProjectProperties]: the six bq-* message properties of an envelope.
+//   - [ParseAttempts]: the strict parser of the bq-attempts property (ASCII digits only,
+//     at most 2147483647).
+//   - [GateVerdict]: the bq-schema-version gate, applied before the payload is decoded.
+//     Absent or blank (the six ASCII blank characters only) goes on; exactly "1" goes on;
+//     anything else is rejected untrimmed.
+//   - [Reconcile]: attempts = max(valid bq-attempts, else the body's attempts; Pulsar's
+//     0-based redelivery count), and the counted delivery number.
+//
 // # New subscriptions
 //
 // [NewConsumer] creates a subscription that does not exist yet at the earliest message the
@@ -140,11 +184,14 @@
 //
 // # One engine
 //
-// The Consumer and the messaging connector's Source (package pulsar/connector) are two
-// fronts on one delivery engine: the same admission (gate, classification, reconciliation,
-// routing) and the same settlement (ack, retry, dead letter, nack after a failed write), so
-// the same input is settled the same way on both. The Publisher and the connector's Sink
-// build their messages with one builder: exactly the six bq-* properties, the caller's
+// Run, Next and the messaging connector's Source (package pulsar/connector) are three
+// fronts on one unexported delivery engine: the same receive (one backoff, one in-flight
+// bound), the same admission (gate, classification, reconciliation, routing) and the same
+// settlement (ack, retry, dead letter, nack after a failed write), so the same input is
+// settled the same way by all three. The Source is demand and failure strategies over a
+// Consumer in the pull style; the seam it needs is [WithSettler], [WithSchemaGate],
+// [WithPoisonSettled] and [NackBackoff]. The Publisher and the connector's Sink build their
+// messages with one builder ([Build]): exactly the six bq-* properties, the caller's
 // headers where they do not clash, and bq-delay only for a real delay.
 //
 // The babelqueue-pulsar connector of the messaging runtime, with its reactive source and

@@ -2,17 +2,18 @@ package pulsar
 
 import (
 	"errors"
+	"fmt"
 
-	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 )
-
-// ErrInvalidOption is wrapped by every error a constructor ([NewPublisher],
-// [WrapProducer], [NewConsumer], [WrapConsumer]) returns for an option it refuses.
-var ErrInvalidOption = engine.ErrInvalidOption
 
 // ErrClosed is returned by calls on a closed [Publisher] or [Consumer], and by [Consumer.Run]
 // when [Consumer.Close] stopped it.
-var ErrClosed = engine.ErrClosed
+var ErrClosed = errors.New("pulsar: closed")
+
+// ErrInvalidOption is wrapped by every error a constructor ([NewPublisher],
+// [WrapProducer], [NewConsumer], [WrapConsumer]) returns for an option it refuses.
+var ErrInvalidOption = errors.New("pulsar: invalid option")
 
 // ErrFull is returned by [Publisher.TryPublishAsync] when [WithMaxPending] sends are
 // already in flight.
@@ -24,76 +25,196 @@ var ErrRunning = errors.New("pulsar: consumer already running")
 // ErrPoison is the sentinel of a payload that is not an acceptable envelope. The error
 // passed to the consumer's error hook for a poison message is a *envelope.PoisonError naming
 // the failed rule; it matches ErrPoison (the same value as [envelope.ErrPoison]).
-var ErrPoison = engine.ErrPoison
+var ErrPoison = envelope.ErrPoison
 
 // ErrUnknownURN is matched by the *[UnknownURNError] the consumer reports for a message whose
 // URN has no handler (and no OnUnknownURN hook).
-var ErrUnknownURN = engine.ErrUnknownURN
+var ErrUnknownURN = errors.New("pulsar: no handler for urn")
 
 // ErrHandler is matched by the *[HandlerError] the consumer reports when a handler failed or
 // panicked.
-var ErrHandler = engine.ErrHandler
+var ErrHandler = errors.New("pulsar: handler failed")
 
 // ErrPanic is matched by the *[PanicError] built from a recovered panic of a handler or hook.
-var ErrPanic = engine.ErrPanic
+var ErrPanic = errors.New("pulsar: panic")
 
 // ErrRepublish is matched by the *[SendError] the consumer reports when a retry could not be
 // republished; the message is then negatively acknowledged, never acknowledged.
-var ErrRepublish = engine.ErrRepublish
+var ErrRepublish = errors.New("pulsar: retry republish failed")
 
 // ErrDeadLetterWrite is matched by the *[SendError] the consumer reports when a dead-letter
 // copy could not be written; the message is then negatively acknowledged, never acknowledged.
-var ErrDeadLetterWrite = engine.ErrDeadLetterWrite
+var ErrDeadLetterWrite = errors.New("pulsar: dead-letter write failed")
 
 // ErrExhausted is matched by the *[ExhaustedError] the consumer reports when it acknowledges
 // a message that used up its attempts while dead-lettering is off for its queue: the message
 // is dropped (and logged at WARN).
-var ErrExhausted = engine.ErrExhausted
+var ErrExhausted = errors.New("pulsar: attempts exhausted, message dropped")
 
 // ErrSettle is matched by the *[SettleError] the consumer reports when an acknowledgement
 // failed.
-var ErrSettle = engine.ErrSettle
+var ErrSettle = errors.New("pulsar: settlement failed")
 
 // ErrReceive is matched by the *[ReceiveError] the consumer reports for a failed receive; a
 // transient one is reported and the loop goes on, a fatal one (the Pulsar consumer was
 // closed) ends [Consumer.Run].
-var ErrReceive = engine.ErrReceive
+var ErrReceive = errors.New("pulsar: receive failed")
 
 // UnknownURNError is reported to the error hook for a message whose routing URN has no
 // handler. It matches [ErrUnknownURN].
-type UnknownURNError = engine.UnknownURNError
+type UnknownURNError struct {
+	// URN is the routing URN (the bq-job property, else the body's URN).
+	URN string
+}
+
+// Error implements error.
+func (e *UnknownURNError) Error() string { return fmt.Sprintf("pulsar: no handler for urn %q", e.URN) }
+
+// Is reports whether target is [ErrUnknownURN].
+func (*UnknownURNError) Is(target error) bool { return target == ErrUnknownURN }
 
 // HandlerError is reported to the error hook when a handler returned an error or panicked.
 // It matches [ErrHandler] and unwraps to the handler's error (a *[PanicError] for a panic).
-type HandlerError = engine.HandlerError
+type HandlerError struct {
+	// URN is the routing URN of the message.
+	URN string
+	// Attempt is the counted delivery number (1 for the first delivery).
+	Attempt int
+	// Err is what the handler returned.
+	Err error
+}
+
+// Error implements error.
+func (e *HandlerError) Error() string {
+	return fmt.Sprintf("pulsar: handler for %q failed on delivery %d: %v", e.URN, e.Attempt, e.Err)
+}
+
+// Unwrap returns the handler's error.
+func (e *HandlerError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrHandler].
+func (*HandlerError) Is(target error) bool { return target == ErrHandler }
 
 // PanicError is a recovered panic. It matches [ErrPanic], and unwraps to the panic value
 // when that value is an error.
-type PanicError = engine.PanicError
+type PanicError struct {
+	// Where says what panicked ("handler", "OnUnknownURN hook", …).
+	Where string
+	// Value is the value passed to panic.
+	Value any
+}
+
+// Error implements error.
+func (e *PanicError) Error() string { return fmt.Sprintf("pulsar: %s panicked: %v", e.Where, e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}
+
+// Is reports whether target is [ErrPanic].
+func (*PanicError) Is(target error) bool { return target == ErrPanic }
 
 // SendError is a failed retry republish ([ErrRepublish]) or dead-letter write
 // ([ErrDeadLetterWrite]).
-type SendError = engine.SendError
+type SendError struct {
+	// Op is ErrRepublish or ErrDeadLetterWrite.
+	Op error
+	// Topic is the topic the message was sent to.
+	Topic string
+	// Err is the send's error.
+	Err error
+}
+
+// Error implements error.
+func (e *SendError) Error() string { return fmt.Sprintf("%v to %q: %v", e.Op, e.Topic, e.Err) }
+
+// Unwrap returns the operation sentinel and the send's error.
+func (e *SendError) Unwrap() []error { return []error{e.Op, e.Err} }
 
 // ExhaustedError is reported when a message that used up its attempts is acknowledged
 // without a dead-letter copy because dead-lettering is off. It matches [ErrExhausted] and
 // unwraps to the last failure.
-type ExhaustedError = engine.ExhaustedError
+type ExhaustedError struct {
+	// Reason is why the message failed (failed, unknown_urn or poison).
+	Reason envelope.Reason
+	// Attempts is the counted number of deliveries.
+	Attempts int
+	// Err is the last failure.
+	Err error
+}
+
+// Error implements error.
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("pulsar: attempts exhausted after %d deliveries (%s), message dropped: %v", e.Attempts, e.Reason, e.Err)
+}
+
+// Unwrap returns the last failure.
+func (e *ExhaustedError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrExhausted].
+func (*ExhaustedError) Is(target error) bool { return target == ErrExhausted }
 
 // SettleError is a failed acknowledgement. It matches [ErrSettle] and unwraps to the
 // client's error.
-type SettleError = engine.SettleError
+type SettleError struct {
+	// Err is the client's error.
+	Err error
+}
+
+// Error implements error.
+func (e *SettleError) Error() string { return fmt.Sprintf("pulsar: ack failed: %v", e.Err) }
+
+// Unwrap returns the client's error.
+func (e *SettleError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrSettle].
+func (*SettleError) Is(target error) bool { return target == ErrSettle }
 
 // ReceiveError is a failed receive. It matches [ErrReceive] and unwraps to the client's
 // error.
-type ReceiveError = engine.ReceiveError
+type ReceiveError struct {
+	// Err is the client's error.
+	Err error
+}
+
+// Error implements error.
+func (e *ReceiveError) Error() string { return fmt.Sprintf("pulsar: receive failed: %v", e.Err) }
+
+// Unwrap returns the client's error.
+func (e *ReceiveError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrReceive].
+func (*ReceiveError) Is(target error) bool { return target == ErrReceive }
+
+// joinErrors is errors.Join for two non-nil errors, kept in one place so that every
+// "failure plus failed settlement" report has the same shape: the failure first.
+func joinErrors(failure, settle error) error { return errors.Join(failure, settle) }
 
 // ErrTruncated is matched by the *[TruncatedError] reported when a dead-letter copy was too
 // large for the broker and a truncated copy was written instead.
-var ErrTruncated = engine.ErrTruncated
+var ErrTruncated = errors.New("pulsar: dead-letter copy truncated")
 
 // TruncatedError reports a dead-letter copy that would have exceeded the broker's message
-// size ([WithMaxMessageSize]): a truncated, marked copy (the dead-letter block, the
-// original's size and SHA-256, its first bytes) was written in its place, and the original
-// acknowledged. Its fields: Topic (the dead-letter topic), FullSize and Limit, OriginalSize.
-type TruncatedError = engine.TruncatedError
+// size ([WithMaxMessageSize]): a truncated, marked copy (the dead-letter block, the original's size and SHA-256,
+// and its first bytes) was written in its place. It matches [ErrTruncated].
+type TruncatedError struct {
+	// Topic is the dead-letter topic.
+	Topic string
+	// FullSize is the size of the copy that did not fit; Limit the bound it had to fit.
+	FullSize, Limit int
+	// OriginalSize is the size of the received payload.
+	OriginalSize int
+}
+
+// Error implements error.
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("pulsar: dead-letter copy for %q truncated: %d bytes would exceed the limit of %d (original payload %d bytes)",
+		e.Topic, e.FullSize, e.Limit, e.OriginalSize)
+}
+
+// Is reports whether target is [ErrTruncated].
+func (*TruncatedError) Is(target error) bool { return target == ErrTruncated }

@@ -56,12 +56,6 @@ func (c *collector) wait(t *testing.T, n int, timeout time.Duration) []apulsar.M
 
 func (c *collector) count() int { return c.Count() }
 
-// eventually polls cond until it holds or waitLong passes.
-func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	brokertest.Eventually(t, cond, msg, args...)
-}
-
 // runConsumer runs c until the test ends, then closes it and checks Run's result.
 func runConsumer(t *testing.T, c *bqpulsar.Consumer) {
 	t.Helper()

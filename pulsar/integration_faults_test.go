@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,7 +80,7 @@ func TestPartitionedTopicRetriesAndDeadLettersGoToParent(t *testing.T) {
 	}
 	assert.Contains(t, b.Topics(), parent+".dlq")
 	for i := range 3 {
-		eventually(t, func() bool { return b.Backlog(parent+"-partition-"+string(rune('0'+i)), "app") == 0 },
+		brokertest.Eventually(t, func() bool { return b.Backlog(parent+"-partition-"+string(rune('0'+i)), "app") == 0 },
 			"partition %d not drained", i)
 	}
 }
@@ -136,14 +138,14 @@ func TestDeadLetterWriteFailureIsNotAcked(t *testing.T) {
 	id, err := pub.Publish(t.Context(), failURN, nil)
 	require.NoError(t, err)
 
-	eventually(t, func() bool { return writeFailures.Load() > 0 }, "no dead-letter write failure reported")
+	brokertest.Eventually(t, func() bool { return writeFailures.Load() > 0 }, "no dead-letter write failure reported")
 	firstMu.Lock()
 	assert.Zero(t, deadLetteredAtFirstFailure, "nothing dead-lettered while the topic fails")
 	assert.Equal(t, 1, backlogAtFirstFailure, "the message is not acknowledged while the write fails")
 	firstMu.Unlock()
 
 	msgs := dead.wait(t, 1, waitLong)
-	eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "acknowledged once dead-lettered")
+	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "acknowledged once dead-lettered")
 	require.Len(t, msgs, 1)
 	for _, m := range msgs {
 		env, err := envelope.Decode(m.Payload())
@@ -194,8 +196,8 @@ func TestWrapConsumerLeavesTheCallersConsumerOpen(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, pub.Close()) })
 	_, err = pub.Publish(t.Context(), okURN, nil)
 	require.NoError(t, err)
-	eventually(t, func() bool { return calls.Load() == 2 }, "redelivered after the nack")
-	eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "acked")
+	brokertest.Eventually(t, func() bool { return calls.Load() == 2 }, "redelivered after the nack")
+	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "acked")
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	require.NoError(t, c.Close())

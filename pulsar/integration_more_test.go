@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,7 +65,7 @@ func TestRetryBackoffIsDelayedByTheBrokerOnShared(t *testing.T) {
 	<-failed
 	_, err = pub.Publish(t.Context(), okURN, map[string]any{"name": "second"})
 	require.NoError(t, err)
-	eventually(t, func() bool {
+	brokertest.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) == 2
@@ -118,7 +120,7 @@ func TestKeySharedConcurrencyKeepsKeyOrder(t *testing.T) {
 		}
 		wg.Wait() // one round at a time, so that publish order is per-key order
 	}
-	eventually(t, func() bool { return total.Load() == keys*perKey }, "all handled")
+	brokertest.Eventually(t, func() bool { return total.Load() == keys*perKey }, "all handled")
 	mu.Lock()
 	defer mu.Unlock()
 	for k := range keys {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -174,7 +176,7 @@ func TestSettlementPathsOnEverySubscriptionType(t *testing.T) {
 
 			assert.Equal(t, []int{0}, ok.get(okID), "success handled once")
 			assert.Equal(t, []int{0, 1}, failing.get(failID), "failure handled maxAttempts times")
-			eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
+			brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
 
 			errMu.Lock()
 			defer errMu.Unlock()
@@ -223,7 +225,7 @@ func TestDelayedPublishOnShared(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pub.Publish(t.Context(), okURN, map[string]any{"name": "now"})
 	require.NoError(t, err)
-	eventually(t, func() bool {
+	brokertest.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) == 2

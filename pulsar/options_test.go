@@ -31,7 +31,6 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 	cases := map[string][]bqpulsar.ConsumerOption{
 		"no topic":           {sub, h},
 		"no subscription":    {topic, h},
-		"no handler":         {topic, sub},
 		"blank subscription": {topic, bqpulsar.WithSubscription(" ", apulsar.Shared), h},
 		"bad type":           {topic, bqpulsar.WithSubscription("s", apulsar.SubscriptionType(42)), h},
 		"bad topic":          {bqpulsar.WithTopic("a/b"), sub, h},
@@ -47,13 +46,28 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 		"nack on failover":   {topic, bqpulsar.WithSubscription("s", apulsar.Failover), h, bqpulsar.WithRetry(retry.Policy{Strategy: retry.Nack})},
 		"zero close timeout": {topic, sub, h, bqpulsar.WithCloseTimeout(0)},
 		"zero nack delay":    {topic, sub, h, bqpulsar.WithNackRedeliveryDelay(0)},
+		"nil settler":        {topic, sub, h, bqpulsar.WithSettler(nil)},
 	}
 	for name, opts := range cases {
 		_, err := bqpulsar.NewConsumer(client, opts...)
 		require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, name)
 		assert.Contains(t, err.Error(), "pulsar: invalid option", name)
 	}
-	_, err := bqpulsar.NewConsumer(nil, topic, sub, h)
+	// A consumer without a handler is for Next; Run refuses it.
+	bare, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "no-handler")), sub)
+	require.NoError(t, err)
+	err = bare.Run(t.Context())
+	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, "no handler")
+	assert.Contains(t, err.Error(), "pulsar: invalid option", "no handler")
+	require.NoError(t, bare.Close())
+	// Run needs an envelope: a consumer that delivers poison is for Next.
+	raw, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "raw-payloads")), sub, h,
+		bqpulsar.WithPoisonSettled(false))
+	require.NoError(t, err)
+	require.ErrorIs(t, raw.Run(t.Context()), bqpulsar.ErrInvalidOption, "poison delivered")
+	require.NoError(t, raw.Close())
+
+	_, err = bqpulsar.NewConsumer(nil, topic, sub, h)
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
 	_, err = bqpulsar.WrapConsumer(client, nil, h)
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 )
 
 // process runs the contract's pipeline on one message: the engine's admission (gate,
@@ -18,17 +17,17 @@ import (
 func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
-	d := c.eng.Admit(ctx, msg)
+	d := c.eng.admit(ctx, msg, nil)
 	if d == nil {
 		return // settled at admission (gate rejection, poison)
 	}
-	h, ok := c.cfg.handlers[d.URN]
+	h, ok := c.cfg.handlers[d.urn]
 	if !ok {
 		c.unknownURN(d)
 		return
 	}
 	var start time.Time
-	if c.eng.Observing() {
+	if c.eng.observing() {
 		start = time.Now()
 	}
 	err := callHandler(h, d)
@@ -37,36 +36,36 @@ func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 		latency = time.Since(start)
 	}
 	if err != nil || !start.IsZero() {
-		c.eng.Handled(d, err, latency) // a success without an observer has nothing to record
+		c.eng.handled(d, err, latency) // a success without an observer has nothing to record
 	}
-	c.eng.Settle(d, err)
-	c.eng.Release(d) // reused only when the settlement acknowledged it: nothing else holds it then
+	c.eng.settle(d, err)
+	c.eng.release(d) // reused only when the settlement acknowledged it: nothing else holds it then
 }
 
-func callHandler(h HandlerFunc, d *engine.Delivery) (err error) {
+func callHandler(h HandlerFunc, d *Delivery) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Where: "handler", Value: r}
 		}
 	}()
-	return h(d.Ctx, d.Env, d.Msg)
+	return h(d.ctx, d.env, d.msg)
 }
 
 // unknownURN handles a message without a handler: the hook, then ack; without a hook (or
 // when it panicked) a failure with reason unknown_urn.
-func (c *Consumer) unknownURN(d *engine.Delivery) {
-	c.eng.Observe(d, Event{Kind: EventUnknownURN, Topic: d.Msg.Topic(), URN: d.URN, Attempt: d.Counted})
+func (c *Consumer) unknownURN(d *Delivery) {
+	c.eng.observe(d, Event{Kind: EventUnknownURN, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted})
 	if c.cfg.onUnknown != nil {
-		perr := engine.SafeCall("OnUnknownURN hook", func() { c.cfg.onUnknown(d.Env, d.Msg) })
+		perr := safeCall("OnUnknownURN hook", func() { c.cfg.onUnknown(d.env, d.msg) })
 		if perr == nil {
-			_ = c.eng.AckHandled(d) // a failed ack is reported by the engine
+			_ = c.eng.acknowledge(d) // a failed ack is reported by the engine
 			return
 		}
-		c.eng.Report(perr, d.Env, d.Msg)
+		c.eng.report(perr, d.env, d.msg)
 	}
-	err := &UnknownURNError{URN: d.URN}
-	c.eng.Logger().Warn("no handler for urn", zap.String("urn", d.URN), zap.Int("attempt", d.Counted),
-		zap.String("message_id", d.Env.Meta.ID))
-	c.eng.Report(err, d.Env, d.Msg)
-	c.eng.Fail(d, envelope.ReasonUnknownURN, err, engine.FailOptions{})
+	err := &UnknownURNError{URN: d.urn}
+	c.eng.logger().Warn("no handler for urn", zap.String("urn", d.urn), zap.Int("attempt", d.counted),
+		zap.String("message_id", d.env.Meta.ID))
+	c.eng.report(err, d.env, d.msg)
+	c.eng.fail(d, envelope.ReasonUnknownURN, err, failOptions{})
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,7 +99,7 @@ func TestHugePoisonBodiesAreDeadLetteredOnceAsTruncatedCopies(t *testing.T) {
 		assert.Equal(t, "poison", cp.DeadLetter.Reason, m.Key())
 		assert.Equal(t, "1", m.Properties()[bqpulsar.PropAttempts])
 	}
-	eventually(t, func() bool { return b.Stats(topic).Subscriptions["s"].Backlog == 0 }, "the backlog did not drain")
+	brokertest.Eventually(t, func() bool { return b.Stats(topic).Subscriptions["s"].Backlog == 0 }, "the backlog did not drain")
 	h := c.Health()
 	assert.True(t, h.Ready, "a truncation is not a failure")
 	require.NotEmpty(t, h.Warnings, "but health shows it")

@@ -12,7 +12,6 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 )
 
 // Publisher publishes BabelQueue envelopes to one Pulsar topic. It is safe for concurrent
@@ -355,7 +354,7 @@ func (p *Publisher) release(om *outMsg) {
 	if !p.recycle {
 		return
 	}
-	clear(om.props) // om.pm is overwritten whole by the next BuildInto
+	clear(om.props) // om.pm is overwritten whole by the next buildInto
 	om.id, om.done, om.finish = "", nil, nil
 	if cap(om.buf) > maxRecycledPayload {
 		om.buf = nil
@@ -379,7 +378,7 @@ func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*outMsg
 	if !po.deliverAt.IsZero() {
 		now = time.Now()
 	}
-	engine.BuildInto(&om.pm, om.props, engine.Outgoing{
+	buildInto(&om.pm, om.props, Outgoing{
 		Payload: om.buf, Env: env, Headers: po.headers,
 		Key: po.key, OrderingKey: po.orderingKey,
 		Delay: po.delay, DeliverAt: po.deliverAt,
@@ -423,7 +422,7 @@ func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg 
 	if len(p.hooks) == 0 {
 		return nil // and no OutgoingMessage to allocate
 	}
-	return engine.RunPublishHooks(ctx, p.hooks, &OutgoingMessage{Topic: p.topic, Envelope: env, Message: msg}, p.logger)
+	return RunPublishHooks(ctx, p.hooks, &OutgoingMessage{Topic: p.topic, Envelope: env, Message: msg}, p.logger)
 }
 
 // Close stops the publisher, in this order: new publishes fail with [ErrClosed]; pending

@@ -86,7 +86,7 @@ func exhaustThenTrim(t *testing.T, tg *brokertest.Target, retention bool) (int32
 		return handled.Load(), rep // the subscription may not exist at all: err is what Redrive says
 	}
 	require.NoError(t, err)
-	eventually(t, func() bool { return handled.Load() >= 1 }, "the redriven job was not handled")
+	brokertest.Eventually(t, func() bool { return handled.Load() >= 1 }, "the redriven job was not handled")
 	return handled.Load(), rep
 }
 
@@ -156,7 +156,7 @@ func retentionSubscriptionThatCannotBeMade(t *testing.T, tg *brokertest.Target) 
 	require.NoError(t, err)
 	require.NoError(t, pub.Close())
 	runUntil(t, c, func() {
-		eventually(t, func() bool { return attempts.Load() >= 2 }, "the message was not negatively acknowledged and redelivered")
+		brokertest.Eventually(t, func() bool { return attempts.Load() >= 2 }, "the message was not negatively acknowledged and redelivered")
 		assert.False(t, c.Health().Ready, "failing dead-letter writes make the consumer not ready")
 	})
 
@@ -177,7 +177,7 @@ func retentionSubscriptionThatCannotBeMade(t *testing.T, tg *brokertest.Target) 
 		}))
 	require.NoError(t, err)
 	runConsumer(t, again)
-	eventually(t, func() bool { return handled.Load() == 1 }, "the message was lost")
+	brokertest.Eventually(t, func() bool { return handled.Load() == 1 }, "the message was lost")
 }
 
 // TestRoutingDecisionSurvivesTheDeadLetterTopic: a message routed by its bq-job property,
@@ -246,7 +246,7 @@ func routingDecisionSurvivesTheDeadLetterTopic(t *testing.T, tg *brokertest.Targ
 	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: topic + ".dlq", URN: routedURN, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 1, "the redrive filter matches the routing URN")
-	eventually(t, func() bool { return got.Load() != nil }, "the redriven message was not handled")
+	brokertest.Eventually(t, func() bool { return got.Load() != nil }, "the redriven message was not handled")
 	assert.Equal(t, routedURN+" "+bodyURN, got.Load())
 }
 
@@ -275,7 +275,7 @@ func publishTrimSubscribe(t *testing.T, tg *brokertest.Target, want int32, opts 
 		}))
 	require.NoError(t, err)
 	runConsumer(t, c)
-	eventually(t, func() bool { return handled.Load() >= want }, "%d of %d jobs handled", handled.Load(), want)
+	brokertest.Eventually(t, func() bool { return handled.Load() >= want }, "%d of %d jobs handled", handled.Load(), want)
 	time.Sleep(time.Second) // whatever else is still stored arrives by then
 	return handled.Load()
 }

@@ -88,7 +88,7 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 			if err == nil {
 				if !since.IsZero() {
 					c.cfg.logger.Info("broker reachable again", zap.Duration("after", now.Sub(since)))
-					c.eng.SetReceiving(nil)
+					c.eng.setReceiving(nil)
 					since = time.Time{}
 				}
 				return
@@ -97,10 +97,10 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 				since = now
 				uerr := &UnreachableError{Err: err}
 				c.cfg.logger.Warn("broker unreachable", zap.Error(err))
-				c.eng.Report(uerr, nil, nil)
+				c.eng.report(uerr, nil, nil)
 			}
 			uerr := &UnreachableError{For: now.Sub(since), Err: err}
-			c.eng.SetReceiving(uerr)
+			c.eng.setReceiving(uerr)
 			if d := c.cfg.unreachableTimeout; d > 0 && uerr.For >= d {
 				c.cfg.logger.Error("broker unreachable for the unreachable timeout; stopping", zap.Error(uerr),
 					zap.Duration("timeout", d))

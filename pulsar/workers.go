@@ -1,7 +1,6 @@
 package pulsar
 
 import (
-	"context"
 	"sync"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -11,11 +10,12 @@ import (
 // message is queued; an idle worker takes the oldest queued message whose key is not in
 // progress, so one key is handled in the order received while a busy key (a slow handler, a
 // blocked dead-letter write) holds back only its own messages. Messages without a key are
-// taken by any idle worker, oldest first. The pool holds at most max messages (queued,
-// being handled or being settled); the receive loop waits in wait until one is settled.
+// taken by any idle worker, oldest first. The pool itself is unbounded: the consumer's
+// in-flight gate (the one bound of Run and Next) admits a message before it is received,
+// and freed is called as each message leaves the pool.
 type workerPool struct {
-	work func(apulsar.Message)
-	max  int
+	work  func(apulsar.Message)
+	freed func()
 
 	mu       sync.Mutex
 	cond     *sync.Cond            // signalled when ready gains a message or the pool closes
@@ -24,7 +24,6 @@ type workerPool struct {
 	inflight int                   // messages in the pool: ready, behind, or in a worker
 	seq      uint64
 	closed   bool
-	space    chan struct{} // capacity 1: a message left the pool
 	wg       sync.WaitGroup
 }
 
@@ -34,12 +33,11 @@ type poolItem struct {
 	seq uint64
 }
 
-func newWorkerPool(n, maxInflight int, work func(apulsar.Message)) *workerPool {
+func newWorkerPool(n int, work func(apulsar.Message), freed func()) *workerPool {
 	p := &workerPool{
 		work:   work,
-		max:    max(maxInflight, 1),
+		freed:  freed,
 		behind: map[string][]poolItem{},
-		space:  make(chan struct{}, 1),
 	}
 	p.cond = sync.NewCond(&p.mu)
 	p.wg.Add(n)
@@ -47,24 +45,6 @@ func newWorkerPool(n, maxInflight int, work func(apulsar.Message)) *workerPool {
 		go p.worker()
 	}
 	return p
-}
-
-// wait blocks until the pool can take another message, and reports false when ctx ended
-// first. It is the receive loop's wait: only that goroutine adds messages.
-func (p *workerPool) wait(ctx context.Context) bool {
-	for {
-		p.mu.Lock()
-		room := p.inflight < p.max || p.closed
-		p.mu.Unlock()
-		if room {
-			return true
-		}
-		select {
-		case <-p.space:
-		case <-ctx.Done():
-			return false
-		}
-	}
 }
 
 // submit queues msg under key ("" for none); it reports false once the pool is closed.
@@ -111,10 +91,7 @@ func (p *workerPool) worker() {
 // finish releases a handled message: the next message of its key becomes runnable.
 func (p *workerPool) finish(it poolItem) {
 	p.inflight--
-	select {
-	case p.space <- struct{}{}:
-	default:
-	}
+	p.freed()
 	if it.key == "" {
 		return
 	}
@@ -134,7 +111,7 @@ func (p *workerPool) finish(it poolItem) {
 }
 
 // close stops the pool: it takes no more messages, returns the queued ones not yet started
-// (for the caller to negatively acknowledge), and lets the workers finish the messages they
+// (for the caller to negatively acknowledge, and to free their slots), and lets the workers finish the messages they
 // hold. Wait for them with p.wg.Wait.
 func (p *workerPool) close() []apulsar.Message {
 	p.mu.Lock()

@@ -450,7 +450,7 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		if err != nil {
 			a.invalid("%s: %v", AttrNackRedeliveryBackoff, err)
 		}
-		o.Consumer.NackBackoffPolicy = nackBackoff{b: b}
+		o.Consumer.NackBackoffPolicy = bqpulsar.NackBackoff(b)
 	}
 	c.nativeDLQ(a, &o)
 	switch {
@@ -490,14 +490,6 @@ func parseNackBackoff(v string) (retry.Backoff, error) {
 		return b, fmt.Errorf("%q: %w", v, err)
 	}
 	return b, nil
-}
-
-// nackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy: the n-th redelivery
-// (0-based count) waits the backoff's delay of retry n+1.
-type nackBackoff struct{ b retry.Backoff }
-
-func (n nackBackoff) Next(redeliveryCount uint32) time.Duration {
-	return n.b.Delay(int(min(redeliveryCount, 1<<20)) + 1)
 }
 
 // senderTimeout sets the send timeout of the retry and dead-letter producers.

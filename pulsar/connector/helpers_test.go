@@ -85,9 +85,3 @@ func (c *collector) wait(t *testing.T, n int) []apulsar.Message {
 }
 
 func (c *collector) count() int { return c.Count() }
-
-// eventually polls cond until it holds or waitLong passes.
-func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	brokertest.Eventually(t, cond, msg, args...)
-}

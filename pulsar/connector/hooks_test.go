@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,11 +57,11 @@ func TestSinkAndSourceRunTheirHooks(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(1)
-	eventually(t, func() bool { return len(ms.received()) == 1 }, "nothing delivered")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "nothing delivered")
 	md, ok := messaging.MetadataOf[connector.IncomingMetadata](ms.received()[0].Metadata())
 	require.True(t, ok)
 	assert.Equal(t, topic, md.Properties["x-hooked"], "the publish hook's property was sent")
-	eventually(t, func() bool { return done.Load() == 1 }, "the publish hook's done was not called")
+	brokertest.Eventually(t, func() bool { return done.Load() == 1 }, "the publish hook's done was not called")
 	require.NoError(t, ms.received()[0].Ack(context.Background()))
 	assert.Equal(t, bqpulsar.OutcomeAcked, settled.Load())
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
-	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
 
@@ -199,8 +198,8 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 	s.pending++
 	s.mu.Unlock()
 	pm, env := s.message(m)
-	finish := engine.RunPublishHooks(context.Background(), s.hooks,
-		&engine.OutgoingMessage{Topic: s.producer.Topic(), Envelope: env, Message: pm}, s.logger)
+	finish := bqpulsar.RunPublishHooks(context.Background(), s.hooks,
+		&bqpulsar.OutgoingMessage{Topic: s.producer.Topic(), Envelope: env, Message: pm}, s.logger)
 	s.traceparent(pm) // after the hooks: a tracing hook's own traceparent wins
 	// Settle outside the producer lock: a settlement may request more, and the upstream
 	// may then call OnNext again on this goroutine.
@@ -252,7 +251,7 @@ func (s *Sink) send(m messaging.Message[[]byte], pm *apulsar.ProducerMessage, fi
 // message builds the Pulsar message of m: payload, OutgoingMetadata, and the bq-*
 // projection of an envelope payload when enabled.
 func (s *Sink) message(m messaging.Message[[]byte]) (*apulsar.ProducerMessage, *envelope.Envelope) {
-	o := engine.Outgoing{Payload: m.Payload()}
+	o := bqpulsar.Outgoing{Payload: m.Payload()}
 	md, hasMD := messaging.MetadataOf[OutgoingMetadata](m.Metadata())
 	if hasMD {
 		o.Headers, o.Key, o.OrderingKey, o.EventTime = md.Properties, md.Key, md.OrderingKey, md.EventTime
@@ -261,7 +260,7 @@ func (s *Sink) message(m messaging.Message[[]byte]) (*apulsar.ProducerMessage, *
 	if s.project {
 		o.Env = envelopeOf(m)
 	}
-	pm := engine.Build(o, time.Now())
+	pm := bqpulsar.Build(o, time.Now())
 	if hasMD {
 		pm.DisableReplication, pm.ReplicationClusters = md.DisableReplication, md.ReplicationClusters
 	}

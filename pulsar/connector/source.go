@@ -13,172 +13,27 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
-	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
-	engine "github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/engine"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
-// Default values of [SourceOptions].
-const (
-	DefaultMaxInflight = 256
-)
-
-// FailureStrategy is what a Source does with a nacked message.
-type FailureStrategy string
-
-// The failure strategies a Source implements.
-const (
-	// FailureBabelQueue retries (republish or nack, [SourceOptions].RetryStrategy) until
-	// MaxAttempts deliveries, then dead-letters; DropMessage acks, ToDeadLetter
-	// dead-letters at once. It runs the Consumer's own settlement code.
-	FailureBabelQueue FailureStrategy = "babelqueue"
-	// FailureNack negatively acknowledges: the broker redelivers after the nack delay.
-	FailureNack FailureStrategy = "nack"
-	// FailureFail records a fatal failure, signals OnError downstream and stops
-	// receiving; the message stays unacknowledged.
-	FailureFail FailureStrategy = "fail"
-	// FailureIgnore logs a warning and acknowledges.
-	FailureIgnore FailureStrategy = "ignore"
-	// FailureContinue only logs: the message stays unacknowledged and its slot is freed;
-	// the ack timeout (required) negatively acknowledges it later, so that the broker
-	// redelivers it.
-	FailureContinue FailureStrategy = "continue"
-	// FailureReconsumeLater calls the client's ReconsumeLaterWithCustomProperties (the
-	// subscription is created with RetryEnable): the message goes to the client's retry
-	// topic, and to its dead-letter topic after DLQ.MaxDeliveries.
-	FailureReconsumeLater FailureStrategy = "reconsume-later"
-)
-
-// ErrSourceFailed is the error a Source signals downstream after a nack under the
-// fail strategy; it wraps the nack's reason.
-var ErrSourceFailed = errors.New("pulsar: source failed")
-
-// IncomingMetadata describes a message received by a [Source]; stages read it with
-// messaging.MetadataOf[IncomingMetadata].
-type IncomingMetadata struct {
-	MessageID       apulsar.MessageID
-	Topic           string
-	Key             string
-	OrderingKey     string
-	Properties      map[string]string // the message's properties; do not modify
-	PublishTime     time.Time
-	EventTime       time.Time
-	RedeliveryCount uint32
-	ProducerName    string
-	// Attempts is the reconciled number of earlier deliveries (the larger of a valid
-	// bq-attempts, the envelope's attempts and the redelivery count).
-	Attempts int
-	// URN is the routing URN of a BabelQueue envelope (a usable bq-job property wins over
-	// the body's job); "" for other payloads. A BabelQueue addition.
-	URN string
-}
-
-// InitialPosition is where a Source starts a subscription that does not exist yet; an
-// existing subscription keeps its cursor, as Pulsar does.
-type InitialPosition int
-
-// The initial positions of a new subscription.
-const (
-	// PositionEarliest starts at the oldest message the topic holds, so that a job
-	// published before the first subscriber is not skipped. The default.
-	PositionEarliest InitialPosition = iota
-	// PositionLatest starts after the last message published.
-	PositionLatest
-)
-
-// SourceOptions configure [NewSource].
-type SourceOptions struct {
-	// Channel names the source in health reports and logs. Default: the first topic.
-	Channel string
-	// Consumer are the client options of the subscription: Topic or Topics,
-	// SubscriptionName and Type are required (Type is taken as declared, so the zero
-	// value is Exclusive). ReceiverQueueSize 0 means min(1000, 2 × MaxInflight).
-	Consumer apulsar.ConsumerOptions
-	// InitialPosition is where a new subscription starts; it replaces
-	// Consumer.SubscriptionInitialPosition. Default: [PositionEarliest].
-	InitialPosition InitialPosition
-	// MaxInflight bounds the delivered-but-unsettled messages.
-	// Default: 256.
-	MaxInflight int
-	// CompleteAtEnd completes the stream after the last message present when the source
-	// was created (GetLastMessageIDs). Default: false.
-	CompleteAtEnd bool
-	// FailureStrategy is what a nack does. Default: [FailureBabelQueue].
-	FailureStrategy FailureStrategy
-	// MaxAttempts is the number of deliveries in total, the first included. Default: 3.
-	MaxAttempts int
-	// RetryStrategy is how [FailureBabelQueue] retries. Default: retry.Republish;
-	// retry.Nack needs a Shared or Key_Shared subscription.
-	RetryStrategy retry.Strategy
-	// RetryDelay delays a republished retry (a nack's own Delay wins). Default: 0.
-	RetryDelay time.Duration
-	// DeadLetter configures dead-lettering. Default: the zero value, "<queue>.dlq".
-	DeadLetter dlq.Config
-	// SenderOptions adjusts the options of the retry and dead-letter producers.
-	SenderOptions func(*apulsar.ProducerOptions)
-	// CumulativeAck acknowledges cumulatively (ack-strategy=cumulative): AckCumulative on the last message of the settled prefix of each topic
-	// (partition), in delivery order, so that no acknowledgement covers a message that
-	// may still be nacked. It needs an Exclusive or Failover subscription and cannot be
-	// combined with [FailureReconsumeLater] (the client acknowledges the original itself,
-	// after writing the retry copy). Default: false, every settlement acknowledges
-	// individually.
-	CumulativeAck bool
-	// AckTimeout nacks a delivered message left unsettled for longer, with an error
-	// wrapping messaging.ErrSettleTimeout, through the failure strategy; a later
-	// settlement by the stage is then ignored (it gets messaging.ErrAlreadySettled).
-	// Default: 0, off.
-	AckTimeout time.Duration
-	// ReconsumeDelay is the delay of [FailureReconsumeLater] when the nack names none.
-	// Default: 3 s.
-	ReconsumeDelay time.Duration
-	// NoRetentionSubscription turns off the retention subscription of the dead-letter
-	// topics: by default the source makes sure, before its first write to a dead-letter
-	// topic, that the queue's retention subscription (DeadLetter's Subscription, "bq-dlq"
-	// by default) exists on it, because Pulsar deletes messages no durable subscription
-	// needs unless the namespace has a retention policy. Set it only where such a policy
-	// keeps the dead letters. Default: false.
-	NoRetentionSubscription bool
-	// MaxMessageSize bounds the settlement writes, as bqpulsar.WithMaxMessageSize does for
-	// a Consumer: a larger dead-letter copy is truncated, a larger retry copy dead-lettered.
-	// Default: 0, 5 MiB less 64 KiB.
-	MaxMessageSize int
-	// DeadLetterHook is called after a message was written to its dead-letter topic.
-	DeadLetterHook func(ctx context.Context, md IncomingMetadata, reason error)
-	// Envelopes says the payloads are BabelQueue envelopes (the babelqueue codec): under
-	// [FailureBabelQueue] a poison body is then dead-lettered at once, before delivery, as
-	// the Consumer does. With another codec, a body that is not an envelope is delivered.
-	// Default: false.
-	Envelopes bool
-	// OnError receives the source's failures (gate rejections, poison, failed settlement
-	// writes and acks, receive failures), as the Consumer's error hook. Default: none.
-	OnError bqpulsar.ErrorHook
-	// OnRoutingMismatch is called when a usable bq-job property differs from the body's
-	// URN (the property wins). Default: none.
-	OnRoutingMismatch bqpulsar.RoutingMismatchHook
-	// Observer receives the pipeline's events, as the Consumer's. Default: none.
-	Observer bqpulsar.Observer
-	// DeliveryHooks open a context per delivery (see [bqpulsar.DeliveryHook]). Default: none.
-	DeliveryHooks []bqpulsar.DeliveryHook
-	// Logger receives the source's logs. Default: zap.NewNop().
-	Logger *zap.Logger
-}
-
 // Source is a Pulsar subscription as a unicast reactive.Publisher of messages, the
-// incoming side of the babelqueue-pulsar connector. A receive happens
-// only while the subscriber's demand exceeds the received-but-undelivered messages and
-// fewer than MaxInflight messages are unsettled, so Request(reactive.Unbounded) never
-// means unbounded unsettled messages. Nacks are settled by the [Consumer]'s retry and
-// dead-letter code. Close it with [Source.Close].
+// incoming side of the babelqueue-pulsar connector. It is demand and failure strategies
+// over a bqpulsar.Consumer in the pull style ([bqpulsar.Consumer.Next]): a receive happens
+// only while the subscriber's demand exceeds the received-but-undelivered messages, and
+// the Consumer's in-flight bound (MaxInflight) holds Next back while that many messages
+// are unsettled, so Request(reactive.Unbounded) never means unbounded unsettled messages.
+// Admission and every settlement are the Consumer's, through the message's
+// bqpulsar.Delivery; the Source has no settlement code of its own. Close it with
+// [Source.Close].
 type Source struct {
 	channel       string
-	eng           *engine.Engine // admission and settlement
-	pc            apulsar.Consumer
-	settler       engine.Settler     // pc, or cumulative
+	c             *bqpulsar.Consumer // receive, admission and settlement
+	pc            apulsar.Consumer   // the subscription (for complete-at-end and reconsume-later)
+	settler       *sourceSettler     // what the Consumer's settlements go through
 	cumulative    *cumulativeSettler // nil unless CumulativeAck
-	maxInflight   int
 	strategy      FailureStrategy
 	hook          func(context.Context, IncomingMetadata, error)
 	logger        *zap.Logger
@@ -195,13 +50,16 @@ type Source struct {
 	closed     bool
 	stopPump   context.CancelFunc
 	pumpDone   chan struct{}
-	queue      []queued                         // received, not yet delivered
-	inflight   int                              // received, not yet settled (queue included)
-	atEnd      bool                             // complete-at-end reached: receive no more
-	failure    error                            // fatal: OnError downstream, not live
-	completed  bool                             // the stream completed (complete-at-end): not live
-	settled    chan struct{}                    // closed and replaced on every settlement
-	timers     map[*engine.Delivery]*time.Timer // ack timeouts of unsettled messages
+	stopNext   context.CancelFunc                 // complete-at-end: ends the pump's Next
+	queue      []queued                           // received, not yet delivered
+	open       int                                // delivered or queued, not yet acked or nacked by the stage
+	endSeen    bool                               // complete-at-end: the last message was received
+	endQueued  bool                               // … and delivered (not settled at admission)
+	atEnd      bool                               // complete-at-end reached: receive no more
+	failure    error                              // fatal: OnError downstream, not live
+	completed  bool                               // the stream completed (complete-at-end): not live
+	settled    chan struct{}                      // closed and replaced on every settlement
+	timers     map[*bqpulsar.Delivery]*time.Timer // ack timeouts of unsettled messages
 	closeOnce  sync.Once
 }
 
@@ -210,12 +68,13 @@ var _ reactive.Publisher[messaging.Message[[]byte]] = (*Source)(nil)
 // queued is a received message waiting for demand.
 type queued struct {
 	m messaging.Message[[]byte]
-	d *engine.Delivery
+	d *bqpulsar.Delivery
 }
 
 // NewSource subscribes on client and returns a Source over the subscription, which it
 // owns. Errors wrap [ErrInvalidOption] for a refused configuration, or are the client's
-// error from Subscribe or GetLastMessageIDs.
+// error from Subscribe (a *bqpulsar.ConnectError when the broker cannot be reached, as
+// for a Consumer) or GetLastMessageIDs.
 func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", bqpulsar.ErrInvalidOption)
@@ -243,139 +102,94 @@ func NewSource(client apulsar.Client, o SourceOptions) (*Source, error) {
 	if co.ReceiverQueueSize == 0 && !co.EnableZeroQueueConsumer {
 		co.ReceiverQueueSize = min(1000, 2*o.MaxInflight)
 	}
-	pc, err := client.Subscribe(co)
-	if err != nil {
-		return nil, fmt.Errorf("pulsar: subscribe %q: %w", co.SubscriptionName, err)
-	}
-	var settler engine.Settler = pc
-	var cumulative *cumulativeSettler
-	if o.CumulativeAck {
-		cumulative = newCumulativeSettler(pc)
-		settler = cumulative
-	}
 	s := &Source{
 		channel:       o.Channel,
-		eng:           newSourceEngine(&o, client, settler),
-		pc:            pc,
-		settler:       settler,
-		cumulative:    cumulative,
-		maxInflight:   o.MaxInflight,
 		strategy:      o.FailureStrategy,
 		hook:          o.DeadLetterHook,
 		logger:        o.Logger,
 		completeAtEnd: o.CompleteAtEnd,
 		ackTimeout:    o.AckTimeout,
 		reconsume:     o.ReconsumeDelay,
-		timers:        map[*engine.Delivery]*time.Timer{},
+		timers:        map[*bqpulsar.Delivery]*time.Timer{},
 		wake:          make(chan struct{}, 1),
 		settled:       make(chan struct{}),
 	}
+	c, err := bqpulsar.NewConsumer(client, s.consumerOptions(&o, co)...)
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
 	if o.CompleteAtEnd {
 		if err := s.recordEnds(); err != nil {
-			pc.Close()
+			_ = c.Close() // nothing was received: nothing to report
 			return nil, err
 		}
 	}
 	return s, nil
 }
 
-// newSourceEngine returns the engine of a source: the Consumer's admission and settlement,
-// with the gate (and, for envelopes, poison) settled at admission under FailureBabelQueue.
-func newSourceEngine(o *SourceOptions, client apulsar.Client, settler engine.Settler) *engine.Engine {
+// consumerOptions returns the options of the source's Consumer: the subscription as co
+// says, the contract's retries and dead letters under [FailureBabelQueue] (the gate, and
+// for envelopes poison, settled at admission), and the source's own delivery hooks around
+// the caller's.
+func (s *Source) consumerOptions(o *SourceOptions, co apulsar.ConsumerOptions) []bqpulsar.ConsumerOption {
 	contract := o.FailureStrategy == FailureBabelQueue
-	t := o.Consumer.Type
-	var retention func(context.Context, string, string) error
-	if !o.NoRetentionSubscription {
-		retention = engine.RetentionFor(client, o.DeadLetter)
-	}
-	return engine.New(engine.Config{
-		Subscription:   o.Consumer.SubscriptionName,
-		MaxAttempts:    o.MaxAttempts,
-		Policy:         retry.Policy{MaxAttempts: o.MaxAttempts, Strategy: o.RetryStrategy, Backoff: retry.Backoff{Initial: o.RetryDelay}},
-		BrokerDelay:    t == apulsar.Shared || t == apulsar.KeyShared,
-		DeadLetter:     o.DeadLetter,
-		SettleRejects:  contract && o.Envelopes,
-		Gate:           contract,
-		Logger:         o.Logger,
-		Observer:       o.Observer,
-		OnError:        o.OnError,
-		OnMismatch:     o.OnRoutingMismatch,
-		DeliveryHooks:  o.DeliveryHooks,
-		Senders:        engine.ClientSenders(client, o.SenderOptions),
-		Retention:      retention,
-		MaxMessageSize: o.MaxMessageSize,
-	}, settler)
-}
-
-// validateSource validates o and fills its defaults.
-func validateSource(o *SourceOptions) error {
-	co := o.Consumer
 	topics := co.Topics
 	if co.Topic != "" {
 		topics = append([]string{co.Topic}, topics...)
 	}
-	switch {
-	case len(topics) == 0:
-		return fmt.Errorf("%w: source without a topic", bqpulsar.ErrInvalidOption)
-	case co.SubscriptionName == "":
-		return fmt.Errorf("%w: source without a subscription name", bqpulsar.ErrInvalidOption)
-	case co.TopicsPattern != "":
-		return fmt.Errorf("%w: a source takes topics, not a pattern", bqpulsar.ErrInvalidOption)
+	policy := retry.Policy{MaxAttempts: o.MaxAttempts, Backoff: retry.Backoff{Initial: o.RetryDelay}}
+	if contract {
+		policy.Strategy = o.RetryStrategy // other strategies never retry through the policy
 	}
-	if o.Channel == "" {
-		o.Channel = topics[0]
+	opts := []bqpulsar.ConsumerOption{
+		bqpulsar.WithTopics(topics...),
+		bqpulsar.WithSubscription(co.SubscriptionName, co.Type),
+		bqpulsar.WithConsumerOptions(func(x *apulsar.ConsumerOptions) { *x = co }),
+		bqpulsar.WithRetry(policy),
+		bqpulsar.WithMaxAttempts(o.MaxAttempts),
+		bqpulsar.WithDeadLetter(o.DeadLetter),
+		bqpulsar.WithLogger(o.Logger),
+		bqpulsar.WithMaxInflight(max(o.MaxInflight, 1)),
+		bqpulsar.WithRetentionSubscription(!o.NoRetentionSubscription),
+		bqpulsar.WithSchemaGate(contract),
+		bqpulsar.WithPoisonSettled(contract && o.Envelopes),
+		bqpulsar.WithSettler(func(pc apulsar.Consumer) bqpulsar.Settler {
+			s.pc = pc
+			var base bqpulsar.Settler = pc
+			if o.CumulativeAck {
+				s.cumulative = newCumulativeSettler(pc)
+				base = s.cumulative
+			}
+			s.settler = &sourceSettler{base: base, pc: pc}
+			return s.settler
+		}),
+		bqpulsar.WithDeliveryHook(s.track), // first: in delivery order, before the gate
 	}
-	if o.MaxInflight == 0 {
-		o.MaxInflight = DefaultMaxInflight
+	if o.SenderOptions != nil {
+		opts = append(opts, bqpulsar.WithSenderOptions(o.SenderOptions))
 	}
-	if o.MaxInflight < 0 {
-		return fmt.Errorf("%w: max in-flight %d is negative", bqpulsar.ErrInvalidOption, o.MaxInflight)
+	if o.MaxMessageSize > 0 {
+		opts = append(opts, bqpulsar.WithMaxMessageSize(o.MaxMessageSize))
 	}
-	if o.FailureStrategy == "" {
-		o.FailureStrategy = FailureBabelQueue
+	if o.Observer != nil {
+		opts = append(opts, bqpulsar.WithObserver(o.Observer))
 	}
-	switch o.FailureStrategy {
-	case FailureBabelQueue, FailureNack, FailureFail, FailureIgnore, FailureContinue:
-	case FailureReconsumeLater:
-		if o.Consumer.EnableZeroQueueConsumer {
-			return fmt.Errorf("%w: reconsume-later cannot be combined with a zero-queue consumer", bqpulsar.ErrInvalidOption)
-		}
-		o.Consumer.RetryEnable = true
-	default:
-		return fmt.Errorf("%w: failure strategy %q", bqpulsar.ErrInvalidOption, o.FailureStrategy)
+	if o.OnError != nil {
+		opts = append(opts, bqpulsar.OnError(o.OnError))
 	}
-	if o.CumulativeAck {
-		switch {
-		case co.Type == apulsar.Shared || co.Type == apulsar.KeyShared:
-			return fmt.Errorf("%w: cumulative acknowledgement on a %s subscription", bqpulsar.ErrInvalidOption, engine.SubTypeName(co.Type))
-		case o.FailureStrategy == FailureReconsumeLater:
-			return fmt.Errorf("%w: cumulative acknowledgement cannot be combined with reconsume-later", bqpulsar.ErrInvalidOption)
-		}
+	if o.OnRoutingMismatch != nil {
+		opts = append(opts, bqpulsar.OnRoutingMismatch(o.OnRoutingMismatch))
 	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = retry.DefaultMaxAttempts
-	}
-	if o.FailureStrategy == FailureContinue && o.AckTimeout <= 0 {
-		return fmt.Errorf("%w: failure strategy continue needs an ack timeout", bqpulsar.ErrInvalidOption)
-	}
-	if o.ReconsumeDelay == 0 {
-		o.ReconsumeDelay = 3 * time.Second
-	}
-	if o.MaxAttempts < 0 || o.RetryDelay < 0 || o.AckTimeout < 0 || o.ReconsumeDelay < 0 {
-		return fmt.Errorf("%w: max attempts %d, retry delay %s", bqpulsar.ErrInvalidOption, o.MaxAttempts, o.RetryDelay)
-	}
-	if err := o.DeadLetter.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", bqpulsar.ErrInvalidOption, err)
-	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
-	if o.FailureStrategy == FailureBabelQueue {
-		if err := engine.CheckRetryStrategy(o.RetryStrategy, o.Consumer.Type); err != nil {
-			return err
+	for _, h := range o.DeliveryHooks {
+		if h != nil {
+			opts = append(opts, bqpulsar.WithDeliveryHook(h))
 		}
 	}
-	return nil
+	if o.DeadLetterHook != nil {
+		opts = append(opts, bqpulsar.WithDeliveryHook(s.deadLettered)) // last: the delivery's own context
+	}
+	return opts
 }
 
 // recordEnds stores the last message of every topic (partition) at creation, for
@@ -412,6 +226,74 @@ func (s *Source) reachedEnd(msg apulsar.Message) bool {
 		delete(s.ends, msg.Topic())
 	}
 	return len(s.ends) == 0
+}
+
+// track is the source's first delivery hook, called for every received message in
+// delivery order (on the pump, inside Next) before admission: the cumulative settler
+// records it, and complete-at-end checks it.
+func (s *Source) track(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
+	if s.cumulative != nil {
+		s.cumulative.track(msg)
+	}
+	if !s.completeAtEnd {
+		return ctx, nil
+	}
+	s.mu.Lock()
+	end := s.reachedEnd(msg)
+	if end {
+		s.endSeen = true
+	}
+	s.mu.Unlock()
+	if !end {
+		return ctx, nil
+	}
+	return ctx, s.endSettled
+}
+
+// endSettled is called when the last message is settled. Settled at admission, it was
+// never delivered: the stream is at its end now, and the pump's Next, which would wait for
+// a message after it, is ended.
+func (s *Source) endSettled(bqpulsar.Settlement) {
+	s.mu.Lock()
+	if s.endQueued {
+		s.mu.Unlock()
+		return
+	}
+	s.atEnd = true
+	stop, out := s.stopNext, s.out
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if out != nil {
+		out.Signal()
+	}
+}
+
+// deadLettered is the source's last delivery hook: it calls the DeadLetterHook once a
+// message was written to its dead-letter topic.
+func (s *Source) deadLettered(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
+	return ctx, func(st bqpulsar.Settlement) {
+		if st.Outcome != bqpulsar.OutcomeDeadLettered {
+			return
+		}
+		md := metadataOf(msg, st.URN, max(st.Attempt-1, 0))
+		defer func() {
+			if r := recover(); r != nil {
+				s.logger.Error("dead-letter hook panicked", zap.Any("panic", r))
+			}
+		}()
+		s.hook(ctx, md, st.Err)
+	}
+}
+
+func metadataOf(msg apulsar.Message, urn string, attempts int) IncomingMetadata {
+	return IncomingMetadata{
+		MessageID: msg.ID(), Topic: msg.Topic(), Key: msg.Key(), OrderingKey: msg.OrderingKey(),
+		Properties: msg.Properties(), PublishTime: msg.PublishTime(), EventTime: msg.EventTime(),
+		RedeliveryCount: msg.RedeliveryCount(), ProducerName: msg.ProducerName(),
+		Attempts: attempts, URN: urn,
+	}
 }
 
 // Subscribe implements reactive.Publisher. The source is unicast: a second subscriber
@@ -498,71 +380,66 @@ func (s *Source) cancelled() {
 // broker redelivers them; they count no attempt.
 func (s *Source) giveBack(qs []queued) {
 	for _, q := range qs {
-		s.settler.Nack(q.d.Msg)
-		s.release(false)
+		s.stopTimer(q.d)
+		_ = q.d.Nack(nil) // never delivered: only a second settlement can fail, and there is none
+		s.release()
 	}
 }
 
-// canReceive reports whether the pump may receive: demand beyond the queue, a free
-// in-flight slot, not at the end and not failed.
+// canReceive reports whether the pump may receive: demand beyond the queue, not at the
+// end and not failed. The in-flight bound is the Consumer's: Next waits for a free slot.
 func (s *Source) canReceive() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failure != nil || (s.completeAtEnd && s.atEnd) || s.inflight >= s.maxInflight {
+	if s.failure != nil || (s.completeAtEnd && s.atEnd) {
 		return false
 	}
 	return int64(len(s.queue)) < s.out.Requested()
 }
 
-// pump receives while canReceive allows, until ctx ends or a fatal error.
+// pump pulls deliveries from the Consumer while canReceive allows, until ctx ends or a
+// fatal error.
 func (s *Source) pump(ctx context.Context) {
-	err := s.eng.Pump(ctx, s.pc, func(ctx context.Context) bool {
+	nctx := ctx
+	if s.completeAtEnd {
+		var stop context.CancelFunc
+		nctx, stop = context.WithCancel(ctx)
+		defer stop()
+		s.mu.Lock()
+		s.stopNext = stop
+		s.mu.Unlock()
+	}
+	for {
 		for !s.canReceive() {
 			select {
 			case <-s.wake:
 			case <-ctx.Done():
-				return false
+				return
 			}
 		}
-		return true
-	}, func(msg apulsar.Message) bool {
-		s.accept(ctx, msg)
-		return true
-	})
-	if err != nil {
-		s.fatal(err)
+		d, err := s.c.Next(nctx)
+		if err != nil {
+			if nctx.Err() == nil && !errors.Is(err, bqpulsar.ErrClosed) {
+				s.fatal(err)
+			}
+			return
+		}
+		s.accept(d) //nolint:contextcheck // the ack timeout outlives the pump's ctx by design
 	}
 }
 
-// accept runs the engine's admission on msg and queues it for delivery; a bq-schema-version
-// rejection (and, for envelopes, poison) is settled by the engine, on the pump, and never
-// delivered.
-func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
-	if s.cumulative != nil {
-		s.cumulative.track(msg) // in delivery order: accept runs on the pump only
-	}
-	s.mu.Lock()
-	s.inflight++
-	end := s.completeAtEnd && s.reachedEnd(msg)
-	s.mu.Unlock()
-	d := s.eng.Admit(ctx, msg)
-	if d == nil {
-		s.release(end)
-		return
-	}
-	md := IncomingMetadata{
-		MessageID: msg.ID(), Topic: msg.Topic(), Key: msg.Key(), OrderingKey: msg.OrderingKey(),
-		Properties: d.Props, PublishTime: msg.PublishTime(), EventTime: msg.EventTime(),
-		RedeliveryCount: msg.RedeliveryCount(), ProducerName: msg.ProducerName(),
-		Attempts: d.Reconciled, URN: d.URN,
-	}
+// accept queues an admitted delivery for the subscriber (a bq-schema-version rejection
+// and, for envelopes, poison were settled by the Consumer and never get here).
+func (s *Source) accept(d *bqpulsar.Delivery) {
+	msg := d.Message()
+	md := metadataOf(msg, d.URN(), d.Attempt()-1)
 	var continued atomic.Bool // nacked under continue: the slot is free, the timeout redelivers
 	m := messaging.NewMessage(msg.Payload(),
 		messaging.WithMetadata(messaging.NewMetadata(md)),
 		messaging.WithAckFunc(func(context.Context) error {
 			s.stopTimer(d)
-			err := s.eng.AckHandled(d)
-			s.release(false)
+			err := d.Ack()
+			s.release()
 			return err
 		}),
 		messaging.WithNackFunc(func(_ context.Context, reason error, o messaging.NackOptions) error {
@@ -570,29 +447,34 @@ func (s *Source) accept(ctx context.Context, msg apulsar.Message) {
 				s.logger.Warn("nacked message left unacknowledged until the ack timeout (failure-strategy continue)",
 					zap.String("channel", s.channel), zap.Error(reason))
 				continued.Store(true)
-				s.release(false)
+				s.settler.mark.Store(msg, nackMark{leave: true})
+				_ = d.Nack(reason) // frees the Consumer's slot; the settler leaves the message unacknowledged
+				s.release()
 				return nil
 			}
 			s.stopTimer(d)
-			s.settleNack(d, md, reason, o)
-			s.release(false)
+			s.settleNack(d, reason, o)
+			s.release()
 			return nil
 		}))
+	s.mu.Lock()
+	s.open++
+	if s.endSeen {
+		s.endQueued, s.atEnd = true, true
+	}
+	s.mu.Unlock()
 	if s.ackTimeout > 0 {
-		s.startTimer(d, m, &continued) //nolint:contextcheck // the timeout outlives the pump's ctx by design
+		s.startTimer(d, m, &continued)
 	}
 	s.mu.Lock()
 	s.queue = append(s.queue, queued{m: m, d: d})
-	if end {
-		s.atEnd = true
-	}
 	out := s.out
 	s.mu.Unlock()
 	out.Signal()
 }
 
 // startTimer arms the ack timeout of a received message.
-func (s *Source) startTimer(d *engine.Delivery, m messaging.Message[[]byte], continued *atomic.Bool) {
+func (s *Source) startTimer(d *bqpulsar.Delivery, m messaging.Message[[]byte], continued *atomic.Bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.timers[d] = time.AfterFunc(s.ackTimeout, func() {
@@ -600,7 +482,7 @@ func (s *Source) startTimer(d *engine.Delivery, m messaging.Message[[]byte], con
 			s.mu.Lock()
 			delete(s.timers, d)
 			s.mu.Unlock()
-			s.settler.Nack(d.Msg) // redeliver; the slot was freed by the nack
+			s.settler.base.Nack(d.Message()) // redeliver; the slot was freed by the nack
 			return
 		}
 		reason := fmt.Errorf("%w: unsettled after %s on channel %q", messaging.ErrSettleTimeout, s.ackTimeout, s.channel)
@@ -611,7 +493,7 @@ func (s *Source) startTimer(d *engine.Delivery, m messaging.Message[[]byte], con
 }
 
 // stopTimer disarms the ack timeout of a settled message.
-func (s *Source) stopTimer(d *engine.Delivery) {
+func (s *Source) stopTimer(d *bqpulsar.Delivery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.timers[d]; ok {
@@ -620,85 +502,10 @@ func (s *Source) stopTimer(d *engine.Delivery) {
 	}
 }
 
-// settleNack applies the failure strategy to a nacked message. With babelqueue it runs the
-// engine's settlement, as for a Consumer handler's outcome: retry while deliveries are left,
-// else the dead-letter copy; a *bqpulsar.DeadLetterError reason (or Disposition DeadLetter)
-// dead-letters at once and a *bqpulsar.RetryAfterError reason delays the retry; a failed republish or
-// dead-letter write nacks, never acks.
-func (s *Source) settleNack(d *engine.Delivery, md IncomingMetadata, reason error, o messaging.NackOptions) {
-	switch s.strategy {
-	case FailureNack:
-		s.eng.Nack(d, reason)
-		return
-	case FailureIgnore:
-		s.logger.Warn("nacked message acknowledged (failure-strategy ignore)", zap.String("channel", s.channel), zap.Error(reason))
-		_ = s.eng.AckRaw(d) // a failed ack is reported by the engine and shows in health
-		return
-	case FailureFail:
-		s.fatal(fmt.Errorf("%w: channel %q: %w", ErrSourceFailed, s.channel, reason))
-		return
-	case FailureContinue: // the ack timeout: redeliver
-		s.eng.Nack(d, reason)
-		return
-	case FailureReconsumeLater:
-		delay := o.Delay
-		if delay <= 0 {
-			delay = s.reconsume
-		}
-		s.pc.ReconsumeLaterWithCustomProperties(d.Msg, o.Properties, delay)
-		return
-	case FailureBabelQueue:
-	}
-	opts := engine.FailOptions{Delay: o.Delay, Properties: o.Properties}
-	var ra *bqpulsar.RetryAfterError
-	if opts.Delay <= 0 && errors.As(reason, &ra) {
-		opts.Delay = ra.Delay
-	}
-	var dl *bqpulsar.DeadLetterError
-	toDLQ := true
-	switch {
-	case o.Disposition == messaging.Drop:
-		s.logger.Warn("nacked message dropped", zap.String("channel", s.channel), zap.String("urn", d.URN),
-			zap.Int("attempt", d.Counted), zap.Error(reason))
-		_ = s.eng.AckRaw(d) // a failed ack is reported by the engine and shows in health
-		return
-	case d.Env == nil && errors.Is(reason, messaging.ErrDecode):
-		// Poison for the contract: the ADR-0035 copy ({"raw":…,"dead_letter":…}) at once.
-		s.eng.Poison(d, reason, opts)
-	case o.Disposition == messaging.DeadLetter || errors.As(reason, &dl):
-		s.eng.DeadLetterNow(d, failureReason(reason), reason, opts)
-	default:
-		toDLQ = d.Counted >= s.eng.MaxAttempts()
-		s.eng.Fail(d, failureReason(reason), reason, opts)
-	}
-	if toDLQ && d.Acked() && s.hook != nil && s.eng.DeadLetterOn(d) {
-		s.callHook(d.Ctx, md, reason)
-	}
-}
-
-func (s *Source) callHook(ctx context.Context, md IncomingMetadata, reason error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.logger.Error("dead-letter hook panicked", zap.Any("panic", r))
-		}
-	}()
-	s.hook(ctx, md, reason)
-}
-
-func failureReason(err error) envelope.Reason {
-	if errors.Is(err, messaging.ErrDecode) {
-		return envelope.ReasonPoison
-	}
-	return envelope.ReasonFailed
-}
-
-// release frees the in-flight slot of a settled message and wakes the pump.
-func (s *Source) release(end bool) {
+// release counts a message settled by the stage (or given back) and wakes the pump.
+func (s *Source) release() {
 	s.mu.Lock()
-	s.inflight--
-	if end {
-		s.atEnd = true
-	}
+	s.open--
 	close(s.settled)
 	s.settled = make(chan struct{})
 	out := s.out
@@ -714,7 +521,6 @@ func (s *Source) fatal(err error) {
 	s.mu.Lock()
 	if s.failure == nil {
 		s.failure = err
-		s.eng.SetFatal(err)
 	}
 	out, stop := s.out, s.stopPump
 	s.mu.Unlock()
@@ -732,14 +538,15 @@ func (s *Source) fatal(err error) {
 func (s *Source) InFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inflight
+	return s.open
 }
 
 // Health reports the source's health: started once subscribed, live until a fatal failure,
-// Close or the end of a complete-at-end stream (then Completed), ready while live and the engine's last receive, acknowledgement and settlement
-// write succeeded; Reason joins the engine's reasons.
+// Close or the end of a complete-at-end stream (then Completed), ready while live and the
+// Consumer's last receive, acknowledgement and settlement write succeeded; Reason joins
+// the Consumer's reasons.
 func (s *Source) Health() messaging.ChannelHealth {
-	eh := s.eng.Health()
+	eh := s.c.Health()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := messaging.ChannelHealth{Channel: s.channel, Direction: messaging.Incoming, Started: true}
@@ -748,14 +555,18 @@ func (s *Source) Health() messaging.ChannelHealth {
 	h.Completed = s.completed && s.failure == nil
 	h.Live = s.failure == nil && eh.Live && !s.completed
 	h.Ready = h.Live && eh.Ready && !s.closed
-	h.Reason = strings.Join(eh.Reasons, "; ")
+	reasons := eh.Reasons
+	if s.failure != nil && len(reasons) == 0 {
+		reasons = []string{s.failure.Error()}
+	}
+	h.Reason = strings.Join(reasons, "; ")
 	return h
 }
 
 // Close stops receiving, waits until the delivered messages are settled or ctx ends,
-// then closes the retry and dead-letter producers and the subscription. It is
-// idempotent; the first call's error (ctx's, wrapped, with the unsettled count) is
-// returned only by that call.
+// then closes the Consumer (its retry and dead-letter producers, and the subscription;
+// what is still unsettled is negatively acknowledged). It is idempotent; the first call's
+// error (ctx's, wrapped, with the unsettled count) is returned only by that call.
 func (s *Source) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -777,8 +588,9 @@ func (s *Source) Close(ctx context.Context) error {
 			delete(s.timers, d)
 		}
 		s.mu.Unlock()
-		s.eng.Close()
-		s.pc.Close()
+		if cerr := s.c.Close(); cerr != nil && !errors.Is(cerr, bqpulsar.ErrUnsettled) {
+			err = errors.Join(err, cerr) // the unsettled ones are counted in err already
+		}
 	})
 	return err
 }
@@ -786,7 +598,7 @@ func (s *Source) Close(ctx context.Context) error {
 func (s *Source) awaitSettled(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		n, ch := s.inflight, s.settled
+		n, ch := s.open, s.settled
 		s.mu.Unlock()
 		if n <= 0 {
 			return nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
 
@@ -82,7 +84,7 @@ func TestSource_NoReceiveWithoutDemand(t *testing.T) {
 	require.Zero(t, src.InFlight(), "no demand, no receive: every message stays in the client queue")
 
 	ms.request(3)
-	eventually(t, func() bool { return len(ms.received()) == 3 }, "3 messages after Request(3), got %d", len(ms.received()))
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 3 }, "3 messages after Request(3), got %d", len(ms.received()))
 	time.Sleep(settleQuiet)
 	require.Len(t, ms.received(), 3, "not one more than requested")
 	require.Equal(t, 3, src.InFlight())
@@ -103,7 +105,7 @@ func TestSource_UnboundedDemandNeverExceedsMaxInflight(t *testing.T) {
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)
 	// A stalled stage: nothing is settled.
-	eventually(t, func() bool { return len(ms.received()) == maxInflight }, "max-inflight messages delivered")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == maxInflight }, "max-inflight messages delivered")
 	time.Sleep(settleQuiet)
 	require.Len(t, ms.received(), maxInflight, "Request(Unbounded) with a stalled stage stops at max-inflight")
 	require.Equal(t, maxInflight, src.InFlight())
@@ -121,11 +123,11 @@ func TestSource_UnboundedDemandNeverExceedsMaxInflight(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	eventually(t, func() bool { done, _ := ms.terminal(); return done }, "completes at the end")
+	brokertest.Eventually(t, func() bool { done, _ := ms.terminal(); return done }, "completes at the end")
 	_, err := ms.terminal()
 	require.NoError(t, err)
 	require.Len(t, ms.received(), total)
-	eventually(t, func() bool { return b.Backlog(src.Health().Channel, "tck") == 0 }, "every message acked")
+	brokertest.Eventually(t, func() bool { return b.Backlog(src.Health().Channel, "tck") == 0 }, "every message acked")
 }
 
 func TestSource_CancelStopsReceiving(t *testing.T) {
@@ -135,7 +137,7 @@ func TestSource_CancelStopsReceiving(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(2)
-	eventually(t, func() bool { return len(ms.received()) == 2 }, "2 delivered")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 2 }, "2 delivered")
 	ms.sub.Cancel()
 	ms.request(5) // a no-op after Cancel (rule 3.6)
 	time.Sleep(settleQuiet)
@@ -156,11 +158,11 @@ func TestSource_FailStrategyFailsTheStream(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(1)
-	eventually(t, func() bool { return len(ms.received()) == 1 }, "1 delivered")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "1 delivered")
 	require.True(t, src.Health().Live)
 	errBoom := errors.New("boom")
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errBoom))
-	eventually(t, func() bool { done, _ := ms.terminal(); return done }, "OnError after a nack under fail")
+	brokertest.Eventually(t, func() bool { done, _ := ms.terminal(); return done }, "OnError after a nack under fail")
 	_, err := ms.terminal()
 	require.ErrorIs(t, err, connector.ErrSourceFailed)
 	require.ErrorIs(t, err, errBoom)
@@ -187,7 +189,7 @@ func TestSource_AckTimeoutNacksThroughTheStrategy(t *testing.T) {
 	require.Equal(t, "2", got[0].Properties()[bqpulsar.PropAttempts])
 	require.Len(t, ms.received(), 2, "first delivery and the republished retry")
 	require.ErrorIs(t, ms.received()[0].Ack(t.Context()), messaging.ErrAlreadySettled, "a late settlement is ignored")
-	eventually(t, func() bool { return src.InFlight() == 0 }, "slots freed by the timeouts")
+	brokertest.Eventually(t, func() bool { return src.InFlight() == 0 }, "slots freed by the timeouts")
 }
 
 func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
@@ -200,15 +202,15 @@ func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)
-	eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later")))
 	require.Zero(t, src.InFlight(), "continue frees the slot")
-	eventually(t, func() bool { return len(ms.received()) == 2 }, "redelivered after the ack timeout")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 2 }, "redelivered after the ack timeout")
 	md, ok := messaging.MetadataOf[connector.IncomingMetadata](ms.received()[1].Metadata())
 	require.True(t, ok)
 	require.Equal(t, uint32(1), md.RedeliveryCount)
 	require.NoError(t, ms.received()[1].Ack(t.Context()))
-	eventually(t, func() bool { return b.Backlog(md.Topic, "tck") == 0 }, "acked")
+	brokertest.Eventually(t, func() bool { return b.Backlog(md.Topic, "tck") == 0 }, "acked")
 }
 
 func TestSource_ReconsumeLater(t *testing.T) {
@@ -220,10 +222,10 @@ func TestSource_ReconsumeLater(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)
-	eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later"),
 		messaging.RedeliverAfter(50*time.Millisecond), messaging.WithNackProperties(map[string]string{"why": "later"})))
-	eventually(t, func() bool { return len(ms.received()) == 2 }, "reconsumed from the retry topic")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 2 }, "reconsumed from the retry topic")
 	md, ok := messaging.MetadataOf[connector.IncomingMetadata](ms.received()[1].Metadata())
 	require.True(t, ok)
 	require.Equal(t, "1", md.Properties["RECONSUMETIMES"])
@@ -265,9 +267,9 @@ func TestSource_ZeroQueue(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(1)
-	eventually(t, func() bool { return b.Stats(topic).Subscriptions["tck"].Permits == 1 }, "the first receive's one permit")
+	brokertest.Eventually(t, func() bool { return b.Stats(topic).Subscriptions["tck"].Permits == 1 }, "the first receive's one permit")
 	publishN(t, client, topic, 5)
-	eventually(t, func() bool { return len(ms.received()) == 1 }, "one permit, one message")
+	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "one permit, one message")
 	time.Sleep(settleQuiet)
 	require.Len(t, ms.received(), 1)
 	ms.request(reactive.Unbounded)
@@ -281,7 +283,7 @@ func TestSource_ZeroQueue(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	eventually(t, func() bool { return b.Stats(topic).Subscriptions["tck"].Backlog == 0 }, "every message acknowledged")
+	brokertest.Eventually(t, func() bool { return b.Stats(topic).Subscriptions["tck"].Backlog == 0 }, "every message acknowledged")
 	time.Sleep(settleQuiet)
 	require.Len(t, ms.received(), 5, "nothing more was delivered")
 }

@@ -12,45 +12,29 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
-// Pump receives messages from recv until ctx ends or a receive fails for good, and hands each to
-// deliver; deliver returns false to stop the pump (the message is then its to settle).
-// Before each receive it calls wait, when set, which blocks until the front can take another
-// message and returns false when ctx ended. A transient receive error is reported to the
-// error hook, recorded in the health state, and followed by a pause that starts at
-// [ReceiveBackoffMin] and doubles up to [ReceiveBackoffMax]. A message received as ctx ends
-// is negatively acknowledged, so the broker redelivers it. Pump returns nil when ctx ended
-// or deliver stopped it, and the fatal *ReceiveError otherwise.
-func (e *Engine) Pump(ctx context.Context, recv Receiver, wait func(context.Context) bool, deliver func(apulsar.Message) bool) error {
-	backoff := ReceiveBackoffMin
+// pump receives messages from recv until ctx ends or a receive fails for good, and hands
+// each to deliver; deliver returns false to stop the pump (the message is then its to
+// settle). Before each receive it takes a slot of gate, when set, waiting until one is free
+// (the slot is given back when no message came; else it is the message's until the front
+// releases it). Each receive is [engine.receive].
+// pump returns nil when ctx ended or deliver stopped it, and the fatal *ReceiveError
+// otherwise.
+func (e *engine) pump(ctx context.Context, recv Receiver, gate *inflightGate, deliver func(apulsar.Message) bool) error {
+	backoff := receiveBackoffMin
 	for {
-		if wait != nil && !wait(ctx) {
+		if gate != nil && !gate.acquire(ctx) {
 			return nil
 		}
-		msg, err := recv.Receive(ctx)
-		if ctx.Err() != nil {
-			if err == nil && msg != nil {
-				e.settler.Nack(msg) // received as the pump stopped: let the broker redeliver it
-			}
-			return nil
+		msg, err := e.receive(ctx, recv, &backoff)
+		if gate != nil && msg == nil {
+			gate.release()
 		}
 		if err != nil {
-			rerr := &ReceiveError{Err: err}
-			if FatalReceive(err) {
-				e.cfg.Logger.Error("receive failed for good; stopping", zap.Error(err))
-				e.health.fatal(rerr)
-				return rerr
+			if ctx.Err() != nil {
+				return nil //nolint:nilerr // ctx ended: the pump was asked to stop, which is no error
 			}
-			e.cfg.Logger.Warn("receive failed", zap.Error(err), zap.Duration("pause", backoff))
-			e.health.failing("receive", err)
-			e.Report(rerr, nil, nil)
-			if !pause(ctx, backoff) {
-				return nil // ctx ended during the pause: the pump was asked to stop
-			}
-			backoff = min(2*backoff, ReceiveBackoffMax)
-			continue
+			return err
 		}
-		backoff = ReceiveBackoffMin
-		e.health.ok("receive")
 		if msg == nil {
 			continue
 		}
@@ -60,10 +44,47 @@ func (e *Engine) Pump(ctx context.Context, recv Receiver, wait func(context.Cont
 	}
 }
 
-// FatalReceive reports whether a receive error ends the pump: [ErrClosed], or an error that
+// receive is one receive of the pull path that every front shares (Run's pump, Next, and
+// through Next the connector's Source). A transient receive error is reported to the error
+// hook, recorded in the health state, and followed by a pause that starts at
+// [receiveBackoffMin] and doubles up to [receiveBackoffMax] (*backoff carries it from one
+// receive to the next; a successful receive resets it); it then returns no message and no
+// error, for the caller to receive again. A message received as ctx ends is negatively
+// acknowledged, so the broker redelivers it. It returns ctx's error once ctx ended, and the
+// fatal *ReceiveError when the consumer cannot receive again.
+func (e *engine) receive(ctx context.Context, recv Receiver, backoff *time.Duration) (apulsar.Message, error) {
+	msg, err := recv.Receive(ctx)
+	if ctx.Err() != nil {
+		if err == nil && msg != nil {
+			e.settler.Nack(msg) // received as the pump stopped: let the broker redeliver it
+		}
+		return nil, ctx.Err() //nolint:wrapcheck // documented: ctx's error as is
+	}
+	if err != nil {
+		rerr := &ReceiveError{Err: err}
+		if fatalReceive(err) {
+			e.cfg.Logger.Error("receive failed for good; stopping", zap.Error(err))
+			e.health.fatal(rerr)
+			return nil, rerr
+		}
+		e.cfg.Logger.Warn("receive failed", zap.Error(err), zap.Duration("pause", *backoff))
+		e.health.failing("receive", err)
+		e.report(rerr, nil, nil)
+		if !pause(ctx, *backoff) {
+			return nil, ctx.Err() //nolint:wrapcheck // ctx ended during the pause: ctx's error as is
+		}
+		*backoff = min(2**backoff, receiveBackoffMax)
+		return nil, nil //nolint:nilnil // documented: no message yet, receive again
+	}
+	*backoff = receiveBackoffMin
+	e.health.ok("receive")
+	return msg, nil
+}
+
+// fatalReceive reports whether a receive error ends the pump: [ErrClosed], or an error that
 // retry.IsRetryable (the one classifier of the binding's errors) does not call retryable,
 // such as a closed consumer. A cancelled context is not fatal (the pump was asked to stop).
-func FatalReceive(err error) bool {
+func fatalReceive(err error) bool {
 	if errors.Is(err, ErrClosed) {
 		return true
 	}
@@ -77,11 +98,11 @@ func FatalReceive(err error) bool {
 	return false // an error the client does not classify: report it and receive again
 }
 
-// ProducerBroken reports whether a send error means the producer cannot send again, so the
+// producerBroken reports whether a send error means the producer cannot send again, so the
 // settlement should use a fresh one: the producer was closed or fenced, or a send timed out
 // (the producer may be stuck after the broker refused it). Message-level errors (too big,
 // invalid, not allowed) leave a healthy producer in place.
-func ProducerBroken(err error) bool {
+func producerBroken(err error) bool {
 	var pe *apulsar.Error
 	if !errors.As(err, &pe) {
 		return false

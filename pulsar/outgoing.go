@@ -32,8 +32,8 @@ type Outgoing struct {
 	EventTime time.Time
 }
 
-// IsContractProp reports whether k is a property only the binding writes.
-func IsContractProp(k string) bool {
+// isContractProp reports whether k is a property only the binding writes.
+func isContractProp(k string) bool {
 	switch k {
 	case PropJob, PropTraceID, PropMessageID, PropSchemaVersion, PropSourceLang, PropAttempts, PropDelay:
 		return true
@@ -47,16 +47,16 @@ func IsContractProp(k string) bool {
 // (with bq-delay) as o says. now is the clock DeliverAt is compared with.
 func Build(o Outgoing, now time.Time) *apulsar.ProducerMessage {
 	pm := &apulsar.ProducerMessage{}
-	BuildInto(pm, make(map[string]string, len(o.Headers)+7), o, now)
+	buildInto(pm, make(map[string]string, len(o.Headers)+7), o, now)
 	return pm
 }
 
-// BuildInto is [Build] into a message and a property map the caller provides (and may
+// buildInto is [Build] into a message and a property map the caller provides (and may
 // reuse once the client is done with them): pm is overwritten whole, props must be empty
 // and becomes pm.Properties.
-func BuildInto(pm *apulsar.ProducerMessage, props map[string]string, o Outgoing, now time.Time) {
+func buildInto(pm *apulsar.ProducerMessage, props map[string]string, o Outgoing, now time.Time) {
 	for k, v := range o.Headers {
-		if k == "" || v == "" || (o.Env != nil && IsContractProp(k)) || k == PropDelay {
+		if k == "" || v == "" || (o.Env != nil && isContractProp(k)) || k == PropDelay {
 			continue
 		}
 		props[k] = v

@@ -38,7 +38,7 @@ func RunPublishHooks(ctx context.Context, hooks []PublishHook, m *OutgoingMessag
 	var dones []func(apulsar.MessageID, error)
 	for _, h := range hooks {
 		var done func(apulsar.MessageID, error)
-		if perr := SafeCall("publish hook", func() { done = h(ctx, m) }); perr != nil {
+		if perr := safeCall("publish hook", func() { done = h(ctx, m) }); perr != nil {
 			logger.Error("publish hook panicked", zap.String("topic", m.Topic), zap.Error(perr))
 			continue
 		}
@@ -51,7 +51,7 @@ func RunPublishHooks(ctx context.Context, hooks []PublishHook, m *OutgoingMessag
 	}
 	return func(id apulsar.MessageID, err error) {
 		for i := len(dones) - 1; i >= 0; i-- {
-			if perr := SafeCall("publish hook's done", func() { dones[i](id, err) }); perr != nil {
+			if perr := safeCall("publish hook's done", func() { dones[i](id, err) }); perr != nil {
 				logger.Error("publish hook's done panicked", zap.String("topic", m.Topic), zap.Error(perr))
 			}
 		}

@@ -3,6 +3,7 @@ package pulsar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -70,8 +71,8 @@ func (s *fuzzSender) Send(_ context.Context, pm *apulsar.ProducerMessage) (apuls
 }
 
 // FuzzEngineFronts drives the engine the way either front does (mode's low bit: the
-// Consumer's Settle of a handler outcome, or one of the Source's settlements: Fail,
-// DeadLetterNow, Poison, Nack, AckRaw), with failing writes and acks and a broker that
+// Consumer's settle of a handler outcome, or one of the Delivery's settlements that the
+// Source and Next use: Fail, DeadLetter, Fail with poison, Nack, Ack), with failing writes and acks and a broker that
 // refuses large copies. Invariants: a delivery admitted is settled exactly once (one ack
 // or one nack; a nack after a successful write cannot happen), a failed write is never
 // followed by an ack, and every copy written carries a valid bq-attempts (or is the
@@ -96,14 +97,14 @@ func FuzzEngineFronts(f *testing.F) {
 		if mode&0x20 != 0 {
 			strategy = retry.Nack
 		}
-		e := New(Config{
+		e := newEngine(engineConfig{
 			MaxAttempts: int(mode>>6) + 1, Policy: retry.Policy{Strategy: strategy}, BrokerDelay: true,
 			SettleRejects: mode&2 == 0, Gate: true, MaxMessageSize: 64 << 10,
 			Senders: func(string) (Sender, func(), error) { return sender, func() {}, nil },
 		}, settler)
 		props := map[string]string{PropSchemaVersion: schema, PropAttempts: attempts, PropJob: job}
 		msg := &fuzzMessage{payload: payload, props: props, redelivery: redelivery}
-		d := e.Admit(context.Background(), msg)
+		d := e.admit(context.Background(), msg, nil)
 		if d != nil {
 			cause := errors.New("boom")
 			if mode&1 == 0 { // the Consumer: a handler's outcome
@@ -115,28 +116,27 @@ func FuzzEngineFronts(f *testing.F) {
 				case 2:
 					cause = &RetryAfterError{Delay: time.Millisecond, Err: cause}
 				}
-				e.Settle(d, cause)
-			} else { // the Source's settlements
-				o := FailOptions{Properties: map[string]string{"x-nack": "1"}}
+				e.settle(d, cause)
+			} else { // the Source's settlements, through the Delivery's methods
+				d.AddCopyProperties(map[string]string{"x-nack": "1"})
 				switch action % 5 {
 				case 0:
-					e.Fail(d, envelope.ReasonFailed, cause, o)
+					_ = d.Fail(cause)
 				case 1:
-					e.DeadLetterNow(d, envelope.ReasonFailed, cause, o)
+					_ = d.DeadLetter(cause)
 				case 2:
-					if d.Env == nil {
-						e.Poison(d, cause, o)
-					} else {
-						e.Fail(d, envelope.ReasonFailed, cause, o)
-					}
+					_ = d.Fail(fmt.Errorf("%w: %w", ErrPoison, cause))
 				case 3:
-					e.Nack(d, cause)
+					_ = d.Nack(cause)
 				case 4:
-					_ = e.AckRaw(d)
+					_ = d.Ack()
+				}
+				if !errors.Is(d.Ack(), ErrSettled) {
+					t.Fatal("a second settlement must return ErrSettled")
 				}
 			}
 		}
-		e.Close() // runs any delayed nack at once
+		e.close() // runs any delayed nack at once
 		settler.mu.Lock()
 		acks, nacks := settler.acks, settler.nacks
 		settler.mu.Unlock()

@@ -58,7 +58,7 @@ func TestBuildIntoReusesWithoutStaleFields(t *testing.T) {
 	now := time.Unix(1000, 0)
 	var pm apulsar.ProducerMessage
 	props := map[string]string{}
-	BuildInto(&pm, props, Outgoing{
+	buildInto(&pm, props, Outgoing{
 		Payload: []byte("a"), Env: env, Key: "k", Delay: time.Second,
 		Headers: map[string]string{"h": "v"}, EventTime: now,
 	}, now)
@@ -66,7 +66,7 @@ func TestBuildIntoReusesWithoutStaleFields(t *testing.T) {
 	assert.Equal(t, "1000", pm.Properties[PropDelay])
 
 	clear(props)
-	BuildInto(&pm, props, Outgoing{Payload: []byte("b"), Env: env}, now)
+	buildInto(&pm, props, Outgoing{Payload: []byte("b"), Env: env}, now)
 	assert.Equal(t, []byte("b"), pm.Payload)
 	assert.Zero(t, pm.DeliverAfter)
 	assert.Empty(t, pm.Key)

@@ -2,7 +2,6 @@ package pulsar
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -11,10 +10,10 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
-// RetentionFor returns the [Config].Retention of a front on client: the queue's retention
+// retentionFor returns the [engineConfig].Retention of a front on client: the queue's retention
 // subscription ([dlq.Config.SubscriptionFor]) is made to exist on the dead-letter topic with
 // [dlq.EnsureSubscription], which never consumes anything.
-func RetentionFor(client apulsar.Client, cfg dlq.Config) func(ctx context.Context, topic, deadLetterTopic string) error {
+func retentionFor(client apulsar.Client, cfg dlq.Config) func(ctx context.Context, topic, deadLetterTopic string) error {
 	return func(ctx context.Context, topic, deadLetterTopic string) error {
 		sub, err := cfg.SubscriptionFor(topic)
 		if err != nil {
@@ -27,21 +26,18 @@ func RetentionFor(client apulsar.Client, cfg dlq.Config) func(ctx context.Contex
 	}
 }
 
-// ErrInvalidOption is wrapped by every error a constructor returns for an option it refuses.
-var ErrInvalidOption = errors.New("pulsar: invalid option")
-
-// CheckRetryStrategy refuses retries by negative ack on a subscription type where the broker
+// checkRetryStrategy refuses retries by negative ack on a subscription type where the broker
 // does not count redeliveries (Exclusive, Failover), so the message would loop forever.
-func CheckRetryStrategy(s retry.Strategy, t apulsar.SubscriptionType) error {
+func checkRetryStrategy(s retry.Strategy, t apulsar.SubscriptionType) error {
 	if s == retry.Nack && t != apulsar.Shared && t != apulsar.KeyShared {
 		return fmt.Errorf("%w: retry by nack needs a Shared or Key_Shared subscription (the broker does not count redeliveries on %s, so the message would loop); use retry.Republish",
-			ErrInvalidOption, SubTypeName(t))
+			ErrInvalidOption, subTypeName(t))
 	}
 	return nil
 }
 
-// SubTypeName names a subscription type as Pulsar does.
-func SubTypeName(t apulsar.SubscriptionType) string {
+// subTypeName names a subscription type as Pulsar does.
+func subTypeName(t apulsar.SubscriptionType) string {
 	switch t {
 	case apulsar.Exclusive:
 		return "Exclusive"
@@ -56,10 +52,10 @@ func SubTypeName(t apulsar.SubscriptionType) string {
 	}
 }
 
-// ClientSenders returns the producer factory of the settlement writes (retries and dead
+// producerSenders returns the producer factory of the settlement writes (retries and dead
 // letters) on client; adjust, when set, changes the producer options before the topic is
 // set.
-func ClientSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions)) func(topic string) (Sender, func(), error) {
+func producerSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions)) func(topic string) (Sender, func(), error) {
 	return func(topic string) (Sender, func(), error) {
 		po := apulsar.ProducerOptions{
 			// Each retry or dead letter is sent synchronously by the worker that holds the

@@ -9,26 +9,26 @@ import (
 // Release recycles only a delivery whose settlement acknowledged it and was reported; any
 // other is left as it is, for whoever may still hold it (a delayed nack's timer).
 func TestReleaseRecyclesOnlyAcknowledgedDeliveries(t *testing.T) {
-	e := &Engine{}
-	pending := &Delivery{URN: "urn:x", Counted: 2, finished: true}
-	e.Release(pending)
-	assert.Equal(t, "urn:x", pending.URN, "a delivery that was not acknowledged is not touched")
+	e := &engine{}
+	pending := &Delivery{urn: "urn:x", counted: 2, finished: true}
+	e.release(pending)
+	assert.Equal(t, "urn:x", pending.urn, "a delivery that was not acknowledged is not touched")
 
-	unfinished := &Delivery{URN: "urn:x", acked: true}
-	e.Release(unfinished)
-	assert.Equal(t, "urn:x", unfinished.URN, "a delivery whose settlement was not reported is not touched")
+	unfinished := &Delivery{urn: "urn:x", acked: true}
+	e.release(unfinished)
+	assert.Equal(t, "urn:x", unfinished.urn, "a delivery whose settlement was not reported is not touched")
 
 	called := false
 	done := &Delivery{
-		URN: "urn:x", acked: true, finished: true,
+		urn: "urn:x", acked: true, finished: true,
 		finishers: []func(Settlement){func(Settlement) { called = true }},
 	}
 	fins := done.finishers
-	e.Release(done)
-	assert.Empty(t, done.URN, "a released delivery is cleared")
+	e.release(done)
+	assert.Empty(t, done.urn, "a released delivery is cleared")
 	assert.False(t, done.acked)
 	assert.Empty(t, done.finishers)
 	assert.Nil(t, fins[0], "the finishers it held are let go")
 	assert.False(t, called)
-	e.Release(nil) // no panic
+	e.release(nil) // no panic
 }

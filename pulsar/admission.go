@@ -1,0 +1,212 @@
+package pulsar
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+)
+
+// Delivery is one received message on its way through admission and settlement: what
+// [Consumer.Next] returns, and what [Consumer.Run] hands to a handler as its arguments. It
+// is settled exactly once, by one of its methods ([Delivery.Ack], [Delivery.Fail],
+// [Delivery.RetryAfter], [Delivery.DeadLetter], [Delivery.Nack]); a second settlement
+// returns [ErrSettled]. Its methods are safe for concurrent use.
+type Delivery struct {
+	eng   *engine
+	owner *Consumer // the consumer whose Next returned it; nil under Run
+	msg   apulsar.Message
+	props map[string]string  // the message's properties (the client's map: never modified)
+	env   *envelope.Envelope // decoded, attempts set to reconciled; nil for poison
+	// poison is the classification error when env is nil.
+	poison error
+	// urn is the routing URN (a usable bq-job property wins over the body's URN).
+	urn string
+	// reconciled is the number of earlier deliveries; counted = reconciled + 1.
+	reconciled, counted int
+	// ctx is the delivery's context (the one the delivery hooks returned). It lives as long
+	// as the delivery, which is what a context in a struct is for here: the settlement that
+	// follows the handler runs with it.
+	ctx context.Context //nolint:containedctx // delivery-scoped, see above
+
+	delay      time.Duration     // a retry delay overriding the policy's backoff
+	extraProps map[string]string // added to a republished or dead-lettered copy
+	finishers  []func(Settlement)
+	finished   bool
+	acked      bool
+	claimed    atomic.Bool // a settlement method was called (pulled deliveries only)
+	failure    error       // the settlement's failure, when it ended nacked
+}
+
+// deliveries recycles the deliveries that [engine.Release] is given.
+var deliveries = sync.Pool{New: func() any { return new(Delivery) }}
+
+// release hands a settled delivery of Run back for reuse by a later admit. The caller
+// must hold the only reference: call it after a synchronous settlement that acknowledged
+// the message (Acked), never for a delivery a timer, a hook or a reactive message may still
+// use. A delivery that is not acknowledged is left to the garbage collector.
+func (*engine) release(d *Delivery) {
+	if d == nil || !d.acked || !d.finished {
+		return
+	}
+	clear(d.finishers)
+	fins := d.finishers[:0]
+	*d = Delivery{}
+	d.finishers = fins
+	deliveries.Put(d)
+}
+
+// failOptions adjust the settlement of a failed delivery.
+type failOptions struct {
+	// Delay replaces the policy's backoff for the retry (0: the policy's).
+	Delay time.Duration
+	// Properties are added to a republished or dead-lettered copy.
+	Properties map[string]string
+}
+
+// admit runs the contract's admission on msg: the delivery hooks, the schema-version gate,
+// classification, attempts reconciliation and routing. It returns nil when the message was
+// settled here (a gate rejection or, with SettleRejects, poison).
+// With owner set (a pulled delivery), the delivery is registered with it before anything
+// can settle it.
+func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer) *Delivery {
+	var d *Delivery
+	if owner == nil {
+		d, _ = deliveries.Get().(*Delivery) // the pool holds *Delivery only
+		fins := d.finishers[:0]
+		d.eng, d.owner, d.msg, d.props, d.finishers = e, nil, msg, msg.Properties(), fins
+	} else {
+		// Pulled: the caller keeps it as long as it likes, so it is never recycled.
+		d = &Delivery{eng: e, owner: owner, msg: msg, props: msg.Properties()}
+		owner.pulled(d)
+	}
+	d.ctx = e.startDelivery(ctx, d)
+	if e.cfg.Observer != nil { // no event to build without an observer
+		e.observe(d, Event{Kind: EventReceived, Topic: msg.Topic()})
+	}
+
+	if e.cfg.Gate {
+		if v, ok := d.props[PropSchemaVersion]; ok {
+			if err := GateVerdict(v, true); err != nil {
+				e.gateReject(d, err)
+				return nil
+			}
+		}
+	}
+	attemptsProp, hasAttempts := d.props[PropAttempts]
+	env, perr := envelope.Classify(msg.Payload())
+	if perr != nil {
+		d.reconciled, d.counted = Reconcile(attemptsProp, hasAttempts, 0, msg.RedeliveryCount())
+		d.poison = perr
+		if e.cfg.SettleRejects {
+			e.poisoned(d, perr)
+			return nil
+		}
+		return d
+	}
+	d.reconciled, d.counted = Reconcile(attemptsProp, hasAttempts, env.Attempts, msg.RedeliveryCount())
+	if env.Attempts != d.reconciled {
+		env = env.WithAttempts(d.reconciled)
+	}
+	d.env = env
+	bodyURN := env.URN()
+	d.urn = bodyURN
+	if pj, ok := d.props[PropJob]; ok && !envelope.IsBlank(pj) {
+		d.urn = pj
+		if pj != bodyURN {
+			e.mismatch(pj, bodyURN, d)
+		}
+	}
+	return d
+}
+
+// startDelivery runs the delivery hooks, each with the context the one before returned, and
+// returns the last context.
+func (e *engine) startDelivery(ctx context.Context, d *Delivery) context.Context {
+	for _, h := range e.cfg.DeliveryHooks {
+		next, fin, perr := callDeliveryHook(ctx, h, d.msg)
+		if perr != nil {
+			e.cfg.Logger.Error("delivery hook panicked", zap.Error(perr))
+			continue
+		}
+		if next != nil {
+			ctx = next //nolint:fatcontext // the hooks nest by design: each wraps the context of the one before
+		}
+		if fin != nil {
+			d.finishers = append(d.finishers, fin)
+		}
+	}
+	return ctx
+}
+
+func callDeliveryHook(ctx context.Context, h DeliveryHook, msg apulsar.Message) (next context.Context, fin func(Settlement), err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Where: "delivery hook", Value: r}
+		}
+	}()
+	next, fin = h(ctx, msg)
+	return next, fin, nil
+}
+
+// finish reports the delivery's settlement to the hooks, once.
+func (e *engine) finish(d *Delivery, s Settlement) {
+	if d.finished {
+		return
+	}
+	d.finished = true
+	if s.Outcome == OutcomeNacked {
+		d.failure = s.Err
+	}
+	if d.owner != nil {
+		defer d.owner.settledPull(d)
+	}
+	if s.URN == "" {
+		s.URN = d.urn
+	}
+	if s.Attempt == 0 {
+		s.Attempt = d.counted
+	}
+	for i := len(d.finishers) - 1; i >= 0; i-- {
+		f := d.finishers[i]
+		if perr := safeCall("delivery hook's settlement", func() { f(s) }); perr != nil {
+			e.cfg.Logger.Error("delivery hook's settlement panicked", zap.Error(perr))
+		}
+	}
+}
+
+// handled records a handler's result (observer event, log, error hook) before settlement.
+func (e *engine) handled(d *Delivery, err error, latency time.Duration) {
+	if err == nil {
+		e.observe(d, Event{Kind: EventHandled, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Latency: latency})
+		return
+	}
+	e.observe(d, Event{Kind: EventFailed, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Latency: latency, Err: err})
+	e.cfg.Logger.Warn("handler failed", zap.String("urn", d.urn), zap.Int("attempt", d.counted),
+		zap.String("message_id", messageID(d)), zap.Error(err))
+	e.report(&HandlerError{URN: d.urn, Attempt: d.counted, Err: err}, d.env, d.msg)
+}
+
+// observing reports whether an observer is set (so that a front can skip the clock).
+func (e *engine) observing() bool { return e.cfg.Observer != nil }
+
+func messageID(d *Delivery) string {
+	if d.env != nil {
+		return d.env.Meta.ID
+	}
+	return ""
+}
+
+func (e *engine) mismatch(propURN, bodyURN string, d *Delivery) {
+	if e.cfg.OnMismatch == nil {
+		return
+	}
+	if perr := safeCall("OnRoutingMismatch hook", func() { e.cfg.OnMismatch(propURN, bodyURN, d.env, d.msg) }); perr != nil {
+		e.cfg.Logger.Warn("routing mismatch hook panicked", zap.Error(perr))
+	}
+}

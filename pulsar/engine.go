@@ -1,0 +1,176 @@
+// The one delivery engine of the Pulsar binding: the receive pump, the
+// contract's admission of a message (schema-version gate, classification, attempts
+// reconciliation, routing) and its settlement (ack, retry by republish or negative ack,
+// dead letter, negative ack after a failed write), the producer cache of the settlement
+// writes, and the health state. The plain Consumer (package pulsar) and the messaging
+// connector's Source (package pulsar/connector) are two fronts on it, so that the same input
+// is settled the same way by both.
+//
+// A failed republish or dead-letter write is never followed by an ack: the original is
+// negatively acknowledged and comes back.
+
+package pulsar
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+// Receive backoff: the pause after a transient receive error starts at receiveBackoffMin and
+// doubles up to receiveBackoffMax; a successful receive resets it.
+const (
+	receiveBackoffMin = 100 * time.Millisecond
+	receiveBackoffMax = 10 * time.Second
+)
+
+// engineConfig configures an [engine].
+type engineConfig struct {
+	// Subscription names the subscription in events and logs ("" when unknown).
+	Subscription string
+	// MaxAttempts is the number of deliveries in total, the first included (≥ 1).
+	MaxAttempts int
+	// Policy is the retry policy: its Strategy and Backoff are used.
+	Policy retry.Policy
+	// BrokerDelay is true when the subscription type honours DeliverAfter (Shared,
+	// Key_Shared).
+	BrokerDelay bool
+	// DeadLetter is the dead-letter configuration.
+	DeadLetter dlq.Config
+	// SettleRejects settles gate rejections and poison at admission (the contract's
+	// pipeline); false leaves a poison body to the front (Env nil, Poison set).
+	SettleRejects bool
+	// Gate applies the schema-version gate at admission.
+	Gate bool
+	// Logger receives the engine's logs; never nil.
+	Logger *zap.Logger
+	// Observer receives the pipeline's events; nil for none.
+	Observer Observer
+	// OnError receives failures (see the consumer's error hook); nil for none.
+	OnError func(err error, env *envelope.Envelope, msg apulsar.Message)
+	// OnMismatch is called when a usable bq-job property differs from the body's URN.
+	OnMismatch func(propURN, bodyURN string, env *envelope.Envelope, msg apulsar.Message)
+	// DeliveryHooks open a context per delivery and receive its settlement.
+	DeliveryHooks []DeliveryHook
+	// Senders creates the producer of a topic for retries and dead letters.
+	Senders func(topic string) (Sender, func(), error)
+	// Retention makes sure the retention subscription of a dead-letter topic exists (topic
+	// is the one the message was received on); it is called before the first write to each
+	// dead-letter topic, and again after a failure. Nil: no retention subscription.
+	Retention func(ctx context.Context, topic, deadLetterTopic string) error
+	// MaxMessageSize bounds what a settlement writes: a dead-letter copy larger than it
+	// (properties included) is replaced by a truncated copy, and a retry copy larger than it
+	// goes to the dead-letter path. 0 means [defaultMaxMessageSize].
+	MaxMessageSize int
+	// ExtraSettle, when set, is called after every successful settlement write or ack,
+	// and with the error of every failed one (health of a front).
+	ExtraSettle func(err error)
+}
+
+// defaultMaxMessageSize is the default bound of a settlement write: Apache Pulsar's default
+// maxMessageSize (5 MiB, metadata included) less 64 KiB of headroom for the message's
+// metadata.
+const defaultMaxMessageSize = 5<<20 - 64<<10
+
+// engine admits and settles the messages of one subscription. It is safe for concurrent
+// use: deliveries are independent.
+type engine struct {
+	cfg     engineConfig
+	settler Settler
+	senders *senderCache
+	health  healthState
+
+	retained sync.Map // dead-letter topic → struct{}: retention subscription ensured
+	timers   timerSet // delayed negative acks
+}
+
+// newEngine returns an engine that settles through settler.
+func newEngine(cfg engineConfig, settler Settler) *engine {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.MaxAttempts < 1 {
+		cfg.MaxAttempts = retry.DefaultMaxAttempts
+	}
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = defaultMaxMessageSize
+	}
+	e := &engine{cfg: cfg, settler: settler}
+	e.senders = newSenderCache(cfg.Senders)
+	e.health.init()
+	return e
+}
+
+// maxAttempts returns the number of deliveries in total.
+func (e *engine) maxAttempts() int { return e.cfg.MaxAttempts }
+
+// logger returns the engine's logger.
+func (e *engine) logger() *zap.Logger { return e.cfg.Logger }
+
+// report calls the error hook, recovering a panic.
+func (e *engine) report(err error, env *envelope.Envelope, msg apulsar.Message) {
+	if e.cfg.OnError == nil {
+		return
+	}
+	if perr := safeCall("OnError hook", func() { e.cfg.OnError(err, env, msg) }); perr != nil {
+		e.cfg.Logger.Error("error hook panicked", zap.Error(perr))
+	}
+}
+
+func (e *engine) observe(d *Delivery, ev Event) {
+	if e.cfg.Observer == nil {
+		return
+	}
+	ev.Subscription = e.cfg.Subscription
+	if d != nil {
+		ev.Context = d.ctx
+	}
+	if perr := safeCall("observer", func() { e.cfg.Observer.Observe(ev) }); perr != nil {
+		e.cfg.Logger.Error("observer panicked", zap.Error(perr))
+	}
+}
+
+// safeCall runs f and returns its panic as a *PanicError.
+func safeCall(where string, f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Where: where, Value: r}
+		}
+	}()
+	f()
+	return nil
+}
+
+func copyProps(p map[string]string) map[string]string {
+	out := make(map[string]string, len(p)+2)
+	maps.Copy(out, p)
+	return out
+}
+
+// close stops the delayed negative acks (nacking their messages at once) and closes the
+// producers the engine created, after waiting for any creation in progress.
+func (e *engine) close() {
+	e.timers.stop()
+	e.senders.close()
+	e.health.stopped()
+}
+
+// status returns the engine's health.
+func (e *engine) status() Health { return e.health.get() }
+
+// setReceiving records the outcome of a receive in the health state.
+func (e *engine) setReceiving(err error) {
+	if err != nil {
+		e.health.failing("receive", err)
+		return
+	}
+	e.health.ok("receive")
+}
