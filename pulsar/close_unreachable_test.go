@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -53,7 +54,7 @@ func connectedConsumer(t *testing.T, b *pulsartest.Broker, client apulsar.Client
 	case <-time.After(waitLong):
 		t.Fatal("the consumer handled nothing")
 	}
-	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "the message was not acknowledged")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "the message was not acknowledged")
 	return c, runDone
 }
 

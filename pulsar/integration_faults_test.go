@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -80,7 +81,7 @@ func TestPartitionedTopicRetriesAndDeadLettersGoToParent(t *testing.T) {
 	}
 	assert.Contains(t, b.Topics(), parent+".dlq")
 	for i := range 3 {
-		brokertest.Eventually(t, func() bool { return b.Backlog(parent+"-partition-"+string(rune('0'+i)), "app") == 0 },
+		testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(parent+"-partition-"+string(rune('0'+i)), "app") == 0 },
 			"partition %d not drained", i)
 	}
 }
@@ -138,14 +139,14 @@ func TestDeadLetterWriteFailureIsNotAcked(t *testing.T) {
 	id, err := pub.Publish(t.Context(), failURN, nil)
 	require.NoError(t, err)
 
-	brokertest.Eventually(t, func() bool { return writeFailures.Load() > 0 }, "no dead-letter write failure reported")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return writeFailures.Load() > 0 }, "no dead-letter write failure reported")
 	firstMu.Lock()
 	assert.Zero(t, deadLetteredAtFirstFailure, "nothing dead-lettered while the topic fails")
 	assert.Equal(t, 1, backlogAtFirstFailure, "the message is not acknowledged while the write fails")
 	firstMu.Unlock()
 
 	msgs := dead.wait(t, 1, waitLong)
-	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "acknowledged once dead-lettered")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "acknowledged once dead-lettered")
 	require.Len(t, msgs, 1)
 	for _, m := range msgs {
 		env, err := envelope.Decode(m.Payload())
@@ -196,8 +197,8 @@ func TestWrapConsumerLeavesTheCallersConsumerOpen(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, pub.Close()) })
 	_, err = pub.Publish(t.Context(), okURN, nil)
 	require.NoError(t, err)
-	brokertest.Eventually(t, func() bool { return calls.Load() == 2 }, "redelivered after the nack")
-	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "acked")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return calls.Load() == 2 }, "redelivered after the nack")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "acked")
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	require.NoError(t, c.Close())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -65,7 +66,7 @@ func TestRetryBackoffIsDelayedByTheBrokerOnShared(t *testing.T) {
 	<-failed
 	_, err = pub.Publish(t.Context(), okURN, map[string]any{"name": "second"})
 	require.NoError(t, err)
-	brokertest.Eventually(t, func() bool {
+	testwait.Eventually(t, brokertest.WaitLong, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) == 2
@@ -120,7 +121,7 @@ func TestKeySharedConcurrencyKeepsKeyOrder(t *testing.T) {
 		}
 		wg.Wait() // one round at a time, so that publish order is per-key order
 	}
-	brokertest.Eventually(t, func() bool { return total.Load() == keys*perKey }, "all handled")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return total.Load() == keys*perKey }, "all handled")
 	mu.Lock()
 	defer mu.Unlock()
 	for k := range keys {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -176,7 +177,7 @@ func TestSettlementPathsOnEverySubscriptionType(t *testing.T) {
 
 			assert.Equal(t, []int{0}, ok.get(okID), "success handled once")
 			assert.Equal(t, []int{0, 1}, failing.get(failID), "failure handled maxAttempts times")
-			brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
+			testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
 
 			errMu.Lock()
 			defer errMu.Unlock()
@@ -225,7 +226,7 @@ func TestDelayedPublishOnShared(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pub.Publish(t.Context(), okURN, map[string]any{"name": "now"})
 	require.NoError(t, err)
-	brokertest.Eventually(t, func() bool {
+	testwait.Eventually(t, brokertest.WaitLong, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) == 2

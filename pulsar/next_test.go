@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -74,7 +75,7 @@ func TestNextNeverReturnsGateRejectionsOrPoison(t *testing.T) {
 	assert.NotNil(t, d.Context())
 	require.NoError(t, d.Ack())
 	assert.Len(t, dead.wait(t, 2, waitLong), 2, "the poison copy and the gate rejection")
-	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
 	require.NoError(t, c.Close())
 
 	mu.Lock()
@@ -106,7 +107,7 @@ func TestNextDeliverySettlesOnce(t *testing.T) {
 	require.ErrorIs(t, d.RetryAfter(time.Second, nil), bqpulsar.ErrSettled)
 	require.ErrorIs(t, d.DeadLetter(nil), bqpulsar.ErrSettled)
 	require.ErrorIs(t, d.Nack(nil), bqpulsar.ErrSettled)
-	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "the ack counted once")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "the ack counted once")
 }
 
 // Run and Next are two styles of one consumer, never mixed.
@@ -171,7 +172,7 @@ func TestNextWaitsAtTheInflightBound(t *testing.T) {
 	require.NoError(t, second.Ack())
 	require.NoError(t, third.Ack())
 	assert.Zero(t, c.InFlight())
-	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
 }
 
 // Close negatively acknowledges the deliveries nobody settled, says so in its error and to

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -99,7 +100,7 @@ func TestHugePoisonBodiesAreDeadLetteredOnceAsTruncatedCopies(t *testing.T) {
 		assert.Equal(t, "poison", cp.DeadLetter.Reason, m.Key())
 		assert.Equal(t, "1", m.Properties()[bqpulsar.PropAttempts])
 	}
-	brokertest.Eventually(t, func() bool { return b.Stats(topic).Subscriptions["s"].Backlog == 0 }, "the backlog did not drain")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Stats(topic).Subscriptions["s"].Backlog == 0 }, "the backlog did not drain")
 	h := c.Health()
 	assert.True(t, h.Ready, "a truncation is not a failure")
 	require.NotEmpty(t, h.Warnings, "but health shows it")

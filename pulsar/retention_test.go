@@ -15,6 +15,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -86,7 +87,7 @@ func exhaustThenTrim(t *testing.T, tg *brokertest.Target, retention bool) (int32
 		return handled.Load(), rep // the subscription may not exist at all: err is what Redrive says
 	}
 	require.NoError(t, err)
-	brokertest.Eventually(t, func() bool { return handled.Load() >= 1 }, "the redriven job was not handled")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return handled.Load() >= 1 }, "the redriven job was not handled")
 	return handled.Load(), rep
 }
 
@@ -156,7 +157,7 @@ func retentionSubscriptionThatCannotBeMade(t *testing.T, tg *brokertest.Target) 
 	require.NoError(t, err)
 	require.NoError(t, pub.Close())
 	runUntil(t, c, func() {
-		brokertest.Eventually(t, func() bool { return attempts.Load() >= 2 }, "the message was not negatively acknowledged and redelivered")
+		testwait.Eventually(t, brokertest.WaitLong, func() bool { return attempts.Load() >= 2 }, "the message was not negatively acknowledged and redelivered")
 		assert.False(t, c.Health().Ready, "failing dead-letter writes make the consumer not ready")
 	})
 
@@ -177,7 +178,7 @@ func retentionSubscriptionThatCannotBeMade(t *testing.T, tg *brokertest.Target) 
 		}))
 	require.NoError(t, err)
 	runConsumer(t, again)
-	brokertest.Eventually(t, func() bool { return handled.Load() == 1 }, "the message was lost")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return handled.Load() == 1 }, "the message was lost")
 }
 
 // TestRoutingDecisionSurvivesTheDeadLetterTopic: a message routed by its bq-job property,
@@ -246,7 +247,7 @@ func routingDecisionSurvivesTheDeadLetterTopic(t *testing.T, tg *brokertest.Targ
 	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{Topic: topic + ".dlq", URN: routedURN, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	require.Len(t, rep.Moved, 1, "the redrive filter matches the routing URN")
-	brokertest.Eventually(t, func() bool { return got.Load() != nil }, "the redriven message was not handled")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return got.Load() != nil }, "the redriven message was not handled")
 	assert.Equal(t, routedURN+" "+bodyURN, got.Load())
 }
 
@@ -275,7 +276,7 @@ func publishTrimSubscribe(t *testing.T, tg *brokertest.Target, want int32, opts 
 		}))
 	require.NoError(t, err)
 	runConsumer(t, c)
-	brokertest.Eventually(t, func() bool { return handled.Load() >= want }, "%d of %d jobs handled", handled.Load(), want)
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return handled.Load() >= want }, "%d of %d jobs handled", handled.Load(), want)
 	time.Sleep(time.Second) // whatever else is still stored arrives by then
 	return handled.Load()
 }

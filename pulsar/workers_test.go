@@ -17,6 +17,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/mocks"
 )
 
@@ -254,12 +255,12 @@ func TestMaxInflightBoundsReceivedButUnsettled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- h.c.Run(ctx) }()
-	require.Eventually(t, func() bool { return received.Load() >= maxInflight && started.Load() == 2 },
-		5*time.Second, 5*time.Millisecond)
+	testwait.Eventually(t, 5*time.Second, func() bool { return received.Load() >= maxInflight && started.Load() == 2 },
+		"the in-flight bound is reached and two handlers run")
 	time.Sleep(100 * time.Millisecond) // room for a receive beyond the bound, if one were made
 	assert.Equal(t, int32(maxInflight), received.Load(), "received beyond the in-flight bound")
 	cancel()
-	require.Eventually(t, func() bool { return nacks.Load() == maxInflight-2 }, 5*time.Second, 5*time.Millisecond,
+	testwait.Eventually(t, 5*time.Second, func() bool { return nacks.Load() == maxInflight-2 },
 		"the queued messages are handed back when Run stops")
 	close(release)
 	require.ErrorIs(t, <-done, context.Canceled)

@@ -25,7 +25,6 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
-	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -141,14 +140,6 @@ func (c *Collector) Count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.msgs)
-}
-
-// Eventually is [testwait.Eventually] with [WaitLong] as its bound, not a wait of its own.
-// New tests call testwait.Eventually(tb, brokertest.WaitLong, cond, msg, args...); this
-// stays only until the last callers (the pulsar and pulsar/connector tests) move.
-func Eventually(tb testing.TB, cond func() bool, msg string, args ...any) {
-	tb.Helper()
-	testwait.Eventually(tb, WaitLong, cond, msg, args...)
 }
 
 // SilentListener accepts TCP connections on a loopback port and never answers, like a host

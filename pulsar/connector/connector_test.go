@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -100,8 +101,8 @@ func TestConnector_BabelQueueRetriesThenDeadLetters(t *testing.T) {
 			require.NotNil(t, env.DeadLetter, "annotated copy")
 			_, ok := urns.Load("urn:babel:orders:created")
 			require.True(t, ok, "the URN reached the stage through metadata")
-			brokertest.Eventually(t, func() bool { return b.Backlog(topic, "svc") == 0 }, "original settled")
-			brokertest.Eventually(t, func() bool { return hooked.Load() == 1 }, "dead-letter hook called once")
+			testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "svc") == 0 }, "original settled")
+			testwait.Eventually(t, brokertest.WaitLong, func() bool { return hooked.Load() == 1 }, "dead-letter hook called once")
 			time.Sleep(settleQuiet)
 			require.Equal(t, 1, dead.count())
 		})
@@ -129,7 +130,7 @@ func TestConnector_FailingDeadLetterProducerNacksNeverLoses(t *testing.T) {
 	got := dead.wait(t, 1)
 	require.Equal(t, "m-0", string(got[0].Payload()), "other payloads are dead-lettered byte for byte")
 	require.GreaterOrEqual(t, calls.Load(), int64(3), "two failed dead-letter writes: nacked and redelivered twice")
-	brokertest.Eventually(t, func() bool { return b.Backlog(topic, "svc") == 0 }, "acked once the copy was written")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "svc") == 0 }, "acked once the copy was written")
 }
 
 func TestConnector_EndToEndProcess(t *testing.T) {
@@ -152,7 +153,7 @@ func TestConnector_EndToEndProcess(t *testing.T) {
 	for _, m := range got {
 		require.Equal(t, "urn:babel:invoices:issued", m.Properties()[bqpulsar.PropJob], "bq-* projected by the sink")
 	}
-	brokertest.Eventually(t, func() bool { return b.Backlog(in, "svc") == 0 }, "inputs acked after their outputs")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(in, "svc") == 0 }, "inputs acked after their outputs")
 	h := rt.Health()
 	for _, ch := range h.Channels {
 		assert.True(t, ch.Started && ch.Ready && ch.Live, "%+v", ch)

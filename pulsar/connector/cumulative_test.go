@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
@@ -58,7 +59,7 @@ func TestSource_CumulativeAckOutOfOrderSettlement(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(3)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 3 }, "3 delivered")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 3 }, "3 delivered")
 	got := ms.received()
 	for i, m := range got {
 		require.Equal(t, fmt.Sprintf("m-%d", i), string(m.Payload()))
@@ -72,18 +73,18 @@ func TestSource_CumulativeAckOutOfOrderSettlement(t *testing.T) {
 
 	// Settle 1: the prefix is 1 only.
 	require.NoError(t, got[0].Ack(t.Context()))
-	brokertest.Eventually(t, func() bool { return backlog() == 4 }, "1 acknowledged, backlog %d", backlog())
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return backlog() == 4 }, "1 acknowledged, backlog %d", backlog())
 	time.Sleep(settleQuiet)
 	require.Equal(t, 4, backlog(), "3 still held back by 2")
 
 	// Settle 2: the prefix 1, 2, 3 is complete.
 	require.NoError(t, got[1].Ack(t.Context()))
-	brokertest.Eventually(t, func() bool { return backlog() == 2 }, "1-3 acknowledged, backlog %d", backlog())
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return backlog() == 2 }, "1-3 acknowledged, backlog %d", backlog())
 
 	// A nack in the middle: 4 nacked, 5 settled; 5 must not be acknowledged (that would
 	// cover 4), until the redelivered 4 is settled.
 	ms.request(2)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 5 }, "4 and 5 delivered")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 5 }, "4 and 5 delivered")
 	got = ms.received()
 	require.Equal(t, "m-3", string(got[3].Payload()))
 	require.Equal(t, "m-4", string(got[4].Payload()))
@@ -95,7 +96,7 @@ func TestSource_CumulativeAckOutOfOrderSettlement(t *testing.T) {
 	// The broker rewinds: 4 comes again (and 5 as a duplicate).
 	ms.request(10)
 	var again bytesMsg
-	brokertest.Eventually(t, func() bool {
+	testwait.Eventually(t, brokertest.WaitLong, func() bool {
 		for _, m := range ms.received()[5:] {
 			if string(m.Payload()) == "m-3" {
 				again = m
@@ -106,7 +107,7 @@ func TestSource_CumulativeAckOutOfOrderSettlement(t *testing.T) {
 	}, "4 redelivered")
 	require.Equal(t, 2, backlog(), "nothing acknowledged before the copy of 4 is settled")
 	require.NoError(t, again.Ack(t.Context()))
-	brokertest.Eventually(t, func() bool { return backlog() == 0 }, "4 and 5 acknowledged, backlog %d", backlog())
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return backlog() == 0 }, "4 and 5 acknowledged, backlog %d", backlog())
 
 	// Settling the duplicates changes nothing.
 	for _, m := range ms.received()[5:] {

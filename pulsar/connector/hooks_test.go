@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -57,11 +58,11 @@ func TestSinkAndSourceRunTheirHooks(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(1)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "nothing delivered")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 1 }, "nothing delivered")
 	md, ok := messaging.MetadataOf[connector.IncomingMetadata](ms.received()[0].Metadata())
 	require.True(t, ok)
 	assert.Equal(t, topic, md.Properties["x-hooked"], "the publish hook's property was sent")
-	brokertest.Eventually(t, func() bool { return done.Load() == 1 }, "the publish hook's done was not called")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return done.Load() == 1 }, "the publish hook's done was not called")
 	require.NoError(t, ms.received()[0].Ack(context.Background()))
 	assert.Equal(t, bqpulsar.OutcomeAcked, settled.Load())
 }

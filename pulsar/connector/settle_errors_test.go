@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -61,7 +62,7 @@ func TestFailedAckReachesTheStageAndHealth(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(1)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "nothing delivered")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 1 }, "nothing delivered")
 	require.True(t, src.Health().Ready)
 	err = ms.received()[0].Ack(context.Background())
 	require.Error(t, err, "the failed broker ack reaches m.Ack's caller")
@@ -95,7 +96,7 @@ func TestFailedAckReachesTheConsumersHookAndHealth(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	brokertest.Eventually(t, func() bool { return reported.Load() != nil }, "the failed ack was not reported")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return reported.Load() != nil }, "the failed ack was not reported")
 	h := c.Health()
 	assert.False(t, h.Ready)
 	assert.Contains(t, strings.Join(h.Reasons, ";"), "ack failing")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
@@ -323,7 +324,7 @@ func runMatrixCell(t *testing.T, tg *brokertest.Target, sub matrixSubscription, 
 			got.DeadLetters = append(got.DeadLetters, fmt.Sprintf("%s/%d", env.DeadLetter.Reason, env.DeadLetter.Attempts))
 		}
 	}
-	brokertest.Eventually(t, func() bool {
+	testwait.Eventually(t, brokertest.WaitLong, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(handled) >= len(want.Handled) && brokertest.Backlog(t, admin, topic, "app") == 0

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
@@ -66,7 +67,7 @@ func TestSink_NeverExceedsItsWindow(t *testing.T) {
 	require.Equal(t, window, sink.Window())
 	p := &windowPublisher{total: 300, window: window}
 	p.Subscribe(sink)
-	brokertest.Eventually(t, func() bool { return p.settled.Load() == p.total }, "all settled: %d", p.settled.Load())
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return p.settled.Load() == p.total }, "all settled: %d", p.settled.Load())
 	require.LessOrEqual(t, p.maxUnsettled.Load(), int64(window), "pending sends bounded by the window")
 	require.Zero(t, p.nacks.Load())
 	require.LessOrEqual(t, sink.Pending(), window)
@@ -89,7 +90,7 @@ func TestSink_FailedSendsAreNacked(t *testing.T) {
 	b.FailNextSends(topic, 1, pulsartest.NotAllowedError)
 	p := &windowPublisher{total: 5, window: 2}
 	p.Subscribe(sink)
-	brokertest.Eventually(t, func() bool { return p.settled.Load() == p.total }, "all settled")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return p.settled.Load() == p.total }, "all settled")
 	require.GreaterOrEqual(t, p.nacks.Load(), int64(1), "the failed send surfaced as a nack")
 	require.LessOrEqual(t, p.maxUnsettled.Load(), int64(2))
 }
@@ -105,7 +106,7 @@ func TestSink_NoWaitForWriteCompletion(t *testing.T) {
 	require.NoError(t, err)
 	p := &windowPublisher{total: 50, window: 3}
 	p.Subscribe(sink)
-	brokertest.Eventually(t, func() bool { return p.settled.Load() == p.total }, "acked on enqueue")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return p.settled.Load() == p.total }, "acked on enqueue")
 	require.NoError(t, sink.Close(t.Context()), "Close flushes")
 	col.wait(t, 50)
 }

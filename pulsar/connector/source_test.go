@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
@@ -84,7 +85,7 @@ func TestSource_NoReceiveWithoutDemand(t *testing.T) {
 	require.Zero(t, src.InFlight(), "no demand, no receive: every message stays in the client queue")
 
 	ms.request(3)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 3 }, "3 messages after Request(3), got %d", len(ms.received()))
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 3 }, "3 messages after Request(3), got %d", len(ms.received()))
 	time.Sleep(settleQuiet)
 	require.Len(t, ms.received(), 3, "not one more than requested")
 	require.Equal(t, 3, src.InFlight())
@@ -105,7 +106,7 @@ func TestSource_UnboundedDemandNeverExceedsMaxInflight(t *testing.T) {
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)
 	// A stalled stage: nothing is settled.
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == maxInflight }, "max-inflight messages delivered")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == maxInflight }, "max-inflight messages delivered")
 	time.Sleep(settleQuiet)
 	require.Len(t, ms.received(), maxInflight, "Request(Unbounded) with a stalled stage stops at max-inflight")
 	require.Equal(t, maxInflight, src.InFlight())
@@ -123,11 +124,11 @@ func TestSource_UnboundedDemandNeverExceedsMaxInflight(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	brokertest.Eventually(t, func() bool { done, _ := ms.terminal(); return done }, "completes at the end")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { done, _ := ms.terminal(); return done }, "completes at the end")
 	_, err := ms.terminal()
 	require.NoError(t, err)
 	require.Len(t, ms.received(), total)
-	brokertest.Eventually(t, func() bool { return b.Backlog(src.Health().Channel, "tck") == 0 }, "every message acked")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(src.Health().Channel, "tck") == 0 }, "every message acked")
 }
 
 func TestSource_CancelStopsReceiving(t *testing.T) {
@@ -137,7 +138,7 @@ func TestSource_CancelStopsReceiving(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(2)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 2 }, "2 delivered")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 2 }, "2 delivered")
 	ms.sub.Cancel()
 	ms.request(5) // a no-op after Cancel (rule 3.6)
 	time.Sleep(settleQuiet)
@@ -158,11 +159,11 @@ func TestSource_FailStrategyFailsTheStream(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(1)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "1 delivered")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 1 }, "1 delivered")
 	require.True(t, src.Health().Live)
 	errBoom := errors.New("boom")
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errBoom))
-	brokertest.Eventually(t, func() bool { done, _ := ms.terminal(); return done }, "OnError after a nack under fail")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { done, _ := ms.terminal(); return done }, "OnError after a nack under fail")
 	_, err := ms.terminal()
 	require.ErrorIs(t, err, connector.ErrSourceFailed)
 	require.ErrorIs(t, err, errBoom)
@@ -189,7 +190,7 @@ func TestSource_AckTimeoutNacksThroughTheStrategy(t *testing.T) {
 	require.Equal(t, "2", got[0].Properties()[bqpulsar.PropAttempts])
 	require.Len(t, ms.received(), 2, "first delivery and the republished retry")
 	require.ErrorIs(t, ms.received()[0].Ack(t.Context()), messaging.ErrAlreadySettled, "a late settlement is ignored")
-	brokertest.Eventually(t, func() bool { return src.InFlight() == 0 }, "slots freed by the timeouts")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return src.InFlight() == 0 }, "slots freed by the timeouts")
 }
 
 func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
@@ -202,15 +203,15 @@ func TestSource_ContinueRedeliversAfterTheAckTimeout(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 1 }, "first delivery")
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later")))
 	require.Zero(t, src.InFlight(), "continue frees the slot")
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 2 }, "redelivered after the ack timeout")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 2 }, "redelivered after the ack timeout")
 	md, ok := messaging.MetadataOf[connector.IncomingMetadata](ms.received()[1].Metadata())
 	require.True(t, ok)
 	require.Equal(t, uint32(1), md.RedeliveryCount)
 	require.NoError(t, ms.received()[1].Ack(t.Context()))
-	brokertest.Eventually(t, func() bool { return b.Backlog(md.Topic, "tck") == 0 }, "acked")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(md.Topic, "tck") == 0 }, "acked")
 }
 
 func TestSource_ReconsumeLater(t *testing.T) {
@@ -222,10 +223,10 @@ func TestSource_ReconsumeLater(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(reactive.Unbounded)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "first delivery")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 1 }, "first delivery")
 	require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("later"),
 		messaging.RedeliverAfter(50*time.Millisecond), messaging.WithNackProperties(map[string]string{"why": "later"})))
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 2 }, "reconsumed from the retry topic")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 2 }, "reconsumed from the retry topic")
 	md, ok := messaging.MetadataOf[connector.IncomingMetadata](ms.received()[1].Metadata())
 	require.True(t, ok)
 	require.Equal(t, "1", md.Properties["RECONSUMETIMES"])
@@ -267,9 +268,9 @@ func TestSource_ZeroQueue(t *testing.T) {
 	ms := &manualSubscriber{}
 	src.Subscribe(ms)
 	ms.request(1)
-	brokertest.Eventually(t, func() bool { return b.Stats(topic).Subscriptions["tck"].Permits == 1 }, "the first receive's one permit")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Stats(topic).Subscriptions["tck"].Permits == 1 }, "the first receive's one permit")
 	publishN(t, client, topic, 5)
-	brokertest.Eventually(t, func() bool { return len(ms.received()) == 1 }, "one permit, one message")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 1 }, "one permit, one message")
 	time.Sleep(settleQuiet)
 	require.Len(t, ms.received(), 1)
 	ms.request(reactive.Unbounded)
@@ -283,7 +284,7 @@ func TestSource_ZeroQueue(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	brokertest.Eventually(t, func() bool { return b.Stats(topic).Subscriptions["tck"].Backlog == 0 }, "every message acknowledged")
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Stats(topic).Subscriptions["tck"].Backlog == 0 }, "every message acknowledged")
 	time.Sleep(settleQuiet)
 	require.Len(t, ms.received(), 5, "nothing more was delivered")
 }
