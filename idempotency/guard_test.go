@@ -58,8 +58,8 @@ func newGuard(t *testing.T, s idempotency.Store, opts ...idempotency.Option) *id
 func TestGuardSeenSetSemantics(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			s := k.new(t)
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
 			g := newGuard(t, s)
 			runs := 0
 			ok := func(context.Context) error { runs++; return nil }
@@ -94,8 +94,8 @@ func TestGuardSeenSetSemantics(t *testing.T) {
 func TestGuardInFlight(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			s := k.new(t)
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
 			g := newGuard(t, s, idempotency.WithLease(time.Minute))
 			inside := make(chan struct{})
 			release := make(chan struct{})
@@ -148,8 +148,8 @@ func TestGuardInFlight(t *testing.T) {
 func TestGuardInFlightWait(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			s := k.new(t)
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
 			g := newGuard(t, s, idempotency.WithInFlightWait(10*time.Millisecond))
 			inside := make(chan struct{})
 			release := make(chan struct{})

@@ -184,8 +184,8 @@ const stormWait = 2 * time.Minute
 // same meta.id, under eight workers: the effect fires exactly 1,000 times.
 func TestRedeliveryStormOneEffectPerID(t *testing.T) {
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			g := newGuard(t, k.new(t), idempotency.WithInFlightRetry(20*time.Millisecond))
+		t.Run(k.Name, func(t *testing.T) {
+			g := newGuard(t, k.New(t), idempotency.WithInFlightRetry(20*time.Millisecond))
 			r := newRig(t)
 			fx, a, obs := newEffects(), &acked{}, &tally{}
 			r.consume(t, g, a, obs, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
@@ -206,8 +206,8 @@ func TestRedeliveryStormOneEffectPerID(t *testing.T) {
 // its retry (the failure left the id unmarked), and the duplicates are skipped after it.
 func TestFailedFirstRunIsRetried(t *testing.T) {
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			g := newGuard(t, k.new(t), idempotency.WithInFlightRetry(20*time.Millisecond))
+		t.Run(k.Name, func(t *testing.T) {
+			g := newGuard(t, k.New(t), idempotency.WithInFlightRetry(20*time.Millisecond))
 			r := newRig(t)
 			fx, a, obs := newEffects(), &acked{}, &tally{}
 			var mu sync.Mutex
@@ -244,8 +244,8 @@ func TestFailedFirstRunIsRetried(t *testing.T) {
 // handled exactly once.
 func TestStoreOutageNacksAndLosesNothing(t *testing.T) {
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			fs := &failingStore{Store: k.new(t)}
+		t.Run(k.Name, func(t *testing.T) {
+			fs := &failingStore{Store: k.New(t)}
 			fs.claim.Store(true)
 			g := newGuard(t, fs, idempotency.WithInFlightRetry(20*time.Millisecond))
 			r := newRig(t)
@@ -275,8 +275,8 @@ func TestStoreOutageNacksAndLosesNothing(t *testing.T) {
 func TestCrashedWorkersLeaseExpires(t *testing.T) {
 	for _, k := range storeKinds {
 		for _, mode := range []string{"retry", "wait"} {
-			t.Run(k.name+"/"+mode, func(t *testing.T) {
-				store := k.new(t)
+			t.Run(k.Name+"/"+mode, func(t *testing.T) {
+				store := k.New(t)
 				opt := idempotency.WithInFlightRetry(50 * time.Millisecond)
 				if mode == "wait" {
 					opt = idempotency.WithInFlightWait(50 * time.Millisecond)

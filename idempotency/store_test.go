@@ -12,36 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
-	"github.com/babelqueue/babelqueue-go-pulsar/idempotency/redisstore"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/redistest"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 )
 
 // storeKinds are the stores every contract and integration test runs on.
-var storeKinds = []struct {
-	name string
-	new  func(t *testing.T) idempotency.Store
-}{
-	{"memory", func(t *testing.T) idempotency.Store {
-		t.Helper()
-		s, err := idempotency.NewMemoryStore()
-		require.NoError(t, err)
-		return s
-	}},
-	{"redis", func(t *testing.T) idempotency.Store {
-		t.Helper()
-		_, client := redistest.Start(t)
-		s, err := redisstore.New(client, redisstore.WithKeyPrefix("test:"+t.Name()+":"))
-		require.NoError(t, err)
-		return s
-	}},
-}
+var storeKinds = redistest.StoreKinds()
 
 func TestStoreContract(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			s := k.new(t)
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
 			c, err := s.Claim(ctx, "a", time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, idempotency.StatusClaimed, c.Status)
@@ -97,8 +79,8 @@ func TestStoreContract(t *testing.T) {
 func TestStoreLeaseAndTTLExpire(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			s := k.new(t)
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
 			c, err := s.Claim(ctx, "lease", 50*time.Millisecond)
 			require.NoError(t, err)
 			require.Equal(t, idempotency.StatusClaimed, c.Status)
@@ -118,8 +100,8 @@ func TestStoreLeaseAndTTLExpire(t *testing.T) {
 func TestStoreClaimIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range storeKinds {
-		t.Run(k.name, func(t *testing.T) {
-			s := k.new(t)
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
 			for round := range 20 {
 				id := fmt.Sprintf("race-%d", round)
 				var claimed atomic.Int32

@@ -117,19 +117,11 @@ func (a *adminServer) messageByID(w http.ResponseWriter, r *http.Request) {
 		writeReason(w, http.StatusNotFound, fmt.Sprintf("Message id %d:%d not found", ledger, eid))
 		return
 	}
-	md, err := wire.ParsePayload(raw)
-	if err != nil {
-		writeReason(w, http.StatusInternalServerError, err.Error())
+	md, payload, ok := entryResponse(w, raw, "reading", ledger, eid)
+	if !ok {
 		return
 	}
-	if md.GetCompression() != wire.CompressionType_NONE {
-		writeReason(w, http.StatusNotImplemented, "pulsartest: reading a compressed entry is not supported")
-		return
-	}
-	metaSize := int(binary.BigEndian.Uint32(raw[6:]))
 	h := w.Header()
-	h.Set("Content-Type", "application/octet-stream")
-	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d", ledger, eid))
 	if md.PublishTime != nil {
 		h.Set("X-Pulsar-publish-time", time.UnixMilli(int64(md.GetPublishTime())).UTC().Format(adminTime)) //nolint:gosec // ms
 	}
@@ -140,7 +132,7 @@ func (a *adminServer) messageByID(w http.ResponseWriter, r *http.Request) {
 		h.Set("X-Pulsar-PROPERTY-"+kv.GetKey(), kv.GetValue())
 	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(raw[10+metaSize:]) // the client went away: nothing else to tell it
+	_, _ = w.Write(payload) // the client went away: nothing else to tell it
 }
 
 // Pulsar's stats JSON (TopicStats, PublisherStats, SubscriptionStats, ConsumerStats): real counts, rates

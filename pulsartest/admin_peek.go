@@ -60,19 +60,11 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 		writeReason(w, http.StatusNotFound, "Message not found")
 		return
 	}
-	md, err := wire.ParsePayload(raw)
-	if err != nil {
-		writeReason(w, http.StatusInternalServerError, err.Error())
+	md, payload, ok := entryResponse(w, raw, "peeking at", t.ledgerID, id)
+	if !ok {
 		return
 	}
-	if md.GetCompression() != wire.CompressionType_NONE {
-		writeReason(w, http.StatusNotImplemented, "pulsartest: peeking at a compressed entry is not supported")
-		return
-	}
-	metaSize := int(binary.BigEndian.Uint32(raw[6:]))
 	h := w.Header()
-	h.Set("Content-Type", "application/octet-stream")
-	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d", t.ledgerID, id))
 	if props := md.GetProperties(); len(props) > 0 {
 		m := make(map[string]string, len(props))
 		for _, kv := range props {
@@ -101,7 +93,7 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Pulsar-sequence-id", strconv.FormatUint(md.GetSequenceId(), 10))
 	w.WriteHeader(http.StatusOK)
 	// An octet-stream of stored message bytes, as a real broker answers; never rendered as HTML.
-	_, _ = w.Write(raw[10+metaSize:]) //nolint:gosec // G705: application/octet-stream, not markup
+	_, _ = w.Write(payload) //nolint:gosec // G705: application/octet-stream, not markup
 }
 
 // peekNth returns the stored bytes and id of the n-th entry (1-based) after the mark-delete
@@ -122,4 +114,26 @@ func (t *topic) peekNth(sub string, n int) (raw []byte, id int64, found, subFoun
 		}
 	}
 	return nil, 0, false, true
+}
+
+// entryResponse starts the answer of an admin call that returns one stored entry's payload
+// (peek, get a message by id): it parses the entry's metadata and sets the content type and
+// the X-Pulsar-Message-ID header, and returns the metadata and the payload. When the entry
+// cannot be returned it writes the error instead and returns ok false; verb names the
+// operation in the refusal of a compressed entry.
+func entryResponse(w http.ResponseWriter, raw []byte, verb string, ledger uint64, entry int64) (md *wire.MessageMetadata, payload []byte, ok bool) {
+	md, err := wire.ParsePayload(raw)
+	if err != nil {
+		writeReason(w, http.StatusInternalServerError, err.Error())
+		return nil, nil, false
+	}
+	if md.GetCompression() != wire.CompressionType_NONE {
+		writeReason(w, http.StatusNotImplemented, "pulsartest: "+verb+" a compressed entry is not supported")
+		return nil, nil, false
+	}
+	metaSize := int(binary.BigEndian.Uint32(raw[6:]))
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d", ledger, entry))
+	return md, raw[10+metaSize:], true
 }

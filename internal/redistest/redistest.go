@@ -1,7 +1,8 @@
 // Package redistest is the module's test support for code that talks to Redis: it starts a
 // redis-server of its own for one test, on a Unix socket in the test's temporary directory,
-// and hands back a client; both are stopped when the test ends. The idempotency and
-// idempotency/redisstore tests share it; it is imported by _test.go files only.
+// and hands back a client; both are stopped when the test ends. [StoreKinds] gives
+// the stores that the idempotency, idempotency/redisstore and pulsar/connector tests run
+// on. It is imported by _test.go files only.
 //
 // Without the redis-server binary on PATH the test is skipped with the reason, except under
 // CI=true, where it fails: CI never skips the Redis store tests.
@@ -16,6 +17,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
+	"github.com/babelqueue/babelqueue-go-pulsar/idempotency/redisstore"
 )
 
 // Server is a redis-server started for one test.
@@ -74,4 +78,37 @@ func (s *Server) Stop() {
 	}
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
+}
+
+// StoreKind is one [idempotency.Store] implementation that the store-generic tests run on.
+type StoreKind struct {
+	// Name names the subtest ("memory", "redis").
+	Name string
+	// New returns a fresh store for t: the Redis one on a redis-server of t's own (see
+	// [Start]), its keys under a prefix named after the test.
+	New func(t *testing.T) idempotency.Store
+}
+
+// StoreKinds are the stores every contract, guard and connector-guard test runs on: the
+// in-memory store and the Redis store.
+func StoreKinds() []StoreKind {
+	return []StoreKind{
+		{"memory", func(t *testing.T) idempotency.Store {
+			t.Helper()
+			s, err := idempotency.NewMemoryStore()
+			if err != nil {
+				t.Fatalf("redistest: the memory store: %v", err)
+			}
+			return s
+		}},
+		{"redis", func(t *testing.T) idempotency.Store {
+			t.Helper()
+			_, client := Start(t)
+			s, err := redisstore.New(client, redisstore.WithKeyPrefix("test:"+t.Name()+":"))
+			if err != nil {
+				t.Fatalf("redistest: the Redis store: %v", err)
+			}
+			return s
+		}},
+	}
 }

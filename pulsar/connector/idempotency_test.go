@@ -10,31 +10,13 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
-	"github.com/babelqueue/babelqueue-go-pulsar/idempotency/redisstore"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/redistest"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 )
 
-// guardStores are the stores the GuardFunc tests run on, as in package idempotency's tests.
-var guardStores = []struct {
-	name string
-	new  func(t *testing.T) idempotency.Store
-}{
-	{"memory", func(t *testing.T) idempotency.Store {
-		t.Helper()
-		s, err := idempotency.NewMemoryStore()
-		require.NoError(t, err)
-		return s
-	}},
-	{"redis", func(t *testing.T) idempotency.Store {
-		t.Helper()
-		_, client := redistest.Start(t)
-		s, err := redisstore.New(client, redisstore.WithKeyPrefix("test:"+t.Name()+":"))
-		require.NoError(t, err)
-		return s
-	}},
-}
+// guardStores are the stores the GuardFunc tests run on, those of package idempotency's tests.
+var guardStores = redistest.StoreKinds()
 
 func guardOn(t *testing.T, s idempotency.Store, opts ...idempotency.Option) *idempotency.Guard {
 	t.Helper()
@@ -48,8 +30,8 @@ func guardOn(t *testing.T, s idempotency.Store, opts ...idempotency.Option) *ide
 func TestGuardFuncInFlightIsADelayedRedelivery(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range guardStores {
-		t.Run(k.name, func(t *testing.T) {
-			s := k.new(t)
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
 			g := guardOn(t, s, idempotency.WithLease(time.Minute))
 			inside := make(chan struct{})
 			release := make(chan struct{})
