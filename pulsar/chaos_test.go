@@ -149,7 +149,9 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 		require.NoError(t, err)
 		return c
 	}
+	var current *bqpulsar.Consumer // the running consumer, for the report of a run that does not settle
 	start := func(c *bqpulsar.Consumer) (stop func()) {
+		current = c
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- c.Run(ctx) }()
@@ -215,8 +217,19 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 	settled := func() bool { return handled()+dead.count() >= n && backlog() == 0 }
 	deadline := time.Now().Add(cmp.Or(plan.settleIn, 10*time.Minute))
 	for !settled() || restarts < 2 || !outageDone {
-		require.False(t, time.Now().After(deadline), "chaos did not settle: handled %d, dead %d, backlog %d",
-			handled(), dead.count(), backlog())
+		if time.Now().After(deadline) {
+			// What a stalled run looked like, so that a failure in CI says where it stopped:
+			// the consumer's own view, and the broker's view of the subscription (permits,
+			// unacked messages, connected consumers).
+			calls, successes := state.progress()
+			t.Logf("chaos: at the deadline: %d handler calls, %d successes, %d restarts, in flight %d, health %+v",
+				calls, successes, restarts, current.InFlight(), current.Health())
+			if b == nil {
+				code, body := brokertest.AdminDo(t, http.MethodGet, brokertest.TopicURL(tg.Admin(t), topic)+"/stats", "")
+				t.Logf("chaos: the topic's stats (HTTP %d): %s", code, body)
+			}
+			require.Failf(t, "chaos did not settle", "handled %d, dead %d, backlog %d", handled(), dead.count(), backlog())
+		}
 		_, successes := state.progress()
 		switch {
 		case b == nil:
