@@ -66,11 +66,26 @@ func NewClient(tb testing.TB, serviceURL string) apulsar.Client {
 }
 
 // Collector receives every message of a topic on its own Exclusive subscription
-// ("collector", from the earliest message), acknowledging each one.
+// ("collector", from the earliest message), acknowledging each one. It records each message
+// of the topic once: a message the broker delivers to the collector again (its
+// acknowledgement, grouped by the client, was lost when the collector's connection was
+// reset) has the same message id and is not recorded twice, while a copy written to the
+// topic again (a republish, a producer's resend) has an id of its own and is.
 type Collector struct {
 	mu   sync.Mutex
 	msgs []apulsar.Message
+	seen map[entryID]bool
 	cond chan struct{}
+}
+
+// entryID is a message's place on its topic: what a redelivery of it shares.
+type entryID struct {
+	ledger, entry    int64
+	batch, partition int32
+}
+
+func entryOf(id apulsar.MessageID) entryID {
+	return entryID{ledger: id.LedgerID(), entry: id.EntryID(), batch: id.BatchIdx(), partition: id.PartitionIdx()}
 }
 
 // Collect starts a Collector on topic; it stops when the test ends.
@@ -85,7 +100,7 @@ func Collect(tb testing.TB, client apulsar.Client, topic string) *Collector {
 	if err != nil {
 		tb.Fatalf("brokertest: collect %s: %v", topic, err)
 	}
-	col := &Collector{cond: make(chan struct{}, 1)}
+	col := &Collector{seen: map[entryID]bool{}, cond: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -97,8 +112,16 @@ func Collect(tb testing.TB, client apulsar.Client, topic string) *Collector {
 			}
 			_ = pc.Ack(m) // the collector only observes; an unacked message is simply seen again
 			col.mu.Lock()
-			col.msgs = append(col.msgs, m)
+			id := entryOf(m.ID())
+			again := col.seen[id]
+			if !again {
+				col.seen[id] = true
+				col.msgs = append(col.msgs, m)
+			}
 			col.mu.Unlock()
+			if again {
+				continue
+			}
 			select {
 			case col.cond <- struct{}{}:
 			default:
