@@ -2,17 +2,15 @@ package pulsar_test
 
 import (
 	"errors"
-	"net"
 	"syscall"
 	"testing"
-	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -21,16 +19,7 @@ import (
 // on one line and still reaches the client's error.
 func TestConstructorsSayWhyTheBrokerCannotBeReached(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // a port nobody listens on: connection refused
-	client, err := apulsar.NewClient(apulsar.ClientOptions{
-		URL: "pulsar://" + addr, ConnectionTimeout: time.Second, OperationTimeout: 2 * time.Second,
-		Logger: bqpulsar.NewClientLogger(zap.NewNop()),
-	})
-	require.NoError(t, err)
-	defer client.Close()
+	client := brokertest.RefusedClient(t)
 
 	_, perr := bqpulsar.NewPublisher(client, "persistent://public/default/orders")
 	_, cerr := bqpulsar.NewConsumer(client, bqpulsar.WithTopic("persistent://public/default/orders"),

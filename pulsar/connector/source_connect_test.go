@@ -1,15 +1,14 @@
 package connector_test
 
 import (
-	"net"
 	"testing"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -19,18 +18,9 @@ import (
 // why on one line (the Source subscribes through the Consumer, which wraps the error).
 func TestNewSourceSaysWhyTheBrokerCannotBeReached(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // a port nobody listens on: connection refused
-	client, err := apulsar.NewClient(apulsar.ClientOptions{
-		URL: "pulsar://" + addr, ConnectionTimeout: time.Second, OperationTimeout: 2 * time.Second,
-		Logger: bqpulsar.NewClientLogger(zap.NewNop()),
-	})
-	require.NoError(t, err)
-	defer client.Close()
+	client := brokertest.RefusedClient(t)
 
-	_, err = connector.NewSource(client, connector.SourceOptions{
+	_, err := connector.NewSource(client, connector.SourceOptions{
 		Consumer: apulsar.ConsumerOptions{Topic: "persistent://public/default/orders", SubscriptionName: "s", Type: apulsar.Shared},
 	})
 	require.Error(t, err)
