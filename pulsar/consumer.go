@@ -64,7 +64,8 @@ type Consumer struct {
 // [Consumer.Close] closes them, never the client. Required options: [WithTopic] (or
 // [WithTopics]), [WithSubscription], and at least one [Handle] or an [OnUnknownURN] hook.
 // Errors wrap [ErrInvalidOption] for a refused configuration, or are the client's error from
-// Subscribe.
+// Subscribe. A broker that answers that the topic is temporarily unavailable (it is being
+// unloaded or moved) is asked again, with pauses of 100 ms doubling to 1 s, for up to 30 s.
 func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
@@ -95,7 +96,7 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 	if cfg.policy.Strategy == retry.Nack && cfg.policy.Backoff.Initial > 0 && co.NackBackoffPolicy == nil {
 		co.NackBackoffPolicy = nackBackoff{b: cfg.policy.Backoff}
 	}
-	pc, err := client.Subscribe(co)
+	pc, err := whileTransient(cfg.logger, "subscribe", func() (apulsar.Consumer, error) { return client.Subscribe(co) })
 	if err != nil {
 		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, WrapConnectError("", err))
 	}

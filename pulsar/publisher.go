@@ -49,7 +49,9 @@ type Publisher struct {
 // [WithLogger], [WithInitialSubscription], [WithPublishHook]. Errors wrap [ErrInvalidOption]
 // for a bad option or topic, a *[ConnectError] when the broker could not be reached (it
 // unwraps to the client's error), or are the client's error from CreateProducer. An initial
-// subscription that cannot be made fails the first send with a *dlq.SubscriptionError.
+// subscription that cannot be made fails the first send with a *dlq.SubscriptionError. A
+// broker that answers that the topic is temporarily unavailable is asked again, as by
+// [NewConsumer], for up to 30 s.
 func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) (*Publisher, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
@@ -66,7 +68,7 @@ func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) 
 		cfg.producerOpts(&po)
 		po.Topic = topic
 	}
-	p, err := client.CreateProducer(po)
+	p, err := whileTransient(cfg.logger, "create producer", func() (apulsar.Producer, error) { return client.CreateProducer(po) })
 	if err != nil {
 		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, WrapConnectError("", err))
 	}

@@ -46,6 +46,7 @@ type Broker struct {
 
 	faultMu     sync.Mutex // leaf lock: fault injection state
 	failSends   map[string]*sendFault
+	failAttach  map[string]*sendFault // FailNextAttaches
 	failLookups int
 	lookupErr   ServerError
 	paused      map[string]bool
@@ -110,6 +111,7 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 		conns:       map[*conn]struct{}{},
 		ledgerSeq:   100,
 		failSends:   map[string]*sendFault{},
+		failAttach:  map[string]*sendFault{},
 		paused:      map[string]bool{},
 	}
 	adminTLS, err := b.listenTLS(ctx, &lc)
@@ -506,6 +508,24 @@ func (b *Broker) FailNextSends(topicName string, n int, err ServerError) {
 	b.failSends[fq] = &sendFault{n: n, err: err}
 }
 
+// FailNextAttaches makes the next n SUBSCRIBE and PRODUCER commands on the topic (any partition of a
+// partitioned topic) fail with err, with the text Pulsar gives while it unloads or moves a topic: ServiceNotReady
+// "Topic is temporarily unavailable" is what a consumer or producer created during an unload meets on Apache
+// Pulsar (an existing one reconnects through it). n <= 0 clears it.
+func (b *Broker) FailNextAttaches(topicName string, n int, err ServerError) {
+	fq, e := normalizeTopic(topicName)
+	if e != nil {
+		return
+	}
+	b.faultMu.Lock()
+	defer b.faultMu.Unlock()
+	if n <= 0 {
+		delete(b.failAttach, fq)
+		return
+	}
+	b.failAttach[fq] = &sendFault{n: n, err: err}
+}
+
 // FailNextLookups makes the next n LOOKUP and PARTITIONED_METADATA requests fail with err.
 func (b *Broker) FailNextLookups(n int, err ServerError) {
 	b.faultMu.Lock()
@@ -547,16 +567,29 @@ func (b *Broker) isPaused(t *topic) bool {
 
 // takeSendFault consumes one injected send failure for the topic, if any.
 func (b *Broker) takeSendFault(t *topic) (ServerError, bool) {
+	err, ok := b.takeFault(b.failSends, t)
+	if ok {
+		b.injectedSendErrors.Add(1)
+		t.injectedSendErrors.Add(1)
+	}
+	return err, ok
+}
+
+// takeAttachFault consumes one injected SUBSCRIBE or PRODUCER failure for the topic, if any.
+func (b *Broker) takeAttachFault(t *topic) (ServerError, bool) {
+	return b.takeFault(b.failAttach, t)
+}
+
+// takeFault consumes one fault of faults (keyed by topic or partitioned topic) for t.
+func (b *Broker) takeFault(faults map[string]*sendFault, t *topic) (ServerError, bool) {
 	b.faultMu.Lock()
 	defer b.faultMu.Unlock()
 	for _, k := range []string{t.name, t.base} {
-		if f := b.failSends[k]; f != nil && f.n > 0 {
+		if f := faults[k]; f != nil && f.n > 0 {
 			f.n--
 			if f.n == 0 {
-				delete(b.failSends, k)
+				delete(faults, k)
 			}
-			b.injectedSendErrors.Add(1)
-			t.injectedSendErrors.Add(1)
 			return f.err, true
 		}
 	}

@@ -457,6 +457,10 @@ func (c *conn) handleProducer(m *wire.CommandProducer) {
 		c.sendError(reqID, TopicNotFound, "%v", err)
 		return
 	}
+	if code, ok := c.b.takeAttachFault(t); ok {
+		c.sendError(reqID, code, "Topic is temporarily unavailable")
+		return
+	}
 	name := m.GetProducerName()
 	if name == "" {
 		name = c.b.nextProducerName()
@@ -583,6 +587,10 @@ func (c *conn) handleSubscribe(m *wire.CommandSubscribe) {
 	t, err := c.b.getTopic(fq, m.GetForceTopicCreation())
 	if err != nil {
 		c.sendError(reqID, TopicNotFound, "%v", err)
+		return
+	}
+	if code, ok := c.b.takeAttachFault(t); ok {
+		c.sendError(reqID, code, "Topic is temporarily unavailable")
 		return
 	}
 	if s := m.GetSchema(); s != nil {

@@ -48,6 +48,16 @@ func TestIsRetryable(t *testing.T) {
 		{"unexpected eof", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
 		{"net op error", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{"plain error", errors.New("boom"), false},
+		// A broker's error answer, as pulsar-client-go v0.19.0 passes it on (plain text).
+		{"server: topic being unloaded", errors.New("server error: ServiceNotReady: Topic is temporarily unavailable"), true},
+		{"server: wrapped", fmt.Errorf("subscribe: %w", errors.New("server error: TooManyRequests: Failed due to too many pending lookup requests")), true},
+		{"server: metadata", errors.New("server error: MetadataError: x"), true},
+		{"server: persistence", errors.New("server error: PersistenceError: x"), true},
+		{"server: exclusive consumer held", errors.New("server error: ConsumerBusy: Exclusive consumer is already connected"), false},
+		{"server: not authorised", errors.New("server error: AuthorizationError: Client is not authorized"), false},
+		{"server: no name", errors.New("server error: : x"), false},
+		{"server: not a name", errors.New("server error: Service NotReady: x"), false},
+		{"server: no colon", errors.New("server error: ServiceNotReady"), false},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, retry.IsRetryable(tc.err), tc.name)

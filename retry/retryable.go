@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 )
@@ -26,9 +27,16 @@ import (
 //     MaxConcurrentOperationsReached and ConsumerBusy are retryable; every other result
 //     (configuration, authentication, authorisation, closed producer or consumer, invalid or
 //     too big message, unknown or terminated topic, schema, fencing, crypto, …) is not.
-//  5. io.EOF, io.ErrUnexpectedEOF and any [net.Error] (a dropped or refused connection, a
+//  5. A broker's error answer that pulsar-client-go passes on as text, "server error:
+//     <ServerError>: <message>" (v0.19.0 reports the CommandError of a Subscribe,
+//     CreateProducer or lookup so, not as a *apulsar.Error), decides by its ServerError
+//     name: ServiceNotReady (the topic is being unloaded or moved: "Topic is temporarily
+//     unavailable"), TooManyRequests, MetadataError and PersistenceError are retryable;
+//     every other name (ConsumerBusy of an Exclusive subscription held by a live consumer,
+//     AuthorizationError, TopicNotFound, IncompatibleSchema, …) is not.
+//  6. io.EOF, io.ErrUnexpectedEOF and any [net.Error] (a dropped or refused connection, a
 //     network timeout) are retryable.
-//  6. Everything else is not retryable.
+//  7. Everything else is not retryable.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
@@ -39,6 +47,9 @@ func IsRetryable(err error) bool {
 	var pe *apulsar.Error
 	if errors.As(err, &pe) {
 		return retryableResult(pe.Result())
+	}
+	if name, ok := serverErrorName(err); ok {
+		return retryableServerError(name)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
@@ -55,6 +66,45 @@ func retryableResult(r apulsar.Result) bool {
 		apulsar.ProducerQueueIsFull, apulsar.ProducerBlockedQuotaExceededError,
 		apulsar.ProducerBlockedQuotaExceededException, apulsar.ClientMemoryBufferIsFull,
 		apulsar.MaxConcurrentOperationsReached, apulsar.ConsumerBusy:
+		return true
+	default:
+		return false
+	}
+}
+
+// serverErrorPrefix opens the text of a broker's error answer as pulsar-client-go v0.19.0
+// reports it (internal/connection.go: "server error: %s: %s", the ServerError name and the
+// broker's message).
+const serverErrorPrefix = "server error: "
+
+// serverErrorName returns the ServerError name of a broker's error answer in err's text
+// ("server error: ServiceNotReady: Topic is temporarily unavailable" gives
+// "ServiceNotReady"), and false when err's text carries none. The name is the protocol's
+// ServerError enum name: letters only, nothing is returned for anything else.
+func serverErrorName(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	text := err.Error()
+	i := strings.Index(text, serverErrorPrefix)
+	if i < 0 {
+		return "", false
+	}
+	name, _, found := strings.Cut(text[i+len(serverErrorPrefix):], ":")
+	if !found || name == "" || len(name) > 64 {
+		return "", false
+	}
+	for _, r := range name {
+		if (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') {
+			return "", false
+		}
+	}
+	return name, true
+}
+
+func retryableServerError(name string) bool {
+	switch name {
+	case "ServiceNotReady", "TooManyRequests", "MetadataError", "PersistenceError":
 		return true
 	default:
 		return false
