@@ -107,7 +107,8 @@
 //
 // # Fault injection
 //
-// DropConnections, UnloadTopic, FailNextSends, FailNextLookups and PauseDispatch/ResumeDispatch emulate broker
+// DropConnections, UnloadTopic, FailNextSends, FailNextAttaches (a SUBSCRIBE or PRODUCER refused as during an
+// unload), FailNextLookups and PauseDispatch/ResumeDispatch emulate broker
 // failures; WithCommandHook drops chosen commands in either direction (a lost receipt, a lost FLOW); Faults
 // counts what was injected. Backlog, Stats, Topics and Subscriptions inspect state.
 //
