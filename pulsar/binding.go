@@ -41,8 +41,8 @@ func (e *SchemaVersionError) Error() string {
 	return fmt.Sprintf("pulsar: unsupported bq-schema-version property %q (want %q)", e.Value, "1")
 }
 
-// Is reports whether target is [ErrSchemaVersion].
-func (*SchemaVersionError) Is(target error) bool { return target == ErrSchemaVersion }
+// Unwrap returns [ErrSchemaVersion], which the error matches.
+func (*SchemaVersionError) Unwrap() error { return ErrSchemaVersion }
 
 // ProjectProperties returns the six bq-* properties of env: the URN, the
 // trace id, meta.id, the schema version, meta.lang and attempts, all as strings. The map is

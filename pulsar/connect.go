@@ -137,11 +137,8 @@ func (e *ConnectError) detail() string {
 	}
 }
 
-// Unwrap returns Cause.
-func (e *ConnectError) Unwrap() error { return e.Cause }
-
-// Is reports whether target is [ErrConnect].
-func (*ConnectError) Is(target error) bool { return target == ErrConnect }
+// Unwrap returns [ErrConnect] and Cause, so that the error matches both.
+func (e *ConnectError) Unwrap() []error { return matching(ErrConnect, e.Cause) }
 
 // Connect creates a client with opts and proves that it can reach the service before
 // returning it, so that an unreachable broker is reported at once, with its cause, instead

@@ -442,8 +442,8 @@ func (e *CloseTimeoutError) Error() string {
 	return fmt.Sprintf("pulsar: close timed out after %s, still waiting for %s", e.Timeout, e.Pending)
 }
 
-// Is reports whether target is [ErrCloseTimeout].
-func (*CloseTimeoutError) Is(target error) bool { return target == ErrCloseTimeout }
+// Unwrap returns [ErrCloseTimeout], which the error matches.
+func (*CloseTimeoutError) Unwrap() error { return ErrCloseTimeout }
 
 // nackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy ([NackBackoff]).
 type nackBackoff struct{ b retry.Backoff }

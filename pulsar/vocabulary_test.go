@@ -2,6 +2,8 @@ package pulsar_test
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"math"
 	"testing"
 	"time"
@@ -26,25 +28,49 @@ func TestDocumentedDefaults(t *testing.T) {
 	assert.False(t, ok, "above MaxAttemptsValue")
 }
 
-// Every typed error matches its sentinel and unwraps to its cause, as its doc says.
+// Every typed error matches its sentinel and unwraps to its cause, as its doc says, and
+// errors.As finds it through a wrap and a join.
 func TestErrorVocabulary(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("cause")
 	cases := []struct {
 		err      error
 		sentinel error
+		hasCause bool
 	}{
-		{&bqpulsar.HandlerError{URN: "urn:x", Attempt: 1, Err: cause}, bqpulsar.ErrHandler},
-		{&bqpulsar.ReceiveError{Err: cause}, bqpulsar.ErrReceive},
-		{&bqpulsar.ExhaustedError{Reason: envelope.ReasonFailed, Attempts: 3, Err: cause}, bqpulsar.ErrExhausted},
-		{&bqpulsar.SettleError{Err: cause}, bqpulsar.ErrSettle},
-		{&bqpulsar.SendError{Op: bqpulsar.ErrRepublish, Topic: "t", Err: cause}, bqpulsar.ErrRepublish},
+		{&bqpulsar.HandlerError{URN: "urn:x", Attempt: 1, Err: cause}, bqpulsar.ErrHandler, true},
+		{&bqpulsar.ReceiveError{Err: cause}, bqpulsar.ErrReceive, true},
+		{&bqpulsar.ExhaustedError{Reason: envelope.ReasonFailed, Attempts: 3, Err: cause}, bqpulsar.ErrExhausted, true},
+		{&bqpulsar.SettleError{Err: cause}, bqpulsar.ErrSettle, true},
+		{&bqpulsar.SendError{Op: bqpulsar.ErrRepublish, Topic: "t", Err: cause}, bqpulsar.ErrRepublish, true},
+		{&bqpulsar.PanicError{Where: "handler", Value: cause}, bqpulsar.ErrPanic, true},
+		{&bqpulsar.ConnectError{URL: "pulsar://x:1", Cause: cause}, bqpulsar.ErrConnect, true},
+		{&bqpulsar.UnreachableError{For: time.Second, Err: cause}, bqpulsar.ErrUnreachable, true},
+		{&bqpulsar.UnknownURNError{URN: "urn:x"}, bqpulsar.ErrUnknownURN, false},
+		{&bqpulsar.PanicError{Where: "handler", Value: "not an error"}, bqpulsar.ErrPanic, false},
+		{&bqpulsar.CloseTimeoutError{Timeout: time.Second, Pending: "x"}, bqpulsar.ErrCloseTimeout, false},
+		{&bqpulsar.SchemaVersionError{Value: "2"}, bqpulsar.ErrSchemaVersion, false},
+		{&bqpulsar.TruncatedError{Topic: "t", FullSize: 2, Limit: 1, OriginalSize: 2}, bqpulsar.ErrTruncated, false},
 	}
 	for _, c := range cases {
-		require.ErrorIs(t, c.err, c.sentinel, "%T", c.err)
-		require.ErrorIs(t, c.err, cause, "%T", c.err)
+		wrapped := fmt.Errorf("outer: %w", errors.Join(errors.New("other"), c.err))
+		for _, err := range []error{c.err, wrapped} {
+			require.ErrorIs(t, err, c.sentinel, "%T", c.err)
+			if c.hasCause {
+				require.ErrorIs(t, err, cause, "%T", c.err)
+			} else {
+				require.NotErrorIs(t, err, cause, "%T", c.err)
+			}
+			target := reflect.New(reflect.TypeOf(c.err))
+			require.True(t, errors.As(err, target.Interface()), "errors.As %T", c.err)
+			require.Same(t, c.err, target.Elem().Interface(), "errors.As %T", c.err)
+		}
+		for _, other := range []error{bqpulsar.ErrHandler, bqpulsar.ErrSettle, bqpulsar.ErrReceive, bqpulsar.ErrUnknownURN, bqpulsar.ErrTruncated} {
+			if other != c.sentinel {
+				require.NotErrorIs(t, c.err, other, "%T", c.err)
+			}
+		}
 	}
-	require.ErrorIs(t, &bqpulsar.UnknownURNError{URN: "urn:x"}, bqpulsar.ErrUnknownURN)
 }
 
 // The outcomes a delivery hook is told are named as the contract's reports name them.

@@ -39,11 +39,8 @@ func (e *UnreachableError) Error() string {
 	return fmt.Sprintf("pulsar: broker unreachable for %s: %v", e.For.Round(time.Millisecond), e.Err)
 }
 
-// Unwrap returns the last probe's error.
-func (e *UnreachableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrUnreachable].
-func (*UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+// Unwrap returns [ErrUnreachable] and the last probe's error, so that the error matches both.
+func (e *UnreachableError) Unwrap() []error { return matching(ErrUnreachable, e.Err) }
 
 var errNoAnswer = errors.New("no answer to a lookup within the probe interval")
 
