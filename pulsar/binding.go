@@ -21,9 +21,9 @@ const (
 	PropDelay         = "bq-delay"          // the delay in whole milliseconds, on delayed messages only
 )
 
-// MaxAttemptsValue is the largest attempts count the binding represents (int32 max, the
+// maxAttemptsValue is the largest attempts count the binding represents (int32 max, the
 // bound every BabelQueue SDK shares). Counts saturate here instead of wrapping.
-const MaxAttemptsValue = math.MaxInt32
+const maxAttemptsValue = math.MaxInt32
 
 // ErrSchemaVersion is the sentinel of a message whose bq-schema-version property is present,
 // not blank and not exactly "1". [GateVerdict] returns it inside a *[SchemaVersionError].
@@ -55,7 +55,7 @@ func ProjectProperties(env *envelope.Envelope) map[string]string {
 
 // ParseAttempts parses a bq-attempts property value. It is valid only when it is made of
 // ASCII digits alone (at least one; leading zeros allowed) and its value is at most
-// [MaxAttemptsValue]. "+3", "-1", " 3", "3 ", "" and non-ASCII digits are invalid, which is
+// 2147483647 (int32 max, the bound every BabelQueue SDK shares). "+3", "-1", " 3", "3 ", "" and non-ASCII digits are invalid, which is
 // why strconv.Atoi alone is not used.
 func ParseAttempts(value string) (int, bool) {
 	if value == "" {
@@ -68,7 +68,7 @@ func ParseAttempts(value string) (int, bool) {
 			return 0, false
 		}
 		n = n*10 + int(c-'0')
-		if n > MaxAttemptsValue {
+		if n > maxAttemptsValue {
 			return 0, false
 		}
 	}
@@ -90,7 +90,7 @@ func GateVerdict(value string, present bool) error {
 // bq-attempts property when present and valid ([ParseAttempts]), otherwise bodyAttempts
 // (pass 0 for a poison body); negative values count as 0. reconciled is the larger of the
 // base and Pulsar's 0-based redelivery count (no −1), and counted = reconciled + 1 is this
-// delivery's number, both saturating at [MaxAttemptsValue].
+// delivery's number, both saturating at 2147483647 (int32 max).
 func Reconcile(property string, present bool, bodyAttempts int, redeliveryCount uint32) (reconciled, counted int) {
 	base := max(bodyAttempts, 0)
 	if present {
@@ -98,9 +98,9 @@ func Reconcile(property string, present bool, bodyAttempts int, redeliveryCount 
 			base = v
 		}
 	}
-	reconciled = min(max(base, int(min(redeliveryCount, MaxAttemptsValue))), MaxAttemptsValue)
+	reconciled = min(max(base, int(min(redeliveryCount, maxAttemptsValue))), maxAttemptsValue)
 	counted = reconciled
-	if counted < MaxAttemptsValue {
+	if counted < maxAttemptsValue {
 		counted++
 	}
 	return reconciled, counted

@@ -21,8 +21,8 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 )
 
-// DefaultConnectTimeout bounds [Connect] when ClientOptions.ConnectionTimeout is zero.
-const DefaultConnectTimeout = 10 * time.Second
+// defaultConnectTimeout bounds [Connect] when ClientOptions.ConnectionTimeout is zero.
+const defaultConnectTimeout = 10 * time.Second
 
 // ErrConnect is matched by every *[ConnectError].
 var ErrConnect = errors.New("pulsar: cannot connect")
@@ -145,7 +145,7 @@ func (e *ConnectError) Unwrap() []error { return matching(ErrConnect, e.Cause) }
 // of as a vague timeout of the first CreateProducer or Subscribe.
 //
 // The probe, in order, bounded by ctx and by opts.ConnectionTimeout
-// ([DefaultConnectTimeout] when zero) for the whole of it:
+// (10 s when zero) for the whole of it:
 //
 //  1. the service URL is parsed (pulsar://, pulsar+ssl://, http://, https://, several
 //     comma-separated hosts);
@@ -191,7 +191,7 @@ func Connect(ctx context.Context, opts apulsar.ClientOptions) (apulsar.Client, e
 	}
 	budget := opts.ConnectionTimeout
 	if budget <= 0 {
-		budget = DefaultConnectTimeout
+		budget = defaultConnectTimeout
 	}
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
@@ -247,7 +247,7 @@ func probeBroker(pctx, ctx context.Context, client apulsar.Client, w *connectWat
 		if f, ok := w.first(); ok {
 			return f.kind, f.err
 		}
-		return ClassifyConnectError(err), err
+		return classifyConnectError(err), err
 	case f := <-w.ch:
 		return f.kind, f.err
 	case <-pctx.Done():
@@ -315,10 +315,10 @@ func WrapConnectError(serviceURL string, err error) error {
 	if !isConnectionLevel(err) {
 		return err
 	}
-	return &ConnectError{URL: serviceURL, Kind: ClassifyConnectError(err), Cause: err}
+	return &ConnectError{URL: serviceURL, Kind: classifyConnectError(err), Cause: err}
 }
 
-// ClassifyConnectError returns the kind of connection failure err describes, looking
+// classifyConnectError returns the kind of connection failure err describes, looking
 // through wrapped and joined errors: a *net.DNSError is [ConnectUnknownHost],
 // syscall.ECONNREFUSED [ConnectRefused], a TLS record, alert or certificate error or an
 // x509 error [ConnectTLS], an *apulsar.Error with result AuthenticationError
@@ -326,7 +326,7 @@ func WrapConnectError(serviceURL string, err error) error {
 // "request timed out" [ConnectTimeout], context.Canceled [ConnectCanceled], an unreachable
 // network or host or a reset connection [ConnectUnreachable], and anything else
 // [ConnectUnknown].
-func ClassifyConnectError(err error) ConnectKind {
+func classifyConnectError(err error) ConnectKind {
 	if err == nil {
 		return ConnectUnknown
 	}
@@ -566,7 +566,7 @@ func probeHost(ctx context.Context, hostport string, tlsConf *tls.Config) (Conne
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", hostport)
 	if err != nil {
-		kind := ClassifyConnectError(err)
+		kind := classifyConnectError(err)
 		if kind == ConnectUnknown {
 			kind = ConnectUnreachable
 		}
@@ -692,7 +692,7 @@ func (w *connectWatch) noteError(msg string, err error) {
 	}
 	switch {
 	case strings.HasPrefix(msg, logDialFailed):
-		kind := ClassifyConnectError(err)
+		kind := classifyConnectError(err)
 		if kind == ConnectUnknown {
 			kind = ConnectUnreachable
 		}
@@ -702,7 +702,7 @@ func (w *connectWatch) noteError(msg string, err error) {
 	case strings.HasPrefix(msg, logAuthDataFailed):
 		w.report(failure{ConnectAuthentication, fmt.Errorf("credentials: %w", err)})
 	case strings.HasPrefix(msg, logHandshakeFailed):
-		kind := ClassifyConnectError(err)
+		kind := classifyConnectError(err)
 		if kind == ConnectUnknown || kind == ConnectUnreachable {
 			kind, err = ConnectUnknown, fmt.Errorf("the broker closed the connection during the Pulsar handshake: %w", err)
 		}

@@ -109,7 +109,7 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 }
 
 // WrapConsumer returns a Consumer over an existing Pulsar consumer, which it never closes.
-// Declare its subscription type with [WithSubscriptionType] (undeclared means Exclusive,
+// Declare its subscription type with [WithSubscription] (undeclared means Exclusive,
 // where retries by nack are refused). client creates the producers for retries and dead
 // letters (closed by [Consumer.Close]); it may be nil only when no retry republish or
 // dead-letter write can happen (retry.Nack and dead letters off).
@@ -224,9 +224,6 @@ func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory fun
 	return c
 }
 
-// MaxAttempts returns the configured number of deliveries, the first included.
-func (c *Consumer) MaxAttempts() int { return c.eng.maxAttempts() }
-
 // Run receives and handles messages until ctx ends, [Consumer.Close] is called, the Pulsar
 // consumer fails for good (it was closed), or the broker stayed unreachable for the
 // [WithUnreachableTimeout] (off by default: Run goes on trying). It then stops receiving,
@@ -325,7 +322,7 @@ func (c *Consumer) maxInflight() int {
 	if c.cfg.maxInflight > 0 {
 		return c.cfg.maxInflight
 	}
-	return DefaultInflightPerWorker * c.cfg.concurrency
+	return inflightPerWorker * c.cfg.concurrency
 }
 
 func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) error {

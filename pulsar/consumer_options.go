@@ -55,7 +55,7 @@ type consumerConfig struct {
 	maxAttempts        int // from WithMaxAttempts; 0 = policy's
 	deadLetter         dlq.Config
 	concurrency        int
-	maxInflight        int           // 0 = DefaultInflightPerWorker × concurrency
+	maxInflight        int           // 0 = inflightPerWorker × concurrency
 	unreachableTimeout time.Duration // 0 = keep trying
 	onError            ErrorHook
 	onUnknown          UnknownURNHook
@@ -85,7 +85,7 @@ func defaultConsumerConfig() consumerConfig {
 		policy:       retry.DefaultPolicy(),
 		concurrency:  1,
 		logger:       zap.NewNop(),
-		closeTimeout: DefaultCloseTimeout,
+		closeTimeout: defaultCloseTimeout,
 		// A job queue must not skip jobs published before its first worker subscribed.
 		initialPosition: apulsar.SubscriptionPositionEarliest,
 	}
@@ -166,8 +166,10 @@ func WithTopics(topics ...string) ConsumerOption {
 }
 
 // WithSubscription sets the subscription name and type. Required by [NewConsumer]. With
-// [WrapConsumer] the name is ignored and the type declares what the wrapped consumer's
-// subscription is (see [WithSubscriptionType]).
+// [WrapConsumer] it declares what the wrapped consumer's subscription is: the name then
+// names it in events and logs only, and the type decides the retry strategies allowed
+// (WrapConsumer cannot ask the wrapped consumer for it; undeclared means Exclusive, the safe
+// assumption). Default: none; Exclusive for WrapConsumer.
 func WithSubscription(name string, t apulsar.SubscriptionType) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
 		if envelope.IsBlank(name) {
@@ -176,13 +178,6 @@ func WithSubscription(name string, t apulsar.SubscriptionType) ConsumerOption {
 		c.subscription = name
 		return setSubType(c, t)
 	})
-}
-
-// WithSubscriptionType declares the subscription type. [WrapConsumer] cannot ask the
-// wrapped consumer for it, and the retry strategy depends on it: undeclared means
-// Exclusive, the safe assumption. Default: Exclusive.
-func WithSubscriptionType(t apulsar.SubscriptionType) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error { return setSubType(c, t) })
 }
 
 func setSubType(c *consumerConfig, t apulsar.SubscriptionType) error {
@@ -281,8 +276,8 @@ func WithConcurrency(n int) ConsumerOption {
 	})
 }
 
-// DefaultInflightPerWorker times the concurrency is the default of [WithMaxInflight].
-const DefaultInflightPerWorker = 4
+// inflightPerWorker times the concurrency is the default of [WithMaxInflight].
+const inflightPerWorker = 4
 
 // WithMaxInflight bounds the messages a consumer with [WithConcurrency](n > 1) holds,
 // received but not yet settled: the ones queued behind a busy key or waiting for a worker,
@@ -292,7 +287,7 @@ const DefaultInflightPerWorker = 4
 // acknowledged, so the broker redelivers them. A larger bound lets more messages of other
 // keys pass a busy key, at the cost of memory and of redeliveries after a connection loss.
 // The same bound holds the deliveries [Consumer.Next] returned and that are not yet
-// settled: at the bound Next waits. Default: [DefaultInflightPerWorker] × the concurrency.
+// settled: at the bound Next waits. Default: 4 × the concurrency.
 // n below the concurrency is refused.
 func WithMaxInflight(n int) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {

@@ -180,7 +180,7 @@ func TestWrapConsumerLeavesTheCallersConsumerOpen(t *testing.T) {
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, "undeclared type counts as Exclusive: nack refused")
 
 	var calls atomic.Int32
-	c, err := bqpulsar.WrapConsumer(client, pc, nack, bqpulsar.WithSubscriptionType(apulsar.Shared),
+	c, err := bqpulsar.WrapConsumer(client, pc, nack, bqpulsar.WithSubscription("wrapped", apulsar.Shared),
 		bqpulsar.Handle(okURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
 			if calls.Add(1) == 1 {
 				return errors.New("first delivery fails")

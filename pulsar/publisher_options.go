@@ -11,12 +11,12 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 )
 
-// DefaultMaxPending is the default bound of [Publisher.PublishAsync]'s pending sends.
-const DefaultMaxPending = 1000
+// defaultMaxPending is the default bound of [Publisher.PublishAsync]'s pending sends.
+const defaultMaxPending = 1000
 
-// DefaultCloseTimeout bounds the flush of [Publisher.Close] and the drain of
+// defaultCloseTimeout bounds the flush of [Publisher.Close] and the drain of
 // [Consumer.Close] by default.
-const DefaultCloseTimeout = 10 * time.Second
+const defaultCloseTimeout = 10 * time.Second
 
 // PublisherOption configures [NewPublisher] and [WrapProducer].
 type PublisherOption interface {
@@ -37,8 +37,8 @@ type publisherConfig struct {
 func defaultPublisherConfig() publisherConfig {
 	return publisherConfig{
 		logger:       zap.NewNop(),
-		maxPending:   DefaultMaxPending,
-		closeTimeout: DefaultCloseTimeout,
+		maxPending:   defaultMaxPending,
+		closeTimeout: defaultCloseTimeout,
 		keyBased:     true,
 	}
 }
@@ -48,7 +48,7 @@ type publisherOptionFunc func(c *publisherConfig) error
 func (f publisherOptionFunc) applyPublisher(c *publisherConfig) error { return f(c) }
 
 // WithMaxPending bounds the sends [Publisher.PublishAsync] keeps in flight; a further call
-// blocks until one completes or its ctx ends. Default: [DefaultMaxPending]. n < 1 is refused.
+// blocks until one completes or its ctx ends. Default: 1000. n < 1 is refused.
 func WithMaxPending(n int) PublisherOption {
 	return publisherOptionFunc(func(c *publisherConfig) error {
 		if n < 1 {
@@ -125,7 +125,7 @@ type CommonOption interface {
 }
 
 // WithCloseTimeout bounds how long Close waits: the publisher's flush of pending sends, or
-// the consumer's drain of in-flight messages. Default: [DefaultCloseTimeout]. d ≤ 0 is
+// the consumer's drain of in-flight messages. Default: 10 s. d ≤ 0 is
 // refused.
 func WithCloseTimeout(d time.Duration) CommonOption {
 	return bothOption{
