@@ -53,11 +53,11 @@ func ProjectProperties(env *envelope.Envelope) map[string]string {
 	return props
 }
 
-// ParseAttempts parses a bq-attempts property value. It is valid only when it is made of
+// parseAttempts parses a bq-attempts property value. It is valid only when it is made of
 // ASCII digits alone (at least one; leading zeros allowed) and its value is at most
 // 2147483647 (int32 max, the bound every BabelQueue SDK shares). "+3", "-1", " 3", "3 ", "" and non-ASCII digits are invalid, which is
 // why strconv.Atoi alone is not used.
-func ParseAttempts(value string) (int, bool) {
+func parseAttempts(value string) (int, bool) {
 	if value == "" {
 		return 0, false
 	}
@@ -87,14 +87,14 @@ func GateVerdict(value string, present bool) error {
 }
 
 // Reconcile computes the attempts of a delivery. The base is the
-// bq-attempts property when present and valid ([ParseAttempts]), otherwise bodyAttempts
+// bq-attempts property when present and valid (parsed strictly: ASCII digits only, at most 2147483647), otherwise bodyAttempts
 // (pass 0 for a poison body); negative values count as 0. reconciled is the larger of the
 // base and Pulsar's 0-based redelivery count (no −1), and counted = reconciled + 1 is this
 // delivery's number, both saturating at 2147483647 (int32 max).
 func Reconcile(property string, present bool, bodyAttempts int, redeliveryCount uint32) (reconciled, counted int) {
 	base := max(bodyAttempts, 0)
 	if present {
-		if v, ok := ParseAttempts(property); ok {
+		if v, ok := parseAttempts(property); ok {
 			base = v
 		}
 	}

@@ -77,7 +77,8 @@ func (k ConnectKind) String() string {
 }
 
 // ConnectError is the failure to reach a Pulsar service: returned by [Connect], and by
-// [WrapConnectError] for an error of the client that says the broker could not be reached.
+// [NewPublisher] and [NewConsumer] for an error of the client that says the broker could
+// not be reached.
 // Its message is one line naming the URL and the cause, for example
 //
 //	pulsar: connect to pulsar://127.0.0.1:1: connection refused
@@ -297,14 +298,14 @@ func isConnectionLevel(err error) bool {
 // a request that got no answer (it has no exported sentinel for them).
 var clientConnectionErrors = [...]string{"connection error", "connection closed", "request timed out"}
 
-// WrapConnectError returns err as a *[ConnectError] for serviceURL when err says the broker
+// wrapConnectError returns err as a *[ConnectError] for serviceURL when err says the broker
 // could not be reached, and err unchanged otherwise (nil stays nil, a *ConnectError is
 // returned as is, and an answer of the broker such as "topic not found" is not a connection
 // failure). Call it on an error of the client's CreateProducer, Subscribe or CreateReader:
 // pulsar-client-go v0.19.0 returns for an unreachable broker only an errors.Join of
 // context.DeadlineExceeded and a bare "connection error", and logs the cause; the
 // ConnectError names the URL, and the cause when the error carries it.
-func WrapConnectError(serviceURL string, err error) error {
+func wrapConnectError(serviceURL string, err error) error {
 	if err == nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -20,8 +21,8 @@ import (
 type Consumer struct {
 	cfg         consumerConfig
 	eng         *engine
-	recv        Receiver
-	settler     Settler
+	recv        seam.Receiver
+	settler     seam.Settler
 	ownConsumer apulsar.Consumer // the consumer NewConsumer subscribed; nil when wrapped
 	inflight    atomic.Int64     // messages being handled or settled
 
@@ -61,8 +62,8 @@ type Consumer struct {
 
 // NewConsumer subscribes to the configured topics on client and returns a consumer that
 // owns that subscription, and the producers it creates for retries and dead letters:
-// [Consumer.Close] closes them, never the client. Required options: [WithTopic] (or
-// [WithTopics]), [WithSubscription], and at least one [Handle] or an [OnUnknownURN] hook.
+// [Consumer.Close] closes them, never the client. Required options: [WithTopic] (one
+// or several) and [WithSubscription]; [Consumer.Run] needs at least one [Handle] or [HandleUnknown].
 // Errors wrap [ErrInvalidOption] for a refused configuration, or are the client's error from
 // Subscribe.
 func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, error) {
@@ -93,11 +94,11 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 		co.NackRedeliveryDelay = cfg.nackDelay
 	}
 	if cfg.policy.Strategy == retry.Nack && cfg.policy.Backoff.Initial > 0 && co.NackBackoffPolicy == nil {
-		co.NackBackoffPolicy = nackBackoff{b: cfg.policy.Backoff}
+		co.NackBackoffPolicy = seam.NackBackoff(cfg.policy.Backoff)
 	}
 	pc, err := client.Subscribe(co)
 	if err != nil {
-		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, WrapConnectError("", err))
+		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, wrapConnectError("", err))
 	}
 	if !cfg.noRetention && cfg.senderFactory == nil {
 		cfg.retention = retentionFor(client, cfg.deadLetter)
@@ -130,7 +131,7 @@ func WrapConsumer(client apulsar.Client, pc apulsar.Consumer, opts ...ConsumerOp
 			if cfg.policy.Strategy != retry.Nack || !cfg.deadLetter.Disabled {
 				return nil, fmt.Errorf("%w: nil client, but retries republish or dead letters are on", ErrInvalidOption)
 			}
-			factory = func(topic string) (Sender, func(), error) {
+			factory = func(topic string) (seam.Sender, func(), error) {
 				return nil, nil, fmt.Errorf("%w: no client to create a producer for %q", ErrInvalidOption, topic)
 			}
 		} else {
@@ -161,16 +162,16 @@ func consumerSetup(opts []ConsumerOption) (consumerConfig, error) {
 		return cfg, fmt.Errorf("%w: max in-flight %d is below the concurrency %d", ErrInvalidOption,
 			cfg.maxInflight, cfg.concurrency)
 	}
-	if len(cfg.middleware) > 0 {
+	if hooks := newHookSet(cfg.hooks, cfg.logger); hooks != nil {
 		for urn, h := range cfg.handlers {
-			cfg.handlers[urn] = chain(h, cfg.middleware)
+			cfg.handlers[urn] = hooks.wrap(h)
 		}
 	}
 	return cfg, nil
 }
 
-// settlerOf returns the settler of a consumer over pc ([WithSettler]).
-func settlerOf(cfg consumerConfig, pc apulsar.Consumer) Settler {
+// settlerOf returns the settler of a consumer over pc (seam.Front's Settler).
+func settlerOf(cfg consumerConfig, pc apulsar.Consumer) seam.Settler {
 	if cfg.settlerWrap != nil {
 		if s := cfg.settlerWrap(pc); s != nil {
 			return s
@@ -183,14 +184,14 @@ func checkStrategy(cfg consumerConfig) error {
 	return checkRetryStrategy(cfg.policy.Strategy, cfg.subType)
 }
 
-func clientSenders(client apulsar.Client, cfg consumerConfig) func(topic string) (Sender, func(), error) {
+func clientSenders(client apulsar.Client, cfg consumerConfig) func(topic string) (seam.Sender, func(), error) {
 	if cfg.senderFactory != nil {
 		return cfg.senderFactory
 	}
 	return producerSenders(client, cfg.senderOpts)
 }
 
-func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory func(string) (Sender, func(), error)) *Consumer {
+func newConsumer(cfg consumerConfig, recv seam.Receiver, settler seam.Settler, factory func(string) (seam.Sender, func(), error)) *Consumer {
 	maxAttempts := cfg.policy.Attempts()
 	if cfg.maxAttempts > 0 {
 		maxAttempts = cfg.maxAttempts
@@ -204,10 +205,7 @@ func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory fun
 		SettleRejects:  !cfg.poisonDelivered,
 		Gate:           !cfg.noGate,
 		Logger:         cfg.logger,
-		Observer:       cfg.observer,
-		OnError:        cfg.onError,
-		OnMismatch:     cfg.onMismatch,
-		DeliveryHooks:  cfg.deliveryHooks,
+		Hooks:          newHookSet(cfg.hooks, cfg.logger),
 		Senders:        factory,
 		Retention:      cfg.retention,
 		MaxMessageSize: cfg.maxMessageSize,
@@ -244,12 +242,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	case c.style == stylePull:
 		c.mu.Unlock()
 		return ErrStyle
-	case len(c.cfg.handlers) == 0 && c.cfg.onUnknown == nil:
+	case len(c.cfg.handlers) == 0 && c.cfg.unknown == nil:
 		c.mu.Unlock()
-		return fmt.Errorf("%w: no handler (use Handle or OnUnknownURN); a consumer without one is for Next", ErrInvalidOption)
+		return fmt.Errorf("%w: no handler (use Handle or HandleUnknown); a consumer without one is for Next", ErrInvalidOption)
 	case c.cfg.poisonDelivered:
 		c.mu.Unlock()
-		return fmt.Errorf("%w: Run needs an envelope: WithPoisonSettled(false) is for Next", ErrInvalidOption)
+		return fmt.Errorf("%w: Run needs an envelope: a consumer that delivers poison is for Next", ErrInvalidOption)
 	}
 	c.style = styleRun
 	rctx, stopCause := context.WithCancelCause(ctx)
@@ -441,13 +439,6 @@ func (e *CloseTimeoutError) Error() string {
 
 // Unwrap returns [ErrCloseTimeout], which the error matches.
 func (*CloseTimeoutError) Unwrap() error { return ErrCloseTimeout }
-
-// nackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy ([NackBackoff]).
-type nackBackoff struct{ b retry.Backoff }
-
-func (n nackBackoff) Next(redeliveryCount uint32) time.Duration {
-	return n.b.Delay(int(min(redeliveryCount, 1<<20)) + 1)
-}
 
 // Health reports the consumer's health: live until it is closed or its Pulsar consumer
 // failed for good; ready while live, the broker answers (see [WithUnreachableTimeout]), and

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
-	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -19,22 +19,6 @@ import (
 // ends when the consumer's drain deadline passes. env is shared with the settlement that
 // follows: do not modify it.
 type HandlerFunc func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error
-
-// ErrorHook receives the consumer's errors: gate rejections, poison, unknown URNs without a
-// hook, handler failures, exhausted messages dropped, settlement failures (failed republish,
-// dead-letter write or ack) and receive failures. env is nil when the payload was not
-// decoded; msg is nil for receive failures. It is called from the goroutine handling the
-// message; a panic in it is recovered and logged.
-type ErrorHook func(err error, env *envelope.Envelope, msg apulsar.Message)
-
-// UnknownURNHook is called for a message whose routing URN has no handler; the message is
-// then acknowledged. If it panics, the panic is reported to the error hook and the message is
-// treated as an unknown URN without a hook (retried, then dead-lettered).
-type UnknownURNHook func(env *envelope.Envelope, msg apulsar.Message)
-
-// RoutingMismatchHook is called when the bq-job property and the body's URN differ; the
-// property wins the routing. A panic in it is recovered and logged; settlement is unchanged.
-type RoutingMismatchHook func(propertyURN, bodyURN string, env *envelope.Envelope, msg apulsar.Message)
 
 // ConsumerOption configures [NewConsumer] and [WrapConsumer].
 type ConsumerOption interface {
@@ -46,6 +30,7 @@ type consumerOptionFunc func(c *consumerConfig) error
 func (f consumerOptionFunc) applyConsumer(c *consumerConfig) error { return f(c) }
 
 type consumerConfig struct {
+	commonConfig
 	topics             []string
 	subscription       string
 	subType            apulsar.SubscriptionType
@@ -57,35 +42,27 @@ type consumerConfig struct {
 	concurrency        int
 	maxInflight        int           // 0 = inflightPerWorker × concurrency
 	unreachableTimeout time.Duration // 0 = keep trying
-	onError            ErrorHook
-	onUnknown          UnknownURNHook
-	onMismatch         RoutingMismatchHook
-	logger             *zap.Logger
-	observer           Observer
-	closeTimeout       time.Duration
+	unknown            HandlerFunc   // HandleUnknown's; nil: retry, then dead-letter
 	nackDelay          time.Duration
 	consumerOpts       func(*apulsar.ConsumerOptions)
 	senderOpts         func(*apulsar.ProducerOptions)
-	senderFactory      func(topic string) (Sender, func(), error) // tests and WrapConsumer without client
-	middleware         []Middleware
-	deliveryHooks      []DeliveryHook
+	senderFactory      func(topic string) (seam.Sender, func(), error) // tests and WrapConsumer without client
 	initialPosition    apulsar.SubscriptionInitialPosition
 	noRetention        bool
 	maxMessageSize     int
 	retention          func(ctx context.Context, topic, deadLetterTopic string) error
-	settlerWrap        func(apulsar.Consumer) Settler
+	settlerWrap        func(apulsar.Consumer) seam.Settler
 	noGate             bool
 	poisonDelivered    bool
 }
 
 func defaultConsumerConfig() consumerConfig {
 	return consumerConfig{
+		commonConfig: defaultCommonConfig(),
 		subType:      apulsar.Exclusive,
 		handlers:     map[string]HandlerFunc{},
 		policy:       retry.DefaultPolicy(),
 		concurrency:  1,
-		logger:       zap.NewNop(),
-		closeTimeout: defaultCloseTimeout,
 		// A job queue must not skip jobs published before its first worker subscribed.
 		initialPosition: apulsar.SubscriptionPositionEarliest,
 	}
@@ -130,8 +107,8 @@ func WithRetentionSubscription(on bool) ConsumerOption {
 // and properties). A dead-letter copy larger than n (a poison body re-escaped, a huge error
 // text) is replaced by a truncated, marked copy that fits: the dead-letter block, the
 // original's size and SHA-256 and its first 64 KiB (see envelope.TruncatedCopy); the
-// decision is logged at ERROR, reported to the error hook as a *[TruncatedError] and to the
-// observer as [EventTruncated], and the original is acknowledged once the copy is written.
+// decision is logged at ERROR and reported as an [EventTruncated] carrying the
+// *[TruncatedError], and the original is acknowledged once the copy is written.
 // A retry copy larger than n goes to the dead-letter path. A copy the broker refuses as too
 // big anyway is truncated further and written once more. Match it to the broker's
 // maxMessageSize. Default: 5 MiB less 64 KiB (Pulsar's default limit, with room for the
@@ -146,21 +123,15 @@ func WithMaxMessageSize(n int) ConsumerOption {
 	})
 }
 
-// WithTopic adds a topic to consume (a partitioned topic means all its partitions). At
-// least one topic is needed by [NewConsumer]; ignored by [WrapConsumer].
+// WithTopic adds a topic to consume (a partitioned topic means all its partitions);
+// several WithTopic add several topics. At least one topic is needed by [NewConsumer];
+// ignored by [WrapConsumer]. An invalid topic name is refused.
 func WithTopic(topic string) ConsumerOption {
-	return WithTopics(topic)
-}
-
-// WithTopics adds topics to consume. See [WithTopic].
-func WithTopics(topics ...string) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
-		for _, t := range topics {
-			if err := dlq.ValidateTopic(t); err != nil {
-				return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-			}
-			c.topics = append(c.topics, t)
+		if err := dlq.ValidateTopic(topic); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}
+		c.topics = append(c.topics, topic)
 		return nil
 	})
 }
@@ -304,7 +275,7 @@ func WithMaxInflight(n int) ConsumerOption {
 // consumer made with a client that has received nothing for 5 s (or a quarter of d, if
 // shorter) asks the broker about its topic, and does so again at that interval while
 // nothing arrives. While those probes fail or go unanswered, the broker counts as
-// unreachable: the error hook gets an *[UnreachableError] when it starts, and
+// unreachable: an [EventError] carries an *[UnreachableError] when it starts, and
 // [Consumer.Health] is not ready, with the reason. With d = 0 Run goes on trying for ever
 // and the health recovers when the broker answers again; with d > 0 Run stops once the
 // broker has been unreachable for d and returns the *[UnreachableError] (it matches
@@ -319,49 +290,16 @@ func WithUnreachableTimeout(d time.Duration) ConsumerOption {
 	})
 }
 
-// OnError sets the error hook (see [ErrorHook]). Default: none (errors are still logged).
-func OnError(h ErrorHook) ConsumerOption {
+// HandleUnknown registers h for the messages whose routing URN has no handler. Its nil
+// settles the message as acknowledged; its error or panic settles it as a message without a
+// handler (retried, then dead-lettered with reason unknown_urn), and is reported as an
+// [EventFailed]. Either way the [EventUnknownURN] comes first. Without it, such messages are
+// retried and then dead-lettered with reason unknown_urn. h is not wrapped by the Handler
+// hooks. A nil h is refused. Default: none.
+func HandleUnknown(h HandlerFunc) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.onError = h
-		return nil
-	})
-}
-
-// OnUnknownURN sets the hook for messages without a handler (see [UnknownURNHook]). Default:
-// none: such messages are retried and then dead-lettered with reason unknown_urn.
-func OnUnknownURN(h UnknownURNHook) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.onUnknown = h
-		return nil
-	})
-}
-
-// OnRoutingMismatch sets the hook called when bq-job and the body's URN differ (see
-// [RoutingMismatchHook]). Default: none.
-func OnRoutingMismatch(h RoutingMismatchHook) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.onMismatch = h
-		return nil
-	})
-}
-
-// WithObserver adds an observer of pipeline events (see [Observer]); several observers all
-// see every event, in the order given (a metrics observer beside your own, say). A nil
-// observer is ignored. Default: none.
-func WithObserver(o Observer) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		switch {
-		case o == nil:
-		case c.observer == nil:
-			c.observer = o
-		default:
-			prev := c.observer
-			c.observer = ObserverFunc(func(e Event) {
-				prev.Observe(e)
-				o.Observe(e)
-			})
-		}
-		return nil
+		c.unknown = h
+		return refuse(h == nil, "nil unknown-URN handler")
 	})
 }
 
@@ -401,47 +339,10 @@ func WithSenderOptions(f func(o *apulsar.ProducerOptions)) ConsumerOption {
 	})
 }
 
-// WithSettler replaces the acknowledgements of the consumer's subscription: wrap receives
-// the Pulsar consumer (subscribed by [NewConsumer], or the one given to [WrapConsumer]) and
-// returns the [Settler] every settlement then goes through. It is the seam of a front with
-// its own acknowledgement policy: package connector acknowledges cumulatively through it.
-// A wrap returning nil is refused. Default: the Pulsar consumer's own Ack and Nack.
-func WithSettler(wrap func(pc apulsar.Consumer) Settler) ConsumerOption {
+// frontOption applies what a front other than Run and Next changes (seam.FrontOption).
+func frontOption(f seam.Front) ConsumerOption {
 	return consumerOptionFunc(func(c *consumerConfig) error {
-		if wrap == nil {
-			return fmt.Errorf("%w: nil settler", ErrInvalidOption)
-		}
-		c.settlerWrap = wrap
+		c.settlerWrap, c.noGate, c.poisonDelivered = f.Settler, f.NoGate, f.PoisonDelivered
 		return nil
 	})
 }
-
-// WithSchemaGate says whether admission applies the schema-version gate (ADR-0037): a
-// message whose bq-schema-version property is rejected is settled at once, never handled.
-// Turning it off is for fronts whose payloads are not the contract's (package connector,
-// under failure strategies other than babelqueue). Default: on.
-func WithSchemaGate(on bool) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.noGate = !on
-		return nil
-	})
-}
-
-// WithPoisonSettled says whether admission settles a payload that is not an acceptable
-// envelope (the raw copy to the dead-letter topic at once, ADR-0035). Off, such a payload is
-// returned by [Consumer.Next] with a nil [Delivery.Envelope], for a front with a codec of
-// its own (package connector); settling it with an error matching [ErrPoison] then takes
-// the poison path. [Consumer.Run] always needs an envelope: Run refuses a consumer with it
-// off. Default: on.
-func WithPoisonSettled(on bool) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.poisonDelivered = !on
-		return nil
-	})
-}
-
-// NackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy, for
-// apulsar.ConsumerOptions.NackBackoffPolicy: the n-th redelivery (the 0-based redelivery
-// count) waits the backoff's delay of retry n+1. A consumer whose retry strategy is
-// retry.Nack uses it with its policy's backoff unless the consumer options set a policy.
-func NackBackoff(b retry.Backoff) apulsar.NackBackoffPolicy { return nackBackoff{b: b} }

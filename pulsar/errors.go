@@ -22,18 +22,9 @@ var ErrFull = errors.New("pulsar: too many pending sends")
 // ErrRunning is returned by [Consumer.Run] when the consumer is already running.
 var ErrRunning = errors.New("pulsar: consumer already running")
 
-// ErrPoison is the sentinel of a payload that is not an acceptable envelope. The error
-// passed to the consumer's error hook for a poison message is a *envelope.PoisonError naming
-// the failed rule; it matches ErrPoison (the same value as [envelope.ErrPoison]).
-var ErrPoison = envelope.ErrPoison
-
 // ErrUnknownURN is matched by the *[UnknownURNError] the consumer reports for a message whose
-// URN has no handler (and no OnUnknownURN hook).
+// URN has no handler.
 var ErrUnknownURN = errors.New("pulsar: no handler for urn")
-
-// ErrHandler is matched by the *[HandlerError] the consumer reports when a handler failed or
-// panicked.
-var ErrHandler = errors.New("pulsar: handler failed")
 
 // ErrPanic is matched by the *[PanicError] built from a recovered panic of a handler or hook.
 var ErrPanic = errors.New("pulsar: panic")
@@ -60,7 +51,7 @@ var ErrSettle = errors.New("pulsar: settlement failed")
 // closed) ends [Consumer.Run].
 var ErrReceive = errors.New("pulsar: receive failed")
 
-// UnknownURNError is reported to the error hook for a message whose routing URN has no
+// UnknownURNError is the Err of the [EventUnknownURN] of a message whose routing URN has no
 // handler. It matches [ErrUnknownURN].
 type UnknownURNError struct {
 	// URN is the routing URN (the bq-job property, else the body's URN).
@@ -73,29 +64,10 @@ func (e *UnknownURNError) Error() string { return fmt.Sprintf("pulsar: no handle
 // Unwrap returns [ErrUnknownURN], which the error matches.
 func (*UnknownURNError) Unwrap() error { return ErrUnknownURN }
 
-// HandlerError is reported to the error hook when a handler returned an error or panicked.
-// It matches [ErrHandler] and unwraps to the handler's error (a *[PanicError] for a panic).
-type HandlerError struct {
-	// URN is the routing URN of the message.
-	URN string
-	// Attempt is the counted delivery number (1 for the first delivery).
-	Attempt int
-	// Err is what the handler returned.
-	Err error
-}
-
-// Error implements error.
-func (e *HandlerError) Error() string {
-	return fmt.Sprintf("pulsar: handler for %q failed on delivery %d: %v", e.URN, e.Attempt, e.Err)
-}
-
-// Unwrap returns [ErrHandler] and the handler's error, so that the error matches both.
-func (e *HandlerError) Unwrap() []error { return matching(ErrHandler, e.Err) }
-
 // PanicError is a recovered panic. It matches [ErrPanic], and unwraps to the panic value
 // when that value is an error.
 type PanicError struct {
-	// Where says what panicked ("handler", "OnUnknownURN hook", …).
+	// Where says what panicked ("handler", "event hook", …).
 	Where string
 	// Value is the value passed to panic.
 	Value any

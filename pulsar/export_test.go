@@ -20,3 +20,10 @@ var ClassifyConnectError = classifyConnectError
 
 // MaxAttempts returns the configured number of deliveries, for the option tests.
 func (c *Consumer) MaxAttempts() int { return c.eng.maxAttempts() }
+
+// ReportsFailure is reportsFailure, for the tests of package pulsar_test.
+var ReportsFailure = reportsFailure
+
+// ParseAttempts is parseAttempts, the strict bq-attempts parser that Reconcile applies, for
+// TestParseAttempts and FuzzParseAttempts.
+var ParseAttempts = parseAttempts

@@ -117,7 +117,7 @@ func TestDeadLetterWriteFailureIsNotAcked(t *testing.T) {
 		bqpulsar.Handle(failURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
 			return errors.New("nope")
 		}),
-		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+		onFailure(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
 			if errors.Is(err, bqpulsar.ErrDeadLetterWrite) && writeFailures.Add(1) == 1 {
 				firstMu.Lock()
 				deadLetteredAtFirstFailure = deadLettered.Load()
@@ -125,11 +125,11 @@ func TestDeadLetterWriteFailureIsNotAcked(t *testing.T) {
 				firstMu.Unlock()
 			}
 		}),
-		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		onEvent(func(e bqpulsar.Event) {
 			if e.Kind == bqpulsar.EventDeadLettered {
 				deadLettered.Add(1)
 			}
-		})))
+		}))
 	require.NoError(t, err)
 	runConsumer(t, c)
 

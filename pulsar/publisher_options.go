@@ -24,22 +24,17 @@ type PublisherOption interface {
 }
 
 type publisherConfig struct {
+	commonConfig
 	queue        string
-	logger       *zap.Logger
 	maxPending   int
-	closeTimeout time.Duration
-	keyBased     bool
 	producerOpts func(*apulsar.ProducerOptions)
-	publishHooks []PublishHook
 	initialSubs  []string
 }
 
 func defaultPublisherConfig() publisherConfig {
 	return publisherConfig{
-		logger:       zap.NewNop(),
+		commonConfig: defaultCommonConfig(),
 		maxPending:   defaultMaxPending,
-		closeTimeout: defaultCloseTimeout,
-		keyBased:     true,
 	}
 }
 
@@ -59,21 +54,13 @@ func WithMaxPending(n int) PublisherOption {
 	})
 }
 
-// WithKeyBasedBatching chooses the batch builder of the producer [NewPublisher] creates. On
-// (the default), messages are batched per key (apulsar.KeyBasedBatchBuilder), which Key_Shared
-// subscriptions need: the broker dispatches a whole batch to one consumer, so a batch mixing
-// keys would break the key-to-consumer affinity. Off uses the client's default builder,
-// which is fine when no subscription is Key_Shared. Ignored by [WrapProducer].
-func WithKeyBasedBatching(on bool) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		c.keyBased = on
-		return nil
-	})
-}
-
 // WithProducerOptions lets the caller adjust the apulsar.ProducerOptions [NewPublisher]
 // creates its producer with (batching, compression, send timeout, …); the topic is set
-// before and after f runs. It is the one escape hatch to pulsar-client-go settings. Default:
+// before and after f runs. The options f is given batch per key
+// (apulsar.KeyBasedBatchBuilder), which Key_Shared subscriptions need: the broker dispatches
+// a whole batch to one consumer, so a batch mixing keys would break the key-to-consumer
+// affinity; set BatcherBuilderType to apulsar.DefaultBatchBuilder where no subscription is
+// Key_Shared. It is the one escape hatch to pulsar-client-go settings. Default:
 // none. Ignored by [WrapProducer].
 func WithProducerOptions(f func(o *apulsar.ProducerOptions)) PublisherOption {
 	return publisherOptionFunc(func(c *publisherConfig) error {
@@ -104,76 +91,55 @@ func WithInitialSubscription(names ...string) PublisherOption {
 	})
 }
 
-// WithPublishHook adds a hook called for every message the publisher sends (see
-// [PublishHook]); hooks run in the order given, and their done functions in reverse order.
-// A nil hook is refused. Default: none.
-func WithPublishHook(h PublishHook) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		if h == nil {
-			return fmt.Errorf("%w: nil publish hook", ErrInvalidOption)
-		}
-		c.publishHooks = append(c.publishHooks, h)
-		return nil
-	})
-}
-
-// CommonOption is both a [PublisherOption] and a [ConsumerOption]: [WithLogger] and
-// [WithCloseTimeout] configure publishers and consumers alike.
+// CommonOption is both a [PublisherOption] and a [ConsumerOption]: [WithLogger],
+// [WithCloseTimeout] and [WithHooks] configure publishers and consumers alike.
 type CommonOption interface {
 	PublisherOption
 	ConsumerOption
 }
 
+// commonConfig is what publishers and consumers configure alike.
+type commonConfig struct {
+	logger       *zap.Logger
+	closeTimeout time.Duration
+	hooks        []Hooks
+}
+
+func defaultCommonConfig() commonConfig {
+	return commonConfig{logger: zap.NewNop(), closeTimeout: defaultCloseTimeout}
+}
+
+type commonOption func(c *commonConfig) error
+
+func (o commonOption) applyPublisher(c *publisherConfig) error { return o(&c.commonConfig) }
+func (o commonOption) applyConsumer(c *consumerConfig) error   { return o(&c.commonConfig) }
+
 // WithCloseTimeout bounds how long Close waits: the publisher's flush of pending sends, or
-// the consumer's drain of in-flight messages. Default: 10 s. d ≤ 0 is
-// refused.
+// the consumer's drain of in-flight messages. Default: 10 s. d ≤ 0 is refused.
 func WithCloseTimeout(d time.Duration) CommonOption {
-	return bothOption{
-		pub: func(c *publisherConfig) error {
-			if d <= 0 {
-				return fmt.Errorf("%w: close timeout %s is not positive", ErrInvalidOption, d)
-			}
-			c.closeTimeout = d
-			return nil
-		},
-		con: func(c *consumerConfig) error {
-			if d <= 0 {
-				return fmt.Errorf("%w: close timeout %s is not positive", ErrInvalidOption, d)
-			}
-			c.closeTimeout = d
-			return nil
-		},
-	}
+	return commonOption(func(c *commonConfig) error {
+		c.closeTimeout = d
+		return refuse(d <= 0, "close timeout %s is not positive", d)
+	})
 }
 
 // WithLogger sets the logger of a publisher or consumer. Default: zap.NewNop(). A nil
 // logger is refused. Give the client the same logger through [NewClientLogger].
 func WithLogger(l *zap.Logger) CommonOption {
-	return bothOption{
-		pub: func(c *publisherConfig) error {
-			if l == nil {
-				return fmt.Errorf("%w: nil logger", ErrInvalidOption)
-			}
-			c.logger = l
-			return nil
-		},
-		con: func(c *consumerConfig) error {
-			if l == nil {
-				return fmt.Errorf("%w: nil logger", ErrInvalidOption)
-			}
-			c.logger = l
-			return nil
-		},
+	return commonOption(func(c *commonConfig) error {
+		c.logger = l
+		return refuse(l == nil, "nil logger")
+	})
+}
+
+// refuse returns the error of an option that refuses its value when refused is true (an
+// error wrapping [ErrInvalidOption], format and args saying why), nil otherwise.
+func refuse(refused bool, format string, args ...any) error {
+	if !refused {
+		return nil
 	}
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
 }
-
-type bothOption struct {
-	pub func(c *publisherConfig) error
-	con func(c *consumerConfig) error
-}
-
-func (o bothOption) applyPublisher(c *publisherConfig) error { return o.pub(c) }
-func (o bothOption) applyConsumer(c *consumerConfig) error   { return o.con(c) }
 
 // PublishOption configures one publish.
 type PublishOption interface {

@@ -1,10 +1,11 @@
 package pulsar_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -38,7 +39,6 @@ func TestErrorVocabulary(t *testing.T) {
 		sentinel error
 		hasCause bool
 	}{
-		{&bqpulsar.HandlerError{URN: "urn:x", Attempt: 1, Err: cause}, bqpulsar.ErrHandler, true},
 		{&bqpulsar.ReceiveError{Err: cause}, bqpulsar.ErrReceive, true},
 		{&bqpulsar.ExhaustedError{Reason: envelope.ReasonFailed, Attempts: 3, Err: cause}, bqpulsar.ErrExhausted, true},
 		{&bqpulsar.SettleError{Err: cause}, bqpulsar.ErrSettle, true},
@@ -65,7 +65,7 @@ func TestErrorVocabulary(t *testing.T) {
 			require.True(t, errors.As(err, target.Interface()), "errors.As %T", c.err)
 			require.Same(t, c.err, target.Elem().Interface(), "errors.As %T", c.err)
 		}
-		for _, other := range []error{bqpulsar.ErrHandler, bqpulsar.ErrSettle, bqpulsar.ErrReceive, bqpulsar.ErrUnknownURN, bqpulsar.ErrTruncated} {
+		for _, other := range []error{bqpulsar.ErrPanic, bqpulsar.ErrSettle, bqpulsar.ErrReceive, bqpulsar.ErrUnknownURN, bqpulsar.ErrTruncated} {
 			if other != c.sentinel {
 				require.NotErrorIs(t, c.err, other, "%T", c.err)
 			}
@@ -73,15 +73,20 @@ func TestErrorVocabulary(t *testing.T) {
 	}
 }
 
-// The outcomes a delivery hook is told are named as the contract's reports name them.
+// The settlements a delivery hook is told are named as the contract's reports name
+// outcomes, and every kind has a name.
 func TestOutcomeNames(t *testing.T) {
 	t.Parallel()
-	for want, o := range map[string]bqpulsar.Outcome{
-		"acked": bqpulsar.OutcomeAcked, "retried": bqpulsar.OutcomeRetried, "dead_lettered": bqpulsar.OutcomeDeadLettered,
-		"dropped": bqpulsar.OutcomeDropped, "nacked": bqpulsar.OutcomeNacked,
+	for want, k := range map[string]bqpulsar.EventKind{
+		"acked": bqpulsar.EventAcked, "retried": bqpulsar.EventRetried, "dead_lettered": bqpulsar.EventDeadLettered,
+		"dropped": bqpulsar.EventDropped, "nacked": bqpulsar.EventNacked,
+		"received": bqpulsar.EventReceived, "handled": bqpulsar.EventHandled, "failed": bqpulsar.EventFailed,
+		"poison": bqpulsar.EventPoison, "gate_rejected": bqpulsar.EventGateRejected, "unknown_urn": bqpulsar.EventUnknownURN,
+		"truncated": bqpulsar.EventTruncated, "routing_mismatch": bqpulsar.EventRoutingMismatch, "error": bqpulsar.EventError,
 	} {
-		assert.Equal(t, want, string(o))
+		assert.Equal(t, want, k.String())
 	}
-	var hook bqpulsar.UnknownURNHook = func(*envelope.Envelope, apulsar.Message) {}
-	assert.NotNil(t, bqpulsar.OnUnknownURN(hook))
+	assert.Equal(t, "unknown", bqpulsar.EventKind(0).String())
+	assert.Equal(t, "unknown", bqpulsar.EventKind(99).String())
+	assert.NotNil(t, bqpulsar.HandleUnknown(func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }))
 }

@@ -21,7 +21,7 @@ import (
 const probeInterval = 5 * time.Second
 
 // ErrUnreachable is matched by the *[UnreachableError] that the consumer reports to the
-// error hook when the broker stops answering, and that [Consumer.Run] returns when it
+// Event hooks (in an [EventError]) when the broker stops answering, and that [Consumer.Run] returns when it
 // stayed unreachable for the [WithUnreachableTimeout].
 var ErrUnreachable = errors.New("pulsar: broker unreachable")
 
@@ -94,7 +94,7 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 				since = now
 				uerr := &UnreachableError{Err: err}
 				c.cfg.logger.Warn("broker unreachable", zap.Error(err))
-				c.eng.report(uerr, nil, nil)
+				c.eng.observe(nil, Event{Kind: EventError, Err: uerr})
 			}
 			uerr := &UnreachableError{For: now.Sub(since), Err: err}
 			c.eng.setReceiving(uerr)

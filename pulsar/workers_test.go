@@ -18,7 +18,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
-	"github.com/babelqueue/babelqueue-go-pulsar/mocks"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/mocks"
 )
 
 // TestBusyKeyDoesNotStallOtherKeys: with concurrency 8, one key's handler is blocked for

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -91,9 +92,7 @@ type config struct {
 	producerCust  map[string]func(*apulsar.ProducerOptions)
 	logger        *zap.Logger
 	deadLetterFor func(context.Context, IncomingMetadata, error)
-	observer      bqpulsar.Observer
-	deliveryHooks []bqpulsar.DeliveryHook
-	publishHooks  []bqpulsar.PublishHook
+	hooks         []bqpulsar.Hooks
 }
 
 func invalidOption(format string, args ...any) error {
@@ -181,39 +180,13 @@ func WithDeadLetterHook(f func(ctx context.Context, md IncomingMetadata, reason 
 	})
 }
 
-// WithObserver gives every incoming channel's source the observer (see bqpulsar.Observer):
-// the pipeline's events, for metrics. Default: none. A nil observer is refused.
-func WithObserver(o bqpulsar.Observer) Option {
+// WithHooks gives h to every channel: to each incoming channel's source (its Consumer's
+// hooks: Delivery, Event) and to each outgoing channel's sink (Publish), as
+// bqpulsar.WithHooks does for a Consumer or a Publisher (see bqpulsar.Hooks). Several
+// WithHooks compose, in the order given. Default: none.
+func WithHooks(h bqpulsar.Hooks) Option {
 	return optionFunc(func(cc *config) error {
-		if o == nil {
-			return invalidOption("nil observer")
-		}
-		cc.observer = o
-		return nil
-	})
-}
-
-// WithDeliveryHook adds a delivery hook to every incoming channel's source (see
-// bqpulsar.DeliveryHook): a context per delivery and its settlement, for tracing. Default:
-// none. A nil hook is refused.
-func WithDeliveryHook(h bqpulsar.DeliveryHook) Option {
-	return optionFunc(func(cc *config) error {
-		if h == nil {
-			return invalidOption("nil delivery hook")
-		}
-		cc.deliveryHooks = append(cc.deliveryHooks, h)
-		return nil
-	})
-}
-
-// WithPublishHook adds a publish hook to every outgoing channel's sink (see
-// bqpulsar.PublishHook), for tracing. Default: none. A nil hook is refused.
-func WithPublishHook(h bqpulsar.PublishHook) Option {
-	return optionFunc(func(cc *config) error {
-		if h == nil {
-			return invalidOption("nil publish hook")
-		}
-		cc.publishHooks = append(cc.publishHooks, h)
+		cc.hooks = append(cc.hooks, h)
 		return nil
 	})
 }
@@ -416,8 +389,7 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		MaxAttempts:     attr[int](a, AttrMaxAttempts),
 		RetryDelay:      attr[time.Duration](a, AttrRetryDelay),
 		DeadLetterHook:  c.cfg.deadLetterFor,
-		Observer:        c.cfg.observer,
-		DeliveryHooks:   c.cfg.deliveryHooks,
+		Hooks:           c.cfg.hooks,
 		SenderOptions:   senderTimeout(time.Duration(attr[int](a, AttrSendTimeoutMs)) * time.Millisecond),
 		Logger:          c.cfg.logger.With(zap.String("channel", ch)),
 	}
@@ -450,7 +422,7 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		if err != nil {
 			a.invalid("%s: %v", AttrNackRedeliveryBackoff, err)
 		}
-		o.Consumer.NackBackoffPolicy = bqpulsar.NackBackoff(b)
+		o.Consumer.NackBackoffPolicy = seam.NackBackoff(b)
 	}
 	c.nativeDLQ(a, &o)
 	switch {
@@ -583,7 +555,7 @@ func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (mess
 		NoWaitForWriteCompletion: !attr[bool](a, AttrWaitForWrite),
 		ProjectEnvelope:          codec == CodecBabelQueue,
 		Tracing:                  attr[bool](a, AttrTracingEnabled),
-		PublishHooks:             c.cfg.publishHooks,
+		Hooks:                    c.cfg.hooks,
 		Logger:                   c.cfg.logger.With(zap.String("channel", ch)),
 	}
 	if err := a.err(); err != nil {
