@@ -19,8 +19,8 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/mocks"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
-	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/internal/mocks"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
