@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -28,6 +29,24 @@ type ConsumerOption interface {
 type consumerOptionFunc func(c *consumerConfig) error
 
 func (f consumerOptionFunc) applyConsumer(c *consumerConfig) error { return f(c) }
+
+// consumerSet returns the option that refuses with err when it is not nil and applies set
+// otherwise (see setter).
+func consumerSet(err error, set func(c *consumerConfig)) ConsumerOption {
+	return consumerOptionFunc(setter(err, set))
+}
+
+// setter is the apply function of an option whose check is made when the option is built
+// and whose effect is set: it refuses with err when err is not nil, and applies set
+// otherwise.
+func setter[C any](err error, set func(c *C)) func(c *C) error {
+	return func(c *C) error {
+		if err == nil {
+			set(c)
+		}
+		return err
+	}
+}
 
 type consumerConfig struct {
 	commonConfig
@@ -75,15 +94,8 @@ func defaultConsumerConfig() consumerConfig {
 // that a job queue does not skip jobs published before its first worker started (the
 // client's own default is Latest). Ignored by [WrapConsumer].
 func WithInitialPosition(p apulsar.SubscriptionInitialPosition) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		switch p {
-		case apulsar.SubscriptionPositionEarliest, apulsar.SubscriptionPositionLatest:
-		default:
-			return fmt.Errorf("%w: unknown initial position %d", ErrInvalidOption, p)
-		}
-		c.initialPosition = p
-		return nil
-	})
+	return consumerSet(refuse(p != apulsar.SubscriptionPositionEarliest && p != apulsar.SubscriptionPositionLatest,
+		"unknown initial position %d", p), func(c *consumerConfig) { c.initialPosition = p })
 }
 
 // WithRetentionSubscription says whether the consumer makes sure, before its first write to
@@ -97,10 +109,7 @@ func WithInitialPosition(p apulsar.SubscriptionInitialPosition) ConsumerOption {
 // subscription and the fix. Turn it off only where a retention policy keeps the dead letters
 // anyway. Default: on.
 func WithRetentionSubscription(on bool) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.noRetention = !on
-		return nil
-	})
+	return consumerSet(nil, func(c *consumerConfig) { c.noRetention = !on })
 }
 
 // WithMaxMessageSize bounds what the consumer writes to settle a message, in bytes (payload
@@ -114,26 +123,14 @@ func WithRetentionSubscription(on bool) ConsumerOption {
 // maxMessageSize. Default: 5 MiB less 64 KiB (Pulsar's default limit, with room for the
 // metadata). n < 64 KiB is refused.
 func WithMaxMessageSize(n int) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if n < 64<<10 {
-			return fmt.Errorf("%w: max message size %d is below 64 KiB", ErrInvalidOption, n)
-		}
-		c.maxMessageSize = n
-		return nil
-	})
+	return consumerSet(refuse(n < 64<<10, "max message size %d is below 64 KiB", n), func(c *consumerConfig) { c.maxMessageSize = n })
 }
 
 // WithTopic adds a topic to consume (a partitioned topic means all its partitions);
 // several WithTopic add several topics. At least one topic is needed by [NewConsumer];
 // ignored by [WrapConsumer]. An invalid topic name is refused.
 func WithTopic(topic string) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if err := dlq.ValidateTopic(topic); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-		}
-		c.topics = append(c.topics, topic)
-		return nil
-	})
+	return consumerSet(invalid(dlq.ValidateTopic(topic)), func(c *consumerConfig) { c.topics = append(c.topics, topic) })
 }
 
 // WithSubscription sets the subscription name and type. Required by [NewConsumer]. With
@@ -142,24 +139,19 @@ func WithTopic(topic string) ConsumerOption {
 // (WrapConsumer cannot ask the wrapped consumer for it; undeclared means Exclusive, the safe
 // assumption). Default: none; Exclusive for WrapConsumer.
 func WithSubscription(name string, t apulsar.SubscriptionType) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if envelope.IsBlank(name) {
-			return fmt.Errorf("%w: blank subscription name", ErrInvalidOption)
-		}
-		c.subscription = name
-		return setSubType(c, t)
+	return consumerSet(cmp.Or(refuse(envelope.IsBlank(name), "blank subscription name"), checkSubType(t)), func(c *consumerConfig) {
+		c.subscription, c.subType, c.subTypeSet = name, t, true
 	})
 }
 
-func setSubType(c *consumerConfig, t apulsar.SubscriptionType) error {
+// checkSubType refuses a subscription type the binding does not know.
+func checkSubType(t apulsar.SubscriptionType) error {
 	switch t {
 	case apulsar.Exclusive, apulsar.Shared, apulsar.Failover, apulsar.KeyShared:
+		return nil
 	default:
-		return fmt.Errorf("%w: unknown subscription type %d", ErrInvalidOption, t)
+		return refuse(true, "unknown subscription type %d", t)
 	}
-	c.subType = t
-	c.subTypeSet = true
-	return nil
 }
 
 // Handle registers h for urn (exact match). Registering a URN twice, a blank URN or a nil
@@ -184,13 +176,7 @@ func Handle(urn string, h HandlerFunc) ConsumerOption {
 // retry. It wins over the policy's MaxAttempts whatever the option order. Default: 3. n < 1
 // is refused.
 func WithMaxAttempts(n int) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if n < 1 {
-			return fmt.Errorf("%w: max attempts %d is below 1", ErrInvalidOption, n)
-		}
-		c.maxAttempts = n
-		return nil
-	})
+	return consumerSet(refuse(n < 1, "max attempts %d is below 1", n), func(c *consumerConfig) { c.maxAttempts = n })
 }
 
 // WithRetry sets the retry policy: attempts (0 keeps the default 3), strategy and backoff.
@@ -206,25 +192,13 @@ func WithMaxAttempts(n int) ConsumerOption {
 // the backoff becomes the consumer's NackBackoffPolicy when [NewConsumer] subscribes.
 // Default: [retry.DefaultPolicy] (3 attempts, republish, 1 s doubling to 1 min, 20 % jitter).
 func WithRetry(p retry.Policy) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-		}
-		c.policy = p
-		return nil
-	})
+	return consumerSet(invalid(p.Validate()), func(c *consumerConfig) { c.policy = p })
 }
 
 // WithDeadLetter configures dead-letter topics (see [dlq.Config]). Default: on, every queue
 // to "<queue>.dlq" in its namespace; turn it off with dlq.Off() or per queue.
 func WithDeadLetter(cfg dlq.Config) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-		}
-		c.deadLetter = cfg
-		return nil
-	})
+	return consumerSet(invalid(cfg.Validate()), func(c *consumerConfig) { c.deadLetter = cfg })
 }
 
 // WithConcurrency handles up to n messages at once, on n workers. Messages with the same
@@ -238,13 +212,7 @@ func WithDeadLetter(cfg dlq.Config) ConsumerOption {
 // handled one at a time on the receiving goroutine (a slow message then holds back every
 // key). n < 1 is refused.
 func WithConcurrency(n int) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if n < 1 {
-			return fmt.Errorf("%w: concurrency %d is below 1", ErrInvalidOption, n)
-		}
-		c.concurrency = n
-		return nil
-	})
+	return consumerSet(refuse(n < 1, "concurrency %d is below 1", n), func(c *consumerConfig) { c.concurrency = n })
 }
 
 // inflightPerWorker times the concurrency is the default of [WithMaxInflight].
@@ -261,13 +229,7 @@ const inflightPerWorker = 4
 // settled: at the bound Next waits. Default: 4 × the concurrency.
 // n below the concurrency is refused.
 func WithMaxInflight(n int) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if n < 1 {
-			return fmt.Errorf("%w: max in-flight %d is below 1", ErrInvalidOption, n)
-		}
-		c.maxInflight = n
-		return nil
-	})
+	return consumerSet(refuse(n < 1, "max in-flight %d is below 1", n), func(c *consumerConfig) { c.maxInflight = n })
 }
 
 // WithUnreachableTimeout says what [Consumer.Run] does when the broker is gone. The Pulsar
@@ -281,13 +243,7 @@ func WithMaxInflight(n int) ConsumerOption {
 // broker has been unreachable for d and returns the *[UnreachableError] (it matches
 // [ErrUnreachable]). Default: 0. d < 0 is refused.
 func WithUnreachableTimeout(d time.Duration) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if d < 0 {
-			return fmt.Errorf("%w: unreachable timeout %s is negative", ErrInvalidOption, d)
-		}
-		c.unreachableTimeout = d
-		return nil
-	})
+	return consumerSet(refuse(d < 0, "unreachable timeout %s is negative", d), func(c *consumerConfig) { c.unreachableTimeout = d })
 }
 
 // HandleUnknown registers h for the messages whose routing URN has no handler. Its nil
@@ -297,23 +253,14 @@ func WithUnreachableTimeout(d time.Duration) ConsumerOption {
 // retried and then dead-lettered with reason unknown_urn. h is not wrapped by the Handler
 // hooks. A nil h is refused. Default: none.
 func HandleUnknown(h HandlerFunc) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.unknown = h
-		return refuse(h == nil, "nil unknown-URN handler")
-	})
+	return consumerSet(refuse(h == nil, "nil unknown-URN handler"), func(c *consumerConfig) { c.unknown = h })
 }
 
 // WithNackRedeliveryDelay sets the delay before the broker redelivers a negatively
 // acknowledged message, for the Pulsar consumer [NewConsumer] subscribes. Default: the
 // client's (1 min). d ≤ 0 is refused. Ignored by [WrapConsumer].
 func WithNackRedeliveryDelay(d time.Duration) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: nack redelivery delay %s is not positive", ErrInvalidOption, d)
-		}
-		c.nackDelay = d
-		return nil
-	})
+	return consumerSet(refuse(d <= 0, "nack redelivery delay %s is not positive", d), func(c *consumerConfig) { c.nackDelay = d })
 }
 
 // WithConsumerOptions lets the caller adjust the apulsar.ConsumerOptions [NewConsumer]
@@ -321,10 +268,7 @@ func WithNackRedeliveryDelay(d time.Duration) ConsumerOption {
 // type are set again after f runs. It is the one escape hatch to pulsar-client-go settings.
 // Default: none. Ignored by [WrapConsumer].
 func WithConsumerOptions(f func(o *apulsar.ConsumerOptions)) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.consumerOpts = f
-		return nil
-	})
+	return consumerSet(nil, func(c *consumerConfig) { c.consumerOpts = f })
 }
 
 // WithSenderOptions lets the caller adjust the apulsar.ProducerOptions of the producers the
@@ -333,16 +277,12 @@ func WithConsumerOptions(f func(o *apulsar.ConsumerOptions)) ConsumerOption {
 // on its own, synchronously, without the batching delay) and the client's defaults
 // otherwise.
 func WithSenderOptions(f func(o *apulsar.ProducerOptions)) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
-		c.senderOpts = f
-		return nil
-	})
+	return consumerSet(nil, func(c *consumerConfig) { c.senderOpts = f })
 }
 
 // frontOption applies what a front other than Run and Next changes (seam.FrontOption).
 func frontOption(f seam.Front) ConsumerOption {
-	return consumerOptionFunc(func(c *consumerConfig) error {
+	return consumerSet(nil, func(c *consumerConfig) {
 		c.settlerWrap, c.noGate, c.poisonDelivered = f.Settler, f.NoGate, f.PoisonDelivered
-		return nil
 	})
 }

@@ -78,10 +78,7 @@ type OutgoingMessage struct {
 // functions are called one after the other, and Publish functions are called in order and
 // their outcome functions in reverse order. Nil fields are skipped. Default: none.
 func WithHooks(h Hooks) CommonOption {
-	return commonOption(func(c *commonConfig) error {
-		c.hooks = append(c.hooks, h)
-		return nil
-	})
+	return commonSet(nil, func(c *commonConfig) { c.hooks = append(c.hooks, h) })
 }
 
 // hookSet is the one place the package calls hooks: the non-nil fields of every [Hooks]

@@ -42,16 +42,15 @@ type publisherOptionFunc func(c *publisherConfig) error
 
 func (f publisherOptionFunc) applyPublisher(c *publisherConfig) error { return f(c) }
 
+// publisherSet is consumerSet's twin for publisher options.
+func publisherSet(err error, set func(c *publisherConfig)) PublisherOption {
+	return publisherOptionFunc(setter(err, set))
+}
+
 // WithMaxPending bounds the sends [Publisher.PublishAsync] keeps in flight; a further call
 // blocks until one completes or its ctx ends. Default: 1000. n < 1 is refused.
 func WithMaxPending(n int) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		if n < 1 {
-			return fmt.Errorf("%w: max pending %d is below 1", ErrInvalidOption, n)
-		}
-		c.maxPending = n
-		return nil
-	})
+	return publisherSet(refuse(n < 1, "max pending %d is below 1", n), func(c *publisherConfig) { c.maxPending = n })
 }
 
 // WithProducerOptions lets the caller adjust the apulsar.ProducerOptions [NewPublisher]
@@ -63,10 +62,7 @@ func WithMaxPending(n int) PublisherOption {
 // Key_Shared. It is the one escape hatch to pulsar-client-go settings. Default:
 // none. Ignored by [WrapProducer].
 func WithProducerOptions(f func(o *apulsar.ProducerOptions)) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		c.producerOpts = f
-		return nil
-	})
+	return publisherSet(nil, func(c *publisherConfig) { c.producerOpts = f })
 }
 
 // WithInitialSubscription makes sure, before the publisher's first send (with that send's
@@ -80,15 +76,13 @@ func WithProducerOptions(f func(o *apulsar.ProducerOptions)) PublisherOption {
 // pulsar-client-go has no option for it. Ignored by [WrapProducer]. A blank or invalid name is
 // refused. Default: none.
 func WithInitialSubscription(names ...string) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		for _, n := range names {
-			if err := dlq.ValidateSubscriptionName(n); err != nil {
-				return fmt.Errorf("%w: initial subscription: %w", ErrInvalidOption, err)
-			}
+	var err error
+	for _, n := range names {
+		if verr := dlq.ValidateSubscriptionName(n); verr != nil && err == nil {
+			err = fmt.Errorf("%w: initial subscription: %w", ErrInvalidOption, verr)
 		}
-		c.initialSubs = append(c.initialSubs, names...)
-		return nil
-	})
+	}
+	return publisherSet(err, func(c *publisherConfig) { c.initialSubs = append(c.initialSubs, names...) })
 }
 
 // CommonOption is both a [PublisherOption] and a [ConsumerOption]: [WithLogger],
@@ -114,22 +108,29 @@ type commonOption func(c *commonConfig) error
 func (o commonOption) applyPublisher(c *publisherConfig) error { return o(&c.commonConfig) }
 func (o commonOption) applyConsumer(c *consumerConfig) error   { return o(&c.commonConfig) }
 
+// commonSet is consumerSet's twin for the options of publishers and consumers alike.
+func commonSet(err error, set func(c *commonConfig)) CommonOption {
+	return commonOption(setter(err, set))
+}
+
 // WithCloseTimeout bounds how long Close waits: the publisher's flush of pending sends, or
 // the consumer's drain of in-flight messages. Default: 10 s. d ≤ 0 is refused.
 func WithCloseTimeout(d time.Duration) CommonOption {
-	return commonOption(func(c *commonConfig) error {
-		c.closeTimeout = d
-		return refuse(d <= 0, "close timeout %s is not positive", d)
-	})
+	return commonSet(refuse(d <= 0, "close timeout %s is not positive", d), func(c *commonConfig) { c.closeTimeout = d })
 }
 
 // WithLogger sets the logger of a publisher or consumer. Default: zap.NewNop(). A nil
 // logger is refused. Give the client the same logger through [NewClientLogger].
 func WithLogger(l *zap.Logger) CommonOption {
-	return commonOption(func(c *commonConfig) error {
-		c.logger = l
-		return refuse(l == nil, "nil logger")
-	})
+	return commonSet(refuse(l == nil, "nil logger"), func(c *commonConfig) { c.logger = l })
+}
+
+// invalid wraps the error of a check an option makes in [ErrInvalidOption]; nil stays nil.
+func invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 }
 
 // refuse returns the error of an option that refuses its value when refused is true (an
@@ -165,26 +166,32 @@ func (f publishOptionFunc) applyPublish(o *publishOptions) error { return f(o) }
 // a fresh random UUID. Default: a new trace. A blank id is refused. Ignored by
 // [Publisher.PublishEnvelope], whose envelope already has its trace id.
 func WithTraceID(id string) PublishOption {
-	return publishOptionFunc(func(o *publishOptions) error {
-		if envelope.IsBlank(id) {
-			return fmt.Errorf("%w: blank trace id", ErrInvalidOption)
-		}
-		o.traceID = id
-		return nil
-	})
+	return idOption{id: id, trace: true}
 }
 
 // WithMessageID sets meta.id (and bq-message-id) instead of a fresh UUID v4, for producers
 // that derive idempotency keys themselves. Default: a new UUID. A blank id is refused.
 // Ignored by [Publisher.PublishEnvelope].
 func WithMessageID(id string) PublishOption {
-	return publishOptionFunc(func(o *publishOptions) error {
-		if envelope.IsBlank(id) {
-			return fmt.Errorf("%w: blank message id", ErrInvalidOption)
-		}
-		o.messageID = id
-		return nil
-	})
+	return idOption{id: id}
+}
+
+// idOption is [WithTraceID] (trace) or [WithMessageID]: a blank id is refused.
+type idOption struct {
+	id    string
+	trace bool
+}
+
+func (o idOption) applyPublish(p *publishOptions) error {
+	target, what := &p.messageID, "message"
+	if o.trace {
+		target, what = &p.traceID, "trace"
+	}
+	if envelope.IsBlank(o.id) {
+		return refuse(true, "blank %s id", what)
+	}
+	*target = o.id
+	return nil
 }
 
 // QueueOption is both a [PublisherOption] and a [PublishOption]: [WithQueue] sets a
