@@ -148,9 +148,9 @@ func (s *hookSet) startDelivery(ctx context.Context, msg apulsar.Message, fins [
 		return ctx, fins
 	}
 	for _, h := range s.delivery {
-		var next context.Context
-		var fin func(Event)
-		if !s.recovered("delivery hook", func() { next, fin = h(ctx, msg) }) {
+		next, fin, perr := callDelivery(ctx, h, msg)
+		if perr != nil {
+			s.logger.Error("delivery hook panicked", zap.Error(perr))
 			continue
 		}
 		if next != nil {
@@ -161,6 +161,19 @@ func (s *hookSet) startDelivery(ctx context.Context, msg apulsar.Message, fins [
 		}
 	}
 	return ctx, fins
+}
+
+// callDelivery calls a Delivery hook, returning its panic as a *PanicError.
+func callDelivery(ctx context.Context, h func(context.Context, apulsar.Message) (context.Context, func(Event)),
+	msg apulsar.Message,
+) (next context.Context, fin func(Event), err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Where: "delivery hook", Value: r}
+		}
+	}()
+	next, fin = h(ctx, msg)
+	return next, fin, nil
 }
 
 // settled reports a delivery's settlement: to the Event hooks, then to the settlement

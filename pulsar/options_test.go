@@ -62,8 +62,9 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 	assert.Contains(t, err.Error(), "pulsar: invalid option", "no handler")
 	require.NoError(t, bare.Close())
 	// Run needs an envelope: a consumer that delivers poison is for Next.
-	raw, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "raw-payloads")), sub, h,
-		seam.FrontOption(seam.Front{PoisonDelivered: true}).(bqpulsar.ConsumerOption))
+	poisonDelivered, ok := seam.FrontOption(seam.Front{PoisonDelivered: true}).(bqpulsar.ConsumerOption)
+	require.True(t, ok)
+	raw, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "raw-payloads")), sub, h, poisonDelivered)
 	require.NoError(t, err)
 	require.ErrorIs(t, raw.Run(t.Context()), bqpulsar.ErrInvalidOption, "poison delivered")
 	require.NoError(t, raw.Close())

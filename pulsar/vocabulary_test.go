@@ -62,11 +62,11 @@ func TestErrorVocabulary(t *testing.T) {
 				require.NotErrorIs(t, err, cause, "%T", c.err)
 			}
 			target := reflect.New(reflect.TypeOf(c.err))
-			require.True(t, errors.As(err, target.Interface()), "errors.As %T", c.err)
+			require.ErrorAs(t, err, target.Interface(), "errors.As %T", c.err)
 			require.Same(t, c.err, target.Elem().Interface(), "errors.As %T", c.err)
 		}
 		for _, other := range []error{bqpulsar.ErrPanic, bqpulsar.ErrSettle, bqpulsar.ErrReceive, bqpulsar.ErrUnknownURN, bqpulsar.ErrTruncated} {
-			if other != c.sentinel {
+			if !errors.Is(other, c.sentinel) {
 				require.NotErrorIs(t, c.err, other, "%T", c.err)
 			}
 		}
