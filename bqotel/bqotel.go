@@ -102,9 +102,8 @@ func WithoutMetrics() Option {
 
 // Telemetry traces and measures consumers and publishers of package pulsar through its
 // hooks. Build it once with [New] and hand its options to every consumer and publisher
-// ([Telemetry.ConsumerOptions], [Telemetry.PublisherOptions]), or its hooks to endpoints
-// that take them one by one ([Telemetry.DeliveryHook], [Telemetry.Observer],
-// [Telemetry.PublishHook]). It is safe for concurrent use.
+// ([Telemetry.ConsumerOptions], [Telemetry.PublisherOptions]), or its [Telemetry.Hooks] to
+// anything else that takes hooks (the connector). It is safe for concurrent use.
 type Telemetry struct {
 	cfg    config
 	tracer trace.Tracer
@@ -155,33 +154,25 @@ func New(opts ...Option) (*Telemetry, error) {
 // Version is the instrumentation version reported with the scope.
 const Version = "0.1.0"
 
-// ConsumerOptions returns the options that instrument a consumer: the delivery hook
-// (consumer spans) and the observer (metrics and span events). [bqpulsar.WithObserver]
-// keeps one observer, so a consumer that has its own should combine the two with
-// [Observers] instead of passing both.
+// Hooks returns the hooks that trace and measure a consumer, a publisher or the
+// connector's endpoints: Delivery opens a consumer span per delivery and ends it with the
+// settlement, Event counts the pipeline's events, records the handler durations and adds
+// the span events (retry, dead letter, poison, gate rejection, …) to the delivery's span,
+// and Publish opens a producer span per message, injects its context into the message
+// properties and counts the send. Give them with bqpulsar.WithHooks (or
+// connector.WithHooks); other hooks given beside them compose.
+func (t *Telemetry) Hooks() bqpulsar.Hooks {
+	return bqpulsar.Hooks{Delivery: t.delivery, Event: t.event, Publish: t.publish}
+}
+
+// ConsumerOptions returns the options that instrument a consumer: bqpulsar.WithHooks of
+// [Telemetry.Hooks].
 func (t *Telemetry) ConsumerOptions() []bqpulsar.ConsumerOption {
-	return []bqpulsar.ConsumerOption{bqpulsar.WithDeliveryHook(t.DeliveryHook()), bqpulsar.WithObserver(t.Observer())}
+	return []bqpulsar.ConsumerOption{bqpulsar.WithHooks(t.Hooks())}
 }
 
-// PublisherOptions returns the options that instrument a publisher: the publish hook
-// (producer spans, trace context injection and the published counter).
+// PublisherOptions returns the options that instrument a publisher: bqpulsar.WithHooks of
+// [Telemetry.Hooks] (producer spans, trace context injection and the published counter).
 func (t *Telemetry) PublisherOptions() []bqpulsar.PublisherOption {
-	return []bqpulsar.PublisherOption{bqpulsar.WithPublishHook(t.PublishHook())}
-}
-
-// Observers returns one observer that hands every event to each of obs in order (nil
-// entries are skipped), for a consumer that has an observer of its own besides
-// [Telemetry.Observer].
-func Observers(obs ...bqpulsar.Observer) bqpulsar.Observer {
-	list := make([]bqpulsar.Observer, 0, len(obs))
-	for _, o := range obs {
-		if o != nil {
-			list = append(list, o)
-		}
-	}
-	return bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
-		for _, o := range list {
-			o.Observe(e)
-		}
-	})
+	return []bqpulsar.PublisherOption{bqpulsar.WithHooks(t.Hooks())}
 }

@@ -479,26 +479,14 @@ func TestNewRefusesNilProviders(t *testing.T) {
 	}
 	tel, err := bqotel.New(nil, bqotel.WithoutTracing(), bqotel.WithoutMetrics())
 	require.NoError(t, err)
-	assert.Nil(t, tel.PublishHook()(context.Background(), &bqpulsar.OutgoingMessage{Topic: "t"}),
+	assert.Nil(t, tel.Hooks().Publish(context.Background(), &bqpulsar.OutgoingMessage{Topic: "t"}),
 		"nothing to report with tracing and metrics off")
-}
-
-func TestObserversCallEachInOrder(t *testing.T) {
-	t.Parallel()
-	var got []string
-	o := bqotel.Observers(
-		bqpulsar.ObserverFunc(func(e bqpulsar.Event) { got = append(got, "a:"+e.Kind.String()) }),
-		nil,
-		bqpulsar.ObserverFunc(func(e bqpulsar.Event) { got = append(got, "b:"+e.Kind.String()) }),
-	)
-	o.Observe(bqpulsar.Event{Kind: bqpulsar.EventHandled})
-	assert.Equal(t, []string{"a:handled", "b:handled"}, got)
 }
 
 func TestFailedSendRecordsTheError(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	done := f.tel.PublishHook()(context.Background(), &bqpulsar.OutgoingMessage{
+	done := f.tel.Hooks().Publish(context.Background(), &bqpulsar.OutgoingMessage{
 		Topic: "persistent://public/default/x-partition-3", Message: &apulsar.ProducerMessage{},
 	})
 	require.NotNil(t, done)

@@ -53,8 +53,8 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 		ProjectEnvelope: true,
 		// The sink's own tracing (derive a traceparent from the trace_id) runs after the
 		// publish hook, so the hook's traceparent is the one sent.
-		Tracing:      true,
-		PublishHooks: []bqpulsar.PublishHook{f.tel.PublishHook()},
+		Tracing: true,
+		Hooks:   []bqpulsar.Hooks{f.tel.Hooks()},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, sink.Close(context.Background())) })
@@ -69,8 +69,7 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 			Topic: f.topic, SubscriptionName: "invoicing", Type: apulsar.Shared,
 			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
 		},
-		DeliveryHooks: []bqpulsar.DeliveryHook{f.tel.DeliveryHook()},
-		Observer:      f.tel.Observer(),
+		Hooks: []bqpulsar.Hooks{f.tel.Hooks()},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, src.Close(context.Background())) })

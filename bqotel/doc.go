@@ -1,8 +1,8 @@
 // Package bqotel traces and measures BabelQueue consumers and publishers with
 // OpenTelemetry: a producer span per message sent, a consumer span per delivery whose parent
 // is the producer span, and counters, a histogram and gauges of the consume pipeline. It
-// works through the hooks of package pulsar (a delivery hook, an observer and a publish
-// hook), so package pulsar has no OpenTelemetry dependency and a program that does not
+// works through the hooks of package pulsar (pulsar.Hooks: its Delivery, Event and Publish
+// functions), so package pulsar has no OpenTelemetry dependency and a program that does not
 // import bqotel pays nothing for it.
 //
 //	tel, err := bqotel.New(bqotel.WithTracerProvider(tp), bqotel.WithMeterProvider(mp))
@@ -11,15 +11,13 @@
 //	con, err := pulsar.NewConsumer(client, append(opts, tel.ConsumerOptions()...)...)
 //	unregister, err := tel.RegisterConsumer("billing", con) // the in-flight gauge
 //
-// Without WithTracerProvider and WithMeterProvider the global providers are used. Endpoints
-// that take the hooks one by one get them from [Telemetry.DeliveryHook],
-// [Telemetry.Observer] and [Telemetry.PublishHook]; for the messaging runtime's
+// Without WithTracerProvider and WithMeterProvider the global providers are used. Anything
+// else that takes hooks gets them from [Telemetry.Hooks]; for the messaging runtime's
 // babelqueue-pulsar connector:
 //
-//	connector.New(connector.WithObserver(tel.Observer()),
-//		connector.WithDeliveryHook(tel.DeliveryHook()), connector.WithPublishHook(tel.PublishHook()))
+//	connector.New(connector.WithHooks(tel.Hooks()))
 //
-// (or SourceOptions.Observer and .DeliveryHooks, SinkOptions.PublishHooks). The sink runs
+// (or SourceOptions.Hooks and SinkOptions.Hooks). The sink runs
 // its publish hooks before its own tracing-enabled derivation, so the producer span's
 // traceparent is the one sent, and downstream consumer spans are its children.
 //
@@ -103,8 +101,8 @@
 //
 // # Cost
 //
-// Without bqotel a consumer or publisher runs no hook and no observer (the handler's
-// clock is read only when an observer is set), so a program that does not use it pays
+// Without bqotel a consumer or publisher runs no hook (the handler's clock is read only
+// when an Event hook is set), so a program that does not use it pays
 // nothing per message. With it, each delivery and each send starts and ends a span and
 // adds a few counter increments over cached attribute sets. BenchmarkConsume and
 // BenchmarkPublish in this package measure both ways on the embedded broker, with every

@@ -157,7 +157,7 @@ func (in *instruments) urnOf(urn string) string {
 	return ""
 }
 
-// event counts one observer event.
+// event counts one event of the consume pipeline.
 func (in *instruments) event(e bqpulsar.Event) {
 	ctx := e.Context
 	if ctx == nil {
@@ -201,9 +201,9 @@ func (in *instruments) event(e bqpulsar.Event) {
 	c.Add(ctx, 1, in.set(k))
 }
 
-func (in *instruments) settlement(d *delivery, s bqpulsar.Settlement) {
+func (in *instruments) settlement(d *delivery, s bqpulsar.Event) {
 	topic, _ := splitPartition(d.topic)
-	in.settledC.Add(d.ctx, 1, in.set(setKey{kind: kindOutcome, topic: topic, sub: d.subscription, urn: in.urnOf(s.URN), outcome: string(s.Outcome)}))
+	in.settledC.Add(d.ctx, 1, in.set(setKey{kind: kindOutcome, topic: topic, sub: d.subscription, urn: in.urnOf(s.URN), outcome: s.Kind.String()}))
 }
 
 func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessage, err error) {
@@ -218,22 +218,20 @@ func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessag
 	in.sent.Add(ctx, 1, in.set(k))
 }
 
-// Observer returns the observer that counts the consume pipeline's events, records the
-// handler durations and adds the span events (retry, dead letter, poison, gate rejection,
-// …) to the delivery's consumer span.
-func (t *Telemetry) Observer() bqpulsar.Observer {
-	return bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
-		d := deliveryFrom(e.Context)
-		if d != nil {
-			if e.Kind == bqpulsar.EventReceived {
-				d.subscription = e.Subscription
-			}
-			spanEvent(d, e)
+// event is the Event hook: it counts the consume pipeline's events, records the handler
+// durations and adds the span events (retry, dead letter, poison, gate rejection, …) to the
+// delivery's consumer span.
+func (t *Telemetry) event(e bqpulsar.Event) {
+	d := deliveryFrom(e.Context)
+	if d != nil {
+		if e.Kind == bqpulsar.EventReceived {
+			d.subscription = e.Subscription
 		}
-		if t.m != nil {
-			t.m.event(e)
-		}
-	})
+		spanEvent(d, e)
+	}
+	if t.m != nil {
+		t.m.event(e)
+	}
 }
 
 // InFlightReporter is what [Telemetry.RegisterConsumer] observes: a [bqpulsar.Consumer].

@@ -59,7 +59,7 @@ var (
 // deliveryKey is the context key of a delivery's state.
 type deliveryKey struct{}
 
-// delivery is what the hook and the observer share about one delivery.
+// delivery is what the Delivery and Event hooks share about one delivery.
 type delivery struct {
 	span         trace.Span      // nil without tracing
 	ctx          context.Context //nolint:containedctx // the delivery's, for its settlement's measurement; it lives as long as the delivery
@@ -75,20 +75,18 @@ func deliveryFrom(ctx context.Context) *delivery {
 	return d
 }
 
-// DeliveryHook returns the delivery hook that opens a consumer span per delivery (see the
-// package documentation for its parent, links and attributes) and ends it with the
-// delivery's settlement. The handler's context carries the span, so spans the handler
-// starts are its children.
-func (t *Telemetry) DeliveryHook() bqpulsar.DeliveryHook {
-	return func(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
-		d := &delivery{topic: msg.Topic()}
-		if t.cfg.tracing {
-			ctx = t.startConsumerSpan(ctx, msg, d)
-		}
-		ctx = context.WithValue(ctx, deliveryKey{}, d)
-		d.ctx = ctx
-		return ctx, func(s bqpulsar.Settlement) { t.settled(d, s) }
+// delivery is the Delivery hook: it opens a consumer span per delivery (see the package
+// documentation for its parent, links and attributes) and ends it with the delivery's
+// settlement. The handler's context carries the span, so spans the handler starts are its
+// children.
+func (t *Telemetry) delivery(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Event)) {
+	d := &delivery{topic: msg.Topic()}
+	if t.cfg.tracing {
+		ctx = t.startConsumerSpan(ctx, msg, d)
 	}
+	ctx = context.WithValue(ctx, deliveryKey{}, d)
+	d.ctx = ctx
+	return ctx, func(s bqpulsar.Event) { t.settled(d, s) }
 }
 
 func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, d *delivery) context.Context {
@@ -133,7 +131,7 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 	return ctx
 }
 
-// spanEvent records an observer event on the delivery's span.
+// spanEvent records an event on the delivery's span.
 func spanEvent(d *delivery, e bqpulsar.Event) {
 	if d.span == nil {
 		return
@@ -171,23 +169,23 @@ func errorMessage(err error) attribute.KeyValue {
 }
 
 // settled ends the delivery's span and counts the settlement.
-func (t *Telemetry) settled(d *delivery, s bqpulsar.Settlement) {
+func (t *Telemetry) settled(d *delivery, s bqpulsar.Event) {
 	if t.m != nil {
 		t.m.settlement(d, s)
 	}
 	if d.span == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{AttrOutcome.String(string(s.Outcome)), AttrAttempt.Int(s.Attempt)}
+	attrs := []attribute.KeyValue{AttrOutcome.String(s.Kind.String()), AttrAttempt.Int(s.Attempt)}
 	if s.URN != "" {
 		attrs = append(attrs, AttrURN.String(s.URN))
 	}
 	if s.Reason != "" {
 		attrs = append(attrs, AttrReason.String(string(s.Reason)))
 	}
-	if s.Outcome != bqpulsar.OutcomeAcked {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(s.Err, string(s.Outcome))))
-		desc := string(s.Outcome)
+	if s.Kind != bqpulsar.EventAcked {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(s.Err, s.Kind.String())))
+		desc := s.Kind.String()
 		if s.Err != nil {
 			desc = s.Err.Error()
 		}
@@ -205,48 +203,46 @@ func errorType(err error, fallback string) string {
 	return fmt.Sprintf("%T", err)
 }
 
-// PublishHook returns the publish hook that opens a producer span per message (a child of
-// the span in the Publish call's context), injects its context into the message properties
+// publish is the Publish hook: it opens a producer span per message (a child of the span
+// in the Publish call's context), injects its context into the message properties
 // (traceparent and tracestate, with the default propagator; a property the caller set is
 // kept) and counts the send.
-func (t *Telemetry) PublishHook() bqpulsar.PublishHook {
-	return func(ctx context.Context, m *bqpulsar.OutgoingMessage) func(apulsar.MessageID, error) {
-		var span trace.Span
-		if t.cfg.tracing {
-			dest, partition := splitPartition(m.Topic)
-			attrs := make([]attribute.KeyValue, 0, 9)
-			attrs = append(attrs, attrSystem, attrOpSend, attrNameSend, semconv.MessagingDestinationName(dest))
-			if partition != "" {
-				attrs = append(attrs, semconv.MessagingDestinationPartitionID(partition))
-			}
-			if m.Message != nil {
-				attrs = append(attrs, semconv.MessagingMessageBodySize(len(m.Message.Payload)))
-			}
-			if e := m.Envelope; e != nil {
-				attrs = append(attrs, semconv.MessagingMessageID(e.Meta.ID), AttrURN.String(e.URN()), AttrTraceID.String(e.TraceID))
-			}
-			ctx, span = t.tracer.Start(ctx, "send "+dest, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
-			if m.Message != nil {
-				t.cfg.prop.Inject(ctx, writeCarrier{m.Message})
-			}
+func (t *Telemetry) publish(ctx context.Context, m *bqpulsar.OutgoingMessage) func(apulsar.MessageID, error) {
+	var span trace.Span
+	if t.cfg.tracing {
+		dest, partition := splitPartition(m.Topic)
+		attrs := make([]attribute.KeyValue, 0, 9)
+		attrs = append(attrs, attrSystem, attrOpSend, attrNameSend, semconv.MessagingDestinationName(dest))
+		if partition != "" {
+			attrs = append(attrs, semconv.MessagingDestinationPartitionID(partition))
 		}
-		if span == nil && t.m == nil {
-			return nil
+		if m.Message != nil {
+			attrs = append(attrs, semconv.MessagingMessageBodySize(len(m.Message.Payload)))
 		}
-		return func(_ apulsar.MessageID, err error) {
-			if t.m != nil {
-				t.m.published(ctx, m, err)
-			}
-			if span == nil {
-				return
-			}
-			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, err.Error())
-				span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err, "")))
-			}
-			span.End()
+		if e := m.Envelope; e != nil {
+			attrs = append(attrs, semconv.MessagingMessageID(e.Meta.ID), AttrURN.String(e.URN()), AttrTraceID.String(e.TraceID))
 		}
+		ctx, span = t.tracer.Start(ctx, "send "+dest, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		if m.Message != nil {
+			t.cfg.prop.Inject(ctx, writeCarrier{m.Message})
+		}
+	}
+	if span == nil && t.m == nil {
+		return nil
+	}
+	return func(_ apulsar.MessageID, err error) {
+		if t.m != nil {
+			t.m.published(ctx, m, err)
+		}
+		if span == nil {
+			return
+		}
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err, "")))
+		}
+		span.End()
 	}
 }
 

@@ -48,7 +48,7 @@
 //
 // # Where it plugs in
 //
-// [Guard.Middleware] is a pulsar consumer middleware (pulsar.WithMiddleware). For the
+// [Guard.Middleware] is a pulsar consumer middleware, a Handler hook (pulsar.Hooks). For the
 // messaging runtime, GuardFunc in package pulsar/connector wraps a payload function
 // (messaging.Consume with the "babelqueue" codec), mapping an in-flight id to a delayed
 // redelivery: it lives beside the connector so that this package does not import the

@@ -277,7 +277,8 @@ func (g *Guard) InFlightDelay(err error) (time.Duration, bool) {
 	return d, true
 }
 
-// Middleware returns the guard as pulsar consumer middleware (pulsar.WithMiddleware),
+// Middleware returns the guard as pulsar consumer middleware, a Handler hook
+// (pulsar.WithHooks(pulsar.Hooks{Handler: g.Middleware()})),
 // keyed on the envelope's meta.id: a remembered id is acknowledged without running the
 // handler; an id in flight elsewhere fails with pulsar.RetryAfter(min(lease left,
 // [WithInFlightRetry]), *InFlightError); a store failure fails the delivery with a
@@ -285,7 +286,7 @@ func (g *Guard) InFlightDelay(err error) (time.Duration, bool) {
 // outcome (nil, an error, pulsar.DeadLetter, pulsar.RetryAfter) passes through unchanged.
 // Put it outside payload validation, so a message dead-lettered as invalid is never
 // remembered.
-func (g *Guard) Middleware() bqpulsar.Middleware {
+func (g *Guard) Middleware() func(next bqpulsar.HandlerFunc) bqpulsar.HandlerFunc {
 	return func(next bqpulsar.HandlerFunc) bqpulsar.HandlerFunc {
 		return func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error {
 			res, err := g.Do(ctx, env.Meta.ID, func(ctx context.Context) error { return next(ctx, env, msg) })

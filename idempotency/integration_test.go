@@ -158,8 +158,8 @@ func (r *rig) consume(t *testing.T, g *idempotency.Guard, a *acked, obs *tally, 
 		}),
 		bqpulsar.WithConcurrency(8),
 		bqpulsar.WithRetry(retry.Policy{MaxAttempts: 50, Strategy: retry.Republish}),
-		bqpulsar.WithObserver(obs),
-		bqpulsar.WithMiddleware(a.middleware, g.Middleware()),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Event: obs.Observe, Handler: a.middleware}),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Handler: g.Middleware()}),
 		bqpulsar.Handle(testURN, h),
 	}, opts...)
 	c, err := bqpulsar.NewConsumer(r.client, all...)

@@ -241,7 +241,7 @@ func peerRoutedByProperty(w *world) {
 	assert.Equal(t, urnCreated, plain.URN)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	assert.Equal(t, [][2]string{{urnCancelled, urnCreated}}, g.mismatches, "OnRoutingMismatch(property, body)")
+	assert.Equal(t, [][2]string{{urnCancelled, urnCreated}}, g.mismatches, "EventRoutingMismatch (property, body)")
 }
 
 // peerSchemaGate: a body the peer makes with meta.schema_version 2 carries bq-schema-version
@@ -270,7 +270,7 @@ func peerSchemaGate(w *world) {
 	for _, err := range g.errors() {
 		gateErr = gateErr || errors.Is(err, bqpulsar.ErrSchemaVersion)
 	}
-	assert.True(t, gateErr, "OnError reports ErrSchemaVersion: %v", g.errors())
+	assert.True(t, gateErr, "an event reports ErrSchemaVersion: %v", g.errors())
 	g.quiet(200 * time.Millisecond)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -248,21 +249,17 @@ func (g *goWorker) start(w *world, opts ...bqpulsar.ConsumerOption) {
 		bqpulsar.WithTopic(w.topic),
 		bqpulsar.WithSubscription("go", apulsar.Shared),
 		bqpulsar.WithLogger(zap.NewNop()),
-		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+		bqpulsar.WithHooks(bqpulsar.Hooks{Event: func(e bqpulsar.Event) {
 			g.mu.Lock()
-			g.errs = append(g.errs, err)
-			g.mu.Unlock()
-		}),
-		bqpulsar.OnRoutingMismatch(func(prop, body string, _ *envelope.Envelope, _ apulsar.Message) {
-			g.mu.Lock()
-			g.mismatches = append(g.mismatches, [2]string{prop, body})
-			g.mu.Unlock()
-		}),
-		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
-			g.mu.Lock()
+			defer g.mu.Unlock()
 			g.events = append(g.events, e)
-			g.mu.Unlock()
-		})),
+			switch {
+			case e.Kind == bqpulsar.EventRoutingMismatch:
+				g.mismatches = append(g.mismatches, [2]string{e.URN, e.Envelope.URN()})
+			case reportsFailure(e):
+				g.errs = append(g.errs, e.Err)
+			}
+		}}),
 	}
 	c, err := bqpulsar.NewConsumer(w.client, append(base, opts...)...)
 	require.NoError(w.t, err)
@@ -298,6 +295,23 @@ func (g *goWorker) quiet(d time.Duration) {
 	case c := <-g.calls:
 		g.t.Fatalf("go worker: unexpected handler call for %s: %s", c.URN, c.Payload)
 	case <-time.After(d):
+	}
+}
+
+// reportsFailure reports whether e reports a failure: a step that failed (the handler, the
+// gate, the payload, the routing, a receive) or a failed settlement, not a settlement that
+// carries the failure it settled.
+func reportsFailure(e bqpulsar.Event) bool {
+	switch e.Kind {
+	case bqpulsar.EventGateRejected, bqpulsar.EventPoison, bqpulsar.EventFailed, bqpulsar.EventUnknownURN,
+		bqpulsar.EventTruncated, bqpulsar.EventError:
+		return e.Err != nil
+	case bqpulsar.EventDropped:
+		return errors.Is(e.Err, bqpulsar.ErrExhausted)
+	case bqpulsar.EventNacked:
+		return errors.Is(e.Err, bqpulsar.ErrSettle) || errors.Is(e.Err, bqpulsar.ErrRepublish) || errors.Is(e.Err, bqpulsar.ErrDeadLetterWrite)
+	default:
+		return false
 	}
 }
 

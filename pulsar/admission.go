@@ -36,7 +36,7 @@ type Delivery struct {
 
 	delay      time.Duration     // a retry delay overriding the policy's backoff
 	extraProps map[string]string // added to a republished or dead-lettered copy
-	finishers  []func(Settlement)
+	finishers  []func(Event)
 	finished   bool
 	acked      bool
 	claimed    atomic.Bool // a settlement method was called (pulled deliveries only)
@@ -85,10 +85,8 @@ func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer
 		d = &Delivery{eng: e, owner: owner, msg: msg, props: msg.Properties()}
 		owner.pulled(d)
 	}
-	d.ctx = e.startDelivery(ctx, d)
-	if e.cfg.Observer != nil { // no event to build without an observer
-		e.observe(d, Event{Kind: EventReceived, Topic: msg.Topic()})
-	}
+	d.ctx, d.finishers = e.cfg.Hooks.startDelivery(ctx, msg, d.finishers)
+	e.observe(d, Event{Kind: EventReceived})
 
 	if e.cfg.Gate {
 		if v, ok := d.props[PropSchemaVersion]; ok {
@@ -119,94 +117,49 @@ func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer
 	if pj, ok := d.props[PropJob]; ok && !envelope.IsBlank(pj) {
 		d.urn = pj
 		if pj != bodyURN {
-			e.mismatch(pj, bodyURN, d)
+			e.observe(d, Event{Kind: EventRoutingMismatch})
 		}
 	}
 	return d
 }
 
-// startDelivery runs the delivery hooks, each with the context the one before returned, and
-// returns the last context.
-func (e *engine) startDelivery(ctx context.Context, d *Delivery) context.Context {
-	for _, h := range e.cfg.DeliveryHooks {
-		next, fin, perr := callDeliveryHook(ctx, h, d.msg)
-		if perr != nil {
-			e.cfg.Logger.Error("delivery hook panicked", zap.Error(perr))
-			continue
-		}
-		if next != nil {
-			ctx = next //nolint:fatcontext // the hooks nest by design: each wraps the context of the one before
-		}
-		if fin != nil {
-			d.finishers = append(d.finishers, fin)
-		}
-	}
-	return ctx
-}
-
-func callDeliveryHook(ctx context.Context, h DeliveryHook, msg apulsar.Message) (next context.Context, fin func(Settlement), err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Where: "delivery hook", Value: r}
-		}
-	}()
-	next, fin = h(ctx, msg)
-	return next, fin, nil
-}
-
-// finish reports the delivery's settlement to the hooks, once.
-func (e *engine) finish(d *Delivery, s Settlement) {
+// finish reports the delivery's settlement once: ev, a settlement's Event, to the Event
+// hooks and to the settlement functions of the Delivery hooks.
+func (e *engine) finish(d *Delivery, ev Event) {
 	if d.finished {
 		return
 	}
 	d.finished = true
-	if s.Outcome == OutcomeNacked {
-		d.failure = s.Err
+	if ev.Kind == EventNacked {
+		d.failure = ev.Err
 	}
 	if d.owner != nil {
 		defer d.owner.settledPull(d)
 	}
-	if s.URN == "" {
-		s.URN = d.urn
-	}
-	if s.Attempt == 0 {
-		s.Attempt = d.counted
-	}
-	for i := len(d.finishers) - 1; i >= 0; i-- {
-		f := d.finishers[i]
-		if perr := safeCall("delivery hook's settlement", func() { f(s) }); perr != nil {
-			e.cfg.Logger.Error("delivery hook's settlement panicked", zap.Error(perr))
-		}
-	}
-}
-
-// handled records a handler's result (observer event, log, error hook) before settlement.
-func (e *engine) handled(d *Delivery, err error, latency time.Duration) {
-	if err == nil {
-		e.observe(d, Event{Kind: EventHandled, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Latency: latency})
+	if e.cfg.Hooks == nil {
 		return
 	}
-	e.observe(d, Event{Kind: EventFailed, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Latency: latency, Err: err})
-	e.cfg.Logger.Warn("handler failed", zap.String("urn", d.urn), zap.Int("attempt", d.counted),
-		zap.String("message_id", messageID(d)), zap.Error(err))
-	e.report(&HandlerError{URN: d.urn, Attempt: d.counted, Err: err}, d.env, d.msg)
+	e.cfg.Hooks.settled(e.complete(d, ev), d.finishers)
 }
 
-// observing reports whether an observer is set (so that a front can skip the clock).
-func (e *engine) observing() bool { return e.cfg.Observer != nil }
+// handled records a handler's result (its event and, for a failure, a log line) before
+// settlement.
+func (e *engine) handled(d *Delivery, err error, latency time.Duration) {
+	if err == nil {
+		e.observe(d, Event{Kind: EventHandled, Latency: latency})
+		return
+	}
+	e.observe(d, Event{Kind: EventFailed, Latency: latency, Err: err})
+	e.cfg.Logger.Warn("handler failed", zap.String("urn", d.urn), zap.Int("attempt", d.counted),
+		zap.String("message_id", messageID(d)), zap.Error(err))
+}
+
+// observing reports whether an Event hook is set (so that a front can skip the clock).
+func (e *engine) observing() bool { return e.cfg.Hooks.observing() }
 
 func messageID(d *Delivery) string {
 	if d.env != nil {
 		return d.env.Meta.ID
 	}
 	return ""
-}
-
-func (e *engine) mismatch(propURN, bodyURN string, d *Delivery) {
-	if e.cfg.OnMismatch == nil {
-		return
-	}
-	if perr := safeCall("OnRoutingMismatch hook", func() { e.cfg.OnMismatch(propURN, bodyURN, d.env, d.msg) }); perr != nil {
-		e.cfg.Logger.Warn("routing mismatch hook panicked", zap.Error(perr))
-	}
 }

@@ -21,9 +21,9 @@ const (
 	PropDelay         = "bq-delay"          // the delay in whole milliseconds, on delayed messages only
 )
 
-// MaxAttemptsValue is the largest attempts count the binding represents (int32 max, the
+// maxAttemptsValue is the largest attempts count the binding represents (int32 max, the
 // bound every BabelQueue SDK shares). Counts saturate here instead of wrapping.
-const MaxAttemptsValue = math.MaxInt32
+const maxAttemptsValue = math.MaxInt32
 
 // ErrSchemaVersion is the sentinel of a message whose bq-schema-version property is present,
 // not blank and not exactly "1". [GateVerdict] returns it inside a *[SchemaVersionError].
@@ -41,8 +41,8 @@ func (e *SchemaVersionError) Error() string {
 	return fmt.Sprintf("pulsar: unsupported bq-schema-version property %q (want %q)", e.Value, "1")
 }
 
-// Is reports whether target is [ErrSchemaVersion].
-func (*SchemaVersionError) Is(target error) bool { return target == ErrSchemaVersion }
+// Unwrap returns [ErrSchemaVersion], which the error matches.
+func (*SchemaVersionError) Unwrap() error { return ErrSchemaVersion }
 
 // ProjectProperties returns the six bq-* properties of env: the URN, the
 // trace id, meta.id, the schema version, meta.lang and attempts, all as strings. The map is
@@ -53,11 +53,11 @@ func ProjectProperties(env *envelope.Envelope) map[string]string {
 	return props
 }
 
-// ParseAttempts parses a bq-attempts property value. It is valid only when it is made of
+// parseAttempts parses a bq-attempts property value. It is valid only when it is made of
 // ASCII digits alone (at least one; leading zeros allowed) and its value is at most
-// [MaxAttemptsValue]. "+3", "-1", " 3", "3 ", "" and non-ASCII digits are invalid, which is
+// 2147483647 (int32 max, the bound every BabelQueue SDK shares). "+3", "-1", " 3", "3 ", "" and non-ASCII digits are invalid, which is
 // why strconv.Atoi alone is not used.
-func ParseAttempts(value string) (int, bool) {
+func parseAttempts(value string) (int, bool) {
 	if value == "" {
 		return 0, false
 	}
@@ -68,7 +68,7 @@ func ParseAttempts(value string) (int, bool) {
 			return 0, false
 		}
 		n = n*10 + int(c-'0')
-		if n > MaxAttemptsValue {
+		if n > maxAttemptsValue {
 			return 0, false
 		}
 	}
@@ -87,20 +87,20 @@ func GateVerdict(value string, present bool) error {
 }
 
 // Reconcile computes the attempts of a delivery. The base is the
-// bq-attempts property when present and valid ([ParseAttempts]), otherwise bodyAttempts
+// bq-attempts property when present and valid (parsed strictly: ASCII digits only, at most 2147483647), otherwise bodyAttempts
 // (pass 0 for a poison body); negative values count as 0. reconciled is the larger of the
 // base and Pulsar's 0-based redelivery count (no −1), and counted = reconciled + 1 is this
-// delivery's number, both saturating at [MaxAttemptsValue].
+// delivery's number, both saturating at 2147483647 (int32 max).
 func Reconcile(property string, present bool, bodyAttempts int, redeliveryCount uint32) (reconciled, counted int) {
 	base := max(bodyAttempts, 0)
 	if present {
-		if v, ok := ParseAttempts(property); ok {
+		if v, ok := parseAttempts(property); ok {
 			base = v
 		}
 	}
-	reconciled = min(max(base, int(min(redeliveryCount, MaxAttemptsValue))), MaxAttemptsValue)
+	reconciled = min(max(base, int(min(redeliveryCount, maxAttemptsValue))), maxAttemptsValue)
 	counted = reconciled
-	if counted < MaxAttemptsValue {
+	if counted < maxAttemptsValue {
 		counted++
 	}
 	return reconciled, counted

@@ -142,7 +142,7 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 			bqpulsar.WithRetry(retry.Policy{MaxAttempts: maxAttempts}),
 			bqpulsar.WithConcurrency(concurrency),
 			bqpulsar.WithSenderOptions(func(o *apulsar.ProducerOptions) { o.SendTimeout = time.Second }),
-			bqpulsar.OnError(onError),
+			onFailure(onError),
 			bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
 				return state.handle(env)
 			}))

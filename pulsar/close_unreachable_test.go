@@ -111,7 +111,7 @@ func TestRunReturnsWhenTheBrokerStaysUnreachable(t *testing.T) {
 	c, runDone := connectedConsumer(t, b, client, uniqueTopic(t, "unreachable"),
 		bqpulsar.WithCloseTimeout(time.Second),
 		bqpulsar.WithUnreachableTimeout(unreachable),
-		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+		onFailure(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
 			mu.Lock()
 			reported = append(reported, err)
 			mu.Unlock()

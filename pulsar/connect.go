@@ -21,8 +21,8 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 )
 
-// DefaultConnectTimeout bounds [Connect] when ClientOptions.ConnectionTimeout is zero.
-const DefaultConnectTimeout = 10 * time.Second
+// defaultConnectTimeout bounds [Connect] when ClientOptions.ConnectionTimeout is zero.
+const defaultConnectTimeout = 10 * time.Second
 
 // ErrConnect is matched by every *[ConnectError].
 var ErrConnect = errors.New("pulsar: cannot connect")
@@ -77,7 +77,8 @@ func (k ConnectKind) String() string {
 }
 
 // ConnectError is the failure to reach a Pulsar service: returned by [Connect], and by
-// [WrapConnectError] for an error of the client that says the broker could not be reached.
+// [NewPublisher] and [NewConsumer] for an error of the client that says the broker could
+// not be reached.
 // Its message is one line naming the URL and the cause, for example
 //
 //	pulsar: connect to pulsar://127.0.0.1:1: connection refused
@@ -137,18 +138,15 @@ func (e *ConnectError) detail() string {
 	}
 }
 
-// Unwrap returns Cause.
-func (e *ConnectError) Unwrap() error { return e.Cause }
-
-// Is reports whether target is [ErrConnect].
-func (*ConnectError) Is(target error) bool { return target == ErrConnect }
+// Unwrap returns [ErrConnect] and Cause, so that the error matches both.
+func (e *ConnectError) Unwrap() []error { return matching(ErrConnect, e.Cause) }
 
 // Connect creates a client with opts and proves that it can reach the service before
 // returning it, so that an unreachable broker is reported at once, with its cause, instead
 // of as a vague timeout of the first CreateProducer or Subscribe.
 //
 // The probe, in order, bounded by ctx and by opts.ConnectionTimeout
-// ([DefaultConnectTimeout] when zero) for the whole of it:
+// (10 s when zero) for the whole of it:
 //
 //  1. the service URL is parsed (pulsar://, pulsar+ssl://, http://, https://, several
 //     comma-separated hosts);
@@ -194,7 +192,7 @@ func Connect(ctx context.Context, opts apulsar.ClientOptions) (apulsar.Client, e
 	}
 	budget := opts.ConnectionTimeout
 	if budget <= 0 {
-		budget = DefaultConnectTimeout
+		budget = defaultConnectTimeout
 	}
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
@@ -250,7 +248,7 @@ func probeBroker(pctx, ctx context.Context, client apulsar.Client, w *connectWat
 		if f, ok := w.first(); ok {
 			return f.kind, f.err
 		}
-		return ClassifyConnectError(err), err
+		return classifyConnectError(err), err
 	case f := <-w.ch:
 		return f.kind, f.err
 	case <-pctx.Done():
@@ -300,14 +298,14 @@ func isConnectionLevel(err error) bool {
 // a request that got no answer (it has no exported sentinel for them).
 var clientConnectionErrors = [...]string{"connection error", "connection closed", "request timed out"}
 
-// WrapConnectError returns err as a *[ConnectError] for serviceURL when err says the broker
+// wrapConnectError returns err as a *[ConnectError] for serviceURL when err says the broker
 // could not be reached, and err unchanged otherwise (nil stays nil, a *ConnectError is
 // returned as is, and an answer of the broker such as "topic not found" is not a connection
 // failure). Call it on an error of the client's CreateProducer, Subscribe or CreateReader:
 // pulsar-client-go v0.19.0 returns for an unreachable broker only an errors.Join of
 // context.DeadlineExceeded and a bare "connection error", and logs the cause; the
 // ConnectError names the URL, and the cause when the error carries it.
-func WrapConnectError(serviceURL string, err error) error {
+func wrapConnectError(serviceURL string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -318,10 +316,10 @@ func WrapConnectError(serviceURL string, err error) error {
 	if !isConnectionLevel(err) {
 		return err
 	}
-	return &ConnectError{URL: serviceURL, Kind: ClassifyConnectError(err), Cause: err}
+	return &ConnectError{URL: serviceURL, Kind: classifyConnectError(err), Cause: err}
 }
 
-// ClassifyConnectError returns the kind of connection failure err describes, looking
+// classifyConnectError returns the kind of connection failure err describes, looking
 // through wrapped and joined errors: a *net.DNSError is [ConnectUnknownHost],
 // syscall.ECONNREFUSED [ConnectRefused], a TLS record, alert or certificate error or an
 // x509 error [ConnectTLS], an *apulsar.Error with result AuthenticationError
@@ -329,7 +327,7 @@ func WrapConnectError(serviceURL string, err error) error {
 // "request timed out" [ConnectTimeout], context.Canceled [ConnectCanceled], an unreachable
 // network or host or a reset connection [ConnectUnreachable], and anything else
 // [ConnectUnknown].
-func ClassifyConnectError(err error) ConnectKind {
+func classifyConnectError(err error) ConnectKind {
 	if err == nil {
 		return ConnectUnknown
 	}
@@ -569,7 +567,7 @@ func probeHost(ctx context.Context, hostport string, tlsConf *tls.Config) (Conne
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", hostport)
 	if err != nil {
-		kind := ClassifyConnectError(err)
+		kind := classifyConnectError(err)
 		if kind == ConnectUnknown {
 			kind = ConnectUnreachable
 		}
@@ -695,7 +693,7 @@ func (w *connectWatch) noteError(msg string, err error) {
 	}
 	switch {
 	case strings.HasPrefix(msg, logDialFailed):
-		kind := ClassifyConnectError(err)
+		kind := classifyConnectError(err)
 		if kind == ConnectUnknown {
 			kind = ConnectUnreachable
 		}
@@ -705,7 +703,7 @@ func (w *connectWatch) noteError(msg string, err error) {
 	case strings.HasPrefix(msg, logAuthDataFailed):
 		w.report(failure{ConnectAuthentication, fmt.Errorf("credentials: %w", err)})
 	case strings.HasPrefix(msg, logHandshakeFailed):
-		kind := ClassifyConnectError(err)
+		kind := classifyConnectError(err)
 		if kind == ConnectUnknown || kind == ConnectUnreachable {
 			kind, err = ConnectUnknown, fmt.Errorf("the broker closed the connection during the Pulsar handshake: %w", err)
 		}

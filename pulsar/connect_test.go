@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -298,11 +299,11 @@ func TestConnectErrorRedactsPassword(t *testing.T) {
 
 func TestWrapConnectError(t *testing.T) {
 	const url = "pulsar://127.0.0.1:1"
-	require.NoError(t, bqpulsar.WrapConnectError(url, nil))
+	require.NoError(t, seam.WrapConnectError(url, nil))
 
 	// What CreateProducer returns for an unreachable broker.
 	bare := errors.Join(context.DeadlineExceeded, errors.New("connection error"))
-	err := bqpulsar.WrapConnectError(url, bare)
+	err := seam.WrapConnectError(url, bare)
 	requireConnectError(t, err, bqpulsar.ConnectTimeout)
 	var ce *bqpulsar.ConnectError
 	require.ErrorAs(t, err, &ce)
@@ -312,10 +313,10 @@ func TestWrapConnectError(t *testing.T) {
 
 	// An answer of the broker is not a connection failure.
 	answer := errors.New("server error: TopicNotFound: no such topic")
-	assert.Same(t, answer, bqpulsar.WrapConnectError(url, answer))
+	assert.Same(t, answer, seam.WrapConnectError(url, answer))
 
 	// A ConnectError stays as it is.
-	assert.Same(t, err, bqpulsar.WrapConnectError("other", err))
+	assert.Same(t, err, seam.WrapConnectError("other", err))
 
 	// A real client against a closed port.
 	client, err := apulsar.NewClient(connectOpts(url))
@@ -323,7 +324,7 @@ func TestWrapConnectError(t *testing.T) {
 	defer client.Close()
 	_, err = client.CreateProducer(apulsar.ProducerOptions{Topic: "orders"})
 	require.Error(t, err)
-	requireConnectError(t, bqpulsar.WrapConnectError(url, err), bqpulsar.ConnectTimeout)
+	requireConnectError(t, seam.WrapConnectError(url, err), bqpulsar.ConnectTimeout)
 }
 
 func TestClassifyConnectError(t *testing.T) {

@@ -1,6 +1,7 @@
 package pulsar_test
 
 import (
+	"context"
 	"errors"
 	"syscall"
 	"testing"
@@ -23,7 +24,7 @@ func TestConstructorsSayWhyTheBrokerCannotBeReached(t *testing.T) {
 
 	_, perr := bqpulsar.NewPublisher(client, "persistent://public/default/orders")
 	_, cerr := bqpulsar.NewConsumer(client, bqpulsar.WithTopic("persistent://public/default/orders"),
-		bqpulsar.WithSubscription("s", apulsar.Shared), bqpulsar.OnUnknownURN(func(*envelope.Envelope, apulsar.Message) {}))
+		bqpulsar.WithSubscription("s", apulsar.Shared), bqpulsar.HandleUnknown(func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }))
 	for _, err := range []error{perr, cerr} {
 		require.Error(t, err)
 		var ce *bqpulsar.ConnectError

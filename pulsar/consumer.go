@@ -11,6 +11,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -20,8 +21,8 @@ import (
 type Consumer struct {
 	cfg         consumerConfig
 	eng         *engine
-	recv        Receiver
-	settler     Settler
+	recv        seam.Receiver
+	settler     seam.Settler
 	ownConsumer apulsar.Consumer // the consumer NewConsumer subscribed; nil when wrapped
 	inflight    atomic.Int64     // messages being handled or settled
 
@@ -61,8 +62,8 @@ type Consumer struct {
 
 // NewConsumer subscribes to the configured topics on client and returns a consumer that
 // owns that subscription, and the producers it creates for retries and dead letters:
-// [Consumer.Close] closes them, never the client. Required options: [WithTopic] (or
-// [WithTopics]), [WithSubscription], and at least one [Handle] or an [OnUnknownURN] hook.
+// [Consumer.Close] closes them, never the client. Required options: [WithTopic] (one
+// or several) and [WithSubscription]; [Consumer.Run] needs at least one [Handle] or [HandleUnknown].
 // Errors wrap [ErrInvalidOption] for a refused configuration, or are the client's error from
 // Subscribe. A broker that answers that the topic is temporarily unavailable (it is being
 // unloaded or moved) is asked again, with pauses of 100 ms doubling to 1 s, for up to 30 s.
@@ -94,11 +95,11 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 		co.NackRedeliveryDelay = cfg.nackDelay
 	}
 	if cfg.policy.Strategy == retry.Nack && cfg.policy.Backoff.Initial > 0 && co.NackBackoffPolicy == nil {
-		co.NackBackoffPolicy = nackBackoff{b: cfg.policy.Backoff}
+		co.NackBackoffPolicy = seam.NackBackoff(cfg.policy.Backoff)
 	}
 	pc, err := whileTransient(cfg.logger, "subscribe", func() (apulsar.Consumer, error) { return client.Subscribe(co) })
 	if err != nil {
-		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, WrapConnectError("", err))
+		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, wrapConnectError("", err))
 	}
 	if !cfg.noRetention && cfg.senderFactory == nil {
 		cfg.retention = retentionFor(client, cfg.deadLetter)
@@ -110,7 +111,7 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 }
 
 // WrapConsumer returns a Consumer over an existing Pulsar consumer, which it never closes.
-// Declare its subscription type with [WithSubscriptionType] (undeclared means Exclusive,
+// Declare its subscription type with [WithSubscription] (undeclared means Exclusive,
 // where retries by nack are refused). client creates the producers for retries and dead
 // letters (closed by [Consumer.Close]); it may be nil only when no retry republish or
 // dead-letter write can happen (retry.Nack and dead letters off).
@@ -131,7 +132,7 @@ func WrapConsumer(client apulsar.Client, pc apulsar.Consumer, opts ...ConsumerOp
 			if cfg.policy.Strategy != retry.Nack || !cfg.deadLetter.Disabled {
 				return nil, fmt.Errorf("%w: nil client, but retries republish or dead letters are on", ErrInvalidOption)
 			}
-			factory = func(topic string) (Sender, func(), error) {
+			factory = func(topic string) (seam.Sender, func(), error) {
 				return nil, nil, fmt.Errorf("%w: no client to create a producer for %q", ErrInvalidOption, topic)
 			}
 		} else {
@@ -162,16 +163,16 @@ func consumerSetup(opts []ConsumerOption) (consumerConfig, error) {
 		return cfg, fmt.Errorf("%w: max in-flight %d is below the concurrency %d", ErrInvalidOption,
 			cfg.maxInflight, cfg.concurrency)
 	}
-	if len(cfg.middleware) > 0 {
+	if hooks := newHookSet(cfg.hooks, cfg.logger); hooks != nil {
 		for urn, h := range cfg.handlers {
-			cfg.handlers[urn] = chain(h, cfg.middleware)
+			cfg.handlers[urn] = hooks.wrap(h)
 		}
 	}
 	return cfg, nil
 }
 
-// settlerOf returns the settler of a consumer over pc ([WithSettler]).
-func settlerOf(cfg consumerConfig, pc apulsar.Consumer) Settler {
+// settlerOf returns the settler of a consumer over pc (seam.Front's Settler).
+func settlerOf(cfg consumerConfig, pc apulsar.Consumer) seam.Settler {
 	if cfg.settlerWrap != nil {
 		if s := cfg.settlerWrap(pc); s != nil {
 			return s
@@ -184,14 +185,14 @@ func checkStrategy(cfg consumerConfig) error {
 	return checkRetryStrategy(cfg.policy.Strategy, cfg.subType)
 }
 
-func clientSenders(client apulsar.Client, cfg consumerConfig) func(topic string) (Sender, func(), error) {
+func clientSenders(client apulsar.Client, cfg consumerConfig) func(topic string) (seam.Sender, func(), error) {
 	if cfg.senderFactory != nil {
 		return cfg.senderFactory
 	}
 	return producerSenders(client, cfg.senderOpts)
 }
 
-func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory func(string) (Sender, func(), error)) *Consumer {
+func newConsumer(cfg consumerConfig, recv seam.Receiver, settler seam.Settler, factory func(string) (seam.Sender, func(), error)) *Consumer {
 	maxAttempts := cfg.policy.Attempts()
 	if cfg.maxAttempts > 0 {
 		maxAttempts = cfg.maxAttempts
@@ -205,10 +206,7 @@ func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory fun
 		SettleRejects:  !cfg.poisonDelivered,
 		Gate:           !cfg.noGate,
 		Logger:         cfg.logger,
-		Observer:       cfg.observer,
-		OnError:        cfg.onError,
-		OnMismatch:     cfg.onMismatch,
-		DeliveryHooks:  cfg.deliveryHooks,
+		Hooks:          newHookSet(cfg.hooks, cfg.logger),
 		Senders:        factory,
 		Retention:      cfg.retention,
 		MaxMessageSize: cfg.maxMessageSize,
@@ -224,9 +222,6 @@ func newConsumer(cfg consumerConfig, recv Receiver, settler Settler, factory fun
 	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	return c
 }
-
-// MaxAttempts returns the configured number of deliveries, the first included.
-func (c *Consumer) MaxAttempts() int { return c.eng.maxAttempts() }
 
 // Run receives and handles messages until ctx ends, [Consumer.Close] is called, the Pulsar
 // consumer fails for good (it was closed), or the broker stayed unreachable for the
@@ -248,12 +243,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	case c.style == stylePull:
 		c.mu.Unlock()
 		return ErrStyle
-	case len(c.cfg.handlers) == 0 && c.cfg.onUnknown == nil:
+	case len(c.cfg.handlers) == 0 && c.cfg.unknown == nil:
 		c.mu.Unlock()
-		return fmt.Errorf("%w: no handler (use Handle or OnUnknownURN); a consumer without one is for Next", ErrInvalidOption)
+		return fmt.Errorf("%w: no handler (use Handle or HandleUnknown); a consumer without one is for Next", ErrInvalidOption)
 	case c.cfg.poisonDelivered:
 		c.mu.Unlock()
-		return fmt.Errorf("%w: Run needs an envelope: WithPoisonSettled(false) is for Next", ErrInvalidOption)
+		return fmt.Errorf("%w: Run needs an envelope: a consumer that delivers poison is for Next", ErrInvalidOption)
 	}
 	c.style = styleRun
 	rctx, stopCause := context.WithCancelCause(ctx)
@@ -326,7 +321,7 @@ func (c *Consumer) maxInflight() int {
 	if c.cfg.maxInflight > 0 {
 		return c.cfg.maxInflight
 	}
-	return DefaultInflightPerWorker * c.cfg.concurrency
+	return inflightPerWorker * c.cfg.concurrency
 }
 
 func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) error {
@@ -443,15 +438,8 @@ func (e *CloseTimeoutError) Error() string {
 	return fmt.Sprintf("pulsar: close timed out after %s, still waiting for %s", e.Timeout, e.Pending)
 }
 
-// Is reports whether target is [ErrCloseTimeout].
-func (*CloseTimeoutError) Is(target error) bool { return target == ErrCloseTimeout }
-
-// nackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy ([NackBackoff]).
-type nackBackoff struct{ b retry.Backoff }
-
-func (n nackBackoff) Next(redeliveryCount uint32) time.Duration {
-	return n.b.Delay(int(min(redeliveryCount, 1<<20)) + 1)
-}
+// Unwrap returns [ErrCloseTimeout], which the error matches.
+func (*CloseTimeoutError) Unwrap() error { return ErrCloseTimeout }
 
 // Health reports the consumer's health: live until it is closed or its Pulsar consumer
 // failed for good; ready while live, the broker answers (see [WithUnreachableTimeout]), and

@@ -19,7 +19,8 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-	"github.com/babelqueue/babelqueue-go-pulsar/mocks"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/mocks"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -66,23 +67,21 @@ func newHarness(t *testing.T, opts ...ConsumerOption) *harness {
 		WithSubscription("sub", apulsar.Shared),
 		WithRetry(retry.Policy{}),
 		WithLogger(zap.New(core)),
-		OnError(func(err error, env *envelope.Envelope, msg apulsar.Message) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.errs = append(h.errs, err)
-			h.errEnvs = append(h.errEnvs, env)
-			h.errMsgs = append(h.errMsgs, msg)
-		}),
-		WithObserver(ObserverFunc(func(e Event) {
+		WithHooks(Hooks{Event: func(e Event) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.events = append(h.events, e)
-		})),
+			if reportsFailure(e) {
+				h.errs = append(h.errs, e.Err)
+				h.errEnvs = append(h.errEnvs, e.Envelope)
+				h.errMsgs = append(h.errMsgs, e.Message)
+			}
+		}}),
 	}
 	cfg, err := consumerSetup(append(base, opts...))
 	require.NoError(t, err)
 	require.NoError(t, checkStrategy(cfg))
-	h.c = newConsumer(cfg, nil, h.settler, func(topic string) (Sender, func(), error) {
+	h.c = newConsumer(cfg, nil, h.settler, func(topic string) (seam.Sender, func(), error) {
 		h.mu.Lock()
 		h.created = append(h.created, topic)
 		h.mu.Unlock()
@@ -94,6 +93,33 @@ func newHarness(t *testing.T, opts ...ConsumerOption) *harness {
 	})
 	t.Cleanup(func() { require.NoError(t, h.c.Close()) })
 	return h
+}
+
+// reportsFailure reports whether e is one of the events that report a failure: what the
+// error hook was given before the one Event hook took its place.
+func reportsFailure(e Event) bool {
+	switch e.Kind {
+	case EventGateRejected, EventPoison, EventFailed, EventUnknownURN, EventTruncated, EventError:
+		return e.Err != nil
+	case EventDropped:
+		return errors.Is(e.Err, ErrExhausted)
+	case EventNacked: // a failed settlement, not a Delivery.Nack's own reason
+		return errors.Is(e.Err, ErrSettle) || errors.Is(e.Err, ErrRepublish) || errors.Is(e.Err, ErrDeadLetterWrite)
+	default:
+		return false
+	}
+}
+
+func (h *harness) failures() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Event
+	for _, e := range h.events {
+		if reportsFailure(e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (h *harness) errors() []error {
@@ -184,10 +210,10 @@ func TestExhaustedHandlerFailureIsDeadLetteredThenAcked(t *testing.T) {
 	assert.NotContains(t, pm.Properties, PropDelay, "a dead-letter copy is not delayed")
 	assert.Equal(t, "k1", pm.Key)
 
-	errs := h.errors()
-	require.Len(t, errs, 1)
-	require.ErrorIs(t, errs[0], ErrHandler)
-	require.ErrorIs(t, errs[0], failure)
+	fails := h.failures()
+	require.Len(t, fails, 1)
+	require.Equal(t, EventFailed, fails[0].Kind, "reported as the handler's failure")
+	require.ErrorIs(t, fails[0].Err, failure)
 	assert.Contains(t, h.kinds(), EventDeadLettered)
 	assert.Equal(t, []string{testDLQ}, h.created, "only the dead-letter producer was created")
 }
@@ -282,7 +308,7 @@ func TestPoisonIsDeadLetteredAtOnce(t *testing.T) {
 	assert.Equal(t, traceparent, pm.Properties["traceparent"])
 	errs := h.errors()
 	require.Len(t, errs, 1)
-	require.ErrorIs(t, errs[0], ErrPoison)
+	require.ErrorIs(t, errs[0], envelope.ErrPoison)
 	var pe *envelope.PoisonError
 	require.ErrorAs(t, errs[0], &pe)
 	assert.Equal(t, envelope.RuleUTF8, pe.Rule)
@@ -324,7 +350,10 @@ func TestGateRejectionSendsRawCopyOnFirstDelivery(t *testing.T) {
 	h := newHarness(t, Handle(testURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
 		handled = true
 		return nil
-	}), OnUnknownURN(func(*envelope.Envelope, apulsar.Message) { t.Error("OnUnknownURN consulted") }))
+	}), HandleUnknown(func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		t.Error("HandleUnknown consulted")
+		return nil
+	}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	msg.props[PropSchemaVersion] = "2"
 	msg.props[PropAttempts] = "0"
@@ -587,7 +616,7 @@ func TestSuccessAcks(t *testing.T) {
 	assert.Equal(t, env.Meta.ID, got.Meta.ID)
 	assert.Empty(t, h.errors())
 	kinds := h.kinds()
-	assert.Equal(t, []EventKind{EventReceived, EventHandled}, kinds)
+	assert.Equal(t, []EventKind{EventReceived, EventHandled, EventAcked}, kinds)
 }
 
 func TestAckFailureIsReported(t *testing.T) {
@@ -617,33 +646,40 @@ func TestHandlerPanicIsAFailure(t *testing.T) {
 	require.NotNil(t, cp.DeadLetter.Exception)
 	assert.Equal(t, "*pulsar.PanicError", *cp.DeadLetter.Exception)
 	assert.Contains(t, *cp.DeadLetter.Error, "kaboom")
-	errs := h.errors()
-	require.ErrorIs(t, errs[0], ErrPanic)
-	require.ErrorIs(t, errs[0], ErrHandler)
+	fails := h.failures()
+	require.ErrorIs(t, fails[0].Err, ErrPanic)
+	require.Equal(t, EventFailed, fails[0].Kind, "reported as the handler's failure")
 }
 
-func TestOnUnknownURNHookAcks(t *testing.T) {
+func TestHandleUnknownAcks(t *testing.T) {
 	t.Parallel()
 	var seen string
-	h := newHarness(t, OnUnknownURN(func(env *envelope.Envelope, _ apulsar.Message) { seen = env.URN() }))
+	h := newHarness(t, HandleUnknown(func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+		seen = env.URN()
+		return nil
+	}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
 	assert.Equal(t, testURN, seen)
-	assert.Empty(t, h.errors())
+	errs := h.errors()
+	require.Len(t, errs, 1, "only the unknown URN is reported, no failure")
+	require.ErrorIs(t, errs[0], ErrUnknownURN)
+	assert.Equal(t, []EventKind{EventReceived, EventUnknownURN, EventHandled, EventAcked}, h.kinds())
 }
 
-func TestPanickingOnUnknownURNHookIsAnUnknownURN(t *testing.T) {
+func TestPanickingHandleUnknownIsAnUnknownURN(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, OnUnknownURN(func(*envelope.Envelope, apulsar.Message) { panic("hook bug") }), WithMaxAttempts(2))
+	h := newHarness(t, HandleUnknown(func(context.Context, *envelope.Envelope, apulsar.Message) error { panic("hook bug") }), WithMaxAttempts(2))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	h.senders[testParent].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
 	errs := h.errors()
 	require.Len(t, errs, 2)
-	require.ErrorIs(t, errs[0], ErrPanic)
-	require.ErrorIs(t, errs[1], ErrUnknownURN)
+	require.ErrorIs(t, errs[0], ErrUnknownURN)
+	require.ErrorIs(t, errs[1], ErrPanic)
+	assert.Contains(t, h.kinds(), EventRetried, "retried as an unknown URN")
 }
 
 func TestRoutingPropertyWinsAndMismatchHook(t *testing.T) {
@@ -660,11 +696,14 @@ func TestRoutingPropertyWinsAndMismatchHook(t *testing.T) {
 			t.Error("body URN must not win")
 			return nil
 		}),
-		OnRoutingMismatch(func(p, b string, env *envelope.Envelope, msg apulsar.Message) {
-			require.NotNil(t, env)
-			require.NotNil(t, msg)
-			calls = append(calls, call{p, b})
-		}))
+		WithHooks(Hooks{Event: func(e Event) {
+			if e.Kind != EventRoutingMismatch {
+				return
+			}
+			require.NotNil(t, e.Envelope)
+			require.NotNil(t, e.Message)
+			calls = append(calls, call{e.URN, e.Envelope.URN()})
+		}}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	msg.props[PropJob] = otherURN
 	h.settler.EXPECT().Ack(msg).Return(nil)
@@ -673,38 +712,50 @@ func TestRoutingPropertyWinsAndMismatchHook(t *testing.T) {
 	assert.Equal(t, []call{{otherURN, testURN}}, calls)
 
 	// A blank property routes on the body.
-	h2 := newHarness(t, Handle(testURN, handlerReturning(nil)), OnRoutingMismatch(func(string, string, *envelope.Envelope, apulsar.Message) {
-		t.Error("no mismatch for a blank property")
-	}))
+	h2 := newHarness(t, Handle(testURN, handlerReturning(nil)), WithHooks(Hooks{Event: func(e Event) {
+		if e.Kind == EventRoutingMismatch {
+			t.Error("no mismatch for a blank property")
+		}
+	}}))
 	msg2, _ := newMessage(t, testURN, 0, 0)
 	msg2.props[PropJob] = " \t"
 	h2.settler.EXPECT().Ack(msg2).Return(nil)
 	h2.process(msg2)
 }
 
-func TestPanickingMismatchHookIsRecoveredWithoutOnError(t *testing.T) {
+func TestPanickingMismatchHookIsRecoveredWithoutAFailure(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Handle(otherURN, handlerReturning(nil)),
-		OnRoutingMismatch(func(string, string, *envelope.Envelope, apulsar.Message) { panic("hook bug") }))
+		WithHooks(Hooks{Event: func(e Event) {
+			if e.Kind == EventRoutingMismatch {
+				panic("hook bug")
+			}
+		}}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	msg.props[PropJob] = otherURN
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
-	assert.Empty(t, h.errors(), "OnError is not called for a mismatch hook panic")
-	assert.Len(t, h.logs.FilterMessage("routing mismatch hook panicked").All(), 1)
+	assert.Empty(t, h.errors(), "no failure is reported for a mismatch hook panic")
+	assert.Len(t, h.logs.FilterMessage("event hook panicked").All(), 1)
+	assert.Contains(t, h.kinds(), EventAcked, "the settlement is unchanged")
 }
 
-func TestPanickingErrorHookAndObserverDoNotCrash(t *testing.T) {
+func TestPanickingHooksDoNotCrash(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Handle(testURN, handlerReturning(errors.New("x"))), WithMaxAttempts(1),
 		WithDeadLetter(dlq.Off()),
-		OnError(func(error, *envelope.Envelope, apulsar.Message) { panic("bad hook") }),
-		WithObserver(ObserverFunc(func(Event) { panic("bad observer") })))
+		WithHooks(Hooks{
+			Event: func(Event) { panic("bad hook") },
+			Delivery: func(ctx context.Context, _ apulsar.Message) (context.Context, func(Event)) {
+				return ctx, func(Event) { panic("bad settlement hook") }
+			},
+		}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
-	assert.NotEmpty(t, h.logs.FilterMessage("error hook panicked").All())
-	assert.NotEmpty(t, h.logs.FilterMessage("observer panicked").All())
+	assert.NotEmpty(t, h.logs.FilterMessage("event hook panicked").All())
+	assert.NotEmpty(t, h.logs.FilterMessage("delivery hook's settlement panicked").All())
+	assert.Contains(t, h.kinds(), EventDropped, "the hooks after a panicking one still see every event")
 }
 
 func TestObserverSeesLatencyAndAttempt(t *testing.T) {
@@ -718,7 +769,8 @@ func TestObserverSeesLatencyAndAttempt(t *testing.T) {
 	h.process(msg)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	last := h.events[len(h.events)-1]
+	require.Equal(t, EventAcked, h.events[len(h.events)-1].Kind, "the settlement comes last")
+	last := h.events[len(h.events)-2]
 	assert.Equal(t, EventHandled, last.Kind)
 	assert.Equal(t, testURN, last.URN)
 	assert.Equal(t, 1, last.Attempt)

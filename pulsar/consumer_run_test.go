@@ -17,7 +17,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-	"github.com/babelqueue/babelqueue-go-pulsar/mocks"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/mocks"
 )
 
 // feed makes a mock receiver hand out msgs in order, then block until ctx ends, the way

@@ -31,7 +31,7 @@ var ErrUnsettled = errors.New("pulsar: deliveries left unsettled")
 
 // Envelope returns the decoded envelope, its attempts set to the reconciled count of
 // earlier deliveries. It is nil only for a payload that is not an envelope, which reaches
-// [Consumer.Next] only with [WithPoisonSettled](false).
+// [Consumer.Next] only in the connector's Source, with a codec other than the envelope's.
 func (d *Delivery) Envelope() *envelope.Envelope { return d.env }
 
 // Message returns the Pulsar message.
@@ -46,15 +46,15 @@ func (d *Delivery) Attempt() int { return d.counted }
 func (d *Delivery) URN() string { return d.urn }
 
 // Context returns the delivery's context: the one given to [Consumer.Next], as the
-// consumer's [DeliveryHook]s returned it (carrying a tracing span, say). The settlement's
+// consumer's Delivery hooks ([Hooks]) returned it (carrying a tracing span, say). The settlement's
 // writes run with it.
 func (d *Delivery) Context() context.Context { return d.ctx }
 
-// AddCopyProperties adds p to the properties of the copy that a later [Delivery.Fail],
+// addCopyProperties adds p to the properties of the copy that a later [Delivery.Fail],
 // [Delivery.RetryAfter] or [Delivery.DeadLetter] republishes or dead-letters (the
 // contract's bq-attempts and bq-delay are still set by the settlement). It must be called
-// before the settlement, from the goroutine that settles.
-func (d *Delivery) AddCopyProperties(p map[string]string) {
+// before the settlement, from the goroutine that settles (seam.AddCopyProperties).
+func (d *Delivery) addCopyProperties(p map[string]string) {
 	if len(p) == 0 {
 		return
 	}
@@ -76,7 +76,7 @@ func (d *Delivery) Ack() error {
 // Fail settles the delivery as failed with err, exactly as a handler's error under
 // [Consumer.Run]: a retry (republish or negative ack, by the retry policy) while deliveries
 // are left, else the dead-letter copy; a [DeadLetter] or [RetryAfter] outcome is honoured,
-// and an err matching [ErrPoison] settles with reason poison. It returns nil once the
+// and an err matching envelope.ErrPoison settles with reason poison. It returns nil once the
 // settlement is made, the settlement's failure when a republish, dead-letter write or
 // acknowledgement failed (the message was then negatively acknowledged and comes back),
 // and [ErrSettled] for a second settlement. A nil err counts as a failure too.
@@ -260,7 +260,7 @@ func (c *Consumer) nackUnsettled() error {
 	}
 	err := fmt.Errorf("%w: %d negatively acknowledged at close", ErrUnsettled, n)
 	c.cfg.logger.Warn("deliveries left unsettled at close; negatively acknowledged", zap.Int("count", n))
-	c.eng.report(err, nil, nil)
+	c.eng.observe(nil, Event{Kind: EventError, Err: err})
 	return err
 }
 

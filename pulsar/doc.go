@@ -21,7 +21,7 @@
 //	defer pub.Close()
 //	id, err := pub.Publish(ctx, "urn:babel:orders:created", map[string]any{"order": 42})
 //
-// The producer batches per key by default ([WithKeyBasedBatching]) so that Key_Shared
+// The producer batches per key by default (see [WithProducerOptions]) so that Key_Shared
 // subscriptions keep their key affinity.
 //
 // # Consuming
@@ -29,7 +29,7 @@
 // [NewConsumer] subscribes and dispatches by URN. Each message goes through the contract's
 // pipeline in order: the bq-schema-version gate ([GateVerdict]), classification
 // (envelope.Classify), attempts reconciliation ([Reconcile]), routing (a usable bq-job
-// property wins over the body's URN; [OnRoutingMismatch]), dispatch (handler panics are
+// property wins over the body's URN; an [EventRoutingMismatch] reports a difference), dispatch (handler panics are
 // recovered into failures) and settlement:
 //
 //   - success: ack;
@@ -83,7 +83,7 @@
 // A consumer is used in one of two styles over the same receive, admission and settlement:
 //
 //   - [Consumer.Run], the router: it dispatches each message to the handler of its URN
-//     ([Handle], [OnUnknownURN]) on up to [WithConcurrency] workers, keeping the messages
+//     ([Handle], [HandleUnknown]) on up to [WithConcurrency] workers, keeping the messages
 //     of one key in order, and settles the handler's outcome.
 //   - [Consumer.Next], the pull style: a loop of the caller's own. Next returns a [Delivery]
 //     (the decoded envelope, the Pulsar message, the counted attempt, the routing URN and
@@ -136,23 +136,26 @@
 // # Logging and observation
 //
 // [WithLogger] injects a *zap.Logger (default: nop); give the client the same logger with
-// [NewClientLogger]. Every drop is logged at WARN and reported to [OnError]. An [Observer]
-// receives pipeline events (received, handled with latency, failed, retried,
-// dead-lettered, dropped, poison, gate-rejected, unknown URN).
+// [NewClientLogger]. Every drop is logged at WARN and reported as an [Event]. [WithHooks]
+// gives a consumer, a publisher or the connector its [Hooks], the one hook mechanism: an
+// Event function receives every step and settlement of a delivery (received, handled with
+// latency, failed, poison, gate-rejected, unknown URN, routing mismatch, truncated; acked,
+// retried, dead-lettered, dropped, nacked) and the failures outside one ([EventError]).
 //
 // # Handler outcomes and middleware
 //
 // A handler returns nil (ack), an error (a failed delivery: retried while deliveries are
 // left, then dead-lettered), [DeadLetter](err) (dead-letter now with reason failed, no
 // retries: a failure no retry can fix) or [RetryAfter](d, err) (failed; the retry waits d
-// instead of the policy's backoff). [WithMiddleware] wraps every handler; the first
-// middleware given is the outermost, and each sees the context, the envelope, the message
-// and the outcome on the way back. Idempotency, payload validation and tracing are written
-// as middleware (packages idempotency, schema, bqotel).
+// instead of the policy's backoff). A Handler hook ([Hooks]) wraps every handler; the
+// first given is the outermost, and each sees the context, the envelope, the message and
+// the outcome on the way back. Idempotency and payload validation are written as Handler
+// hooks (packages idempotency and schema).
 //
-// [WithDeliveryHook] opens a context per delivery before the gate (a tracing span, say) and
-// receives its [Settlement]; the context reaches the handler, the settlement writes and the
-// [Event.Context] of the observer's events. [WithPublishHook] is its publishing twin.
+// A Delivery hook opens a context per delivery before the gate (a tracing span, say) and
+// receives its settlement; the context reaches the handler, the settlement writes and the
+// [Event.Context] of the delivery's events. A Publish hook is its publishing twin. Package
+// bqotel is all three.
 //
 // # Health
 //
@@ -167,12 +170,11 @@
 // checks is what runs in production:
 //
 //   - [ProjectProperties]: the six bq-* message properties of an envelope.
-//   - [ParseAttempts]: the strict parser of the bq-attempts property (ASCII digits only,
-//     at most 2147483647).
 //   - [GateVerdict]: the bq-schema-version gate, applied before the payload is decoded.
 //     Absent or blank (the six ASCII blank characters only) goes on; exactly "1" goes on;
 //     anything else is rejected untrimmed.
-//   - [Reconcile]: attempts = max(valid bq-attempts, else the body's attempts; Pulsar's
+//   - [Reconcile]: attempts = max(valid bq-attempts (ASCII digits only, at most
+//     2147483647), else the body's attempts; Pulsar's
 //     0-based redelivery count), and the counted delivery number.
 //
 // # New subscriptions
@@ -189,10 +191,11 @@
 // bound), the same admission (gate, classification, reconciliation, routing) and the same
 // settlement (ack, retry, dead letter, nack after a failed write), so the same input is
 // settled the same way by all three. The Source is demand and failure strategies over a
-// Consumer in the pull style; the seam it needs is [WithSettler], [WithSchemaGate],
-// [WithPoisonSettled] and [NackBackoff]. The Publisher and the connector's Sink build their
-// messages with one builder ([Build]): exactly the six bq-* properties, the caller's
-// headers where they do not clash, and bq-delay only for a real delay.
+// Consumer in the pull style; the seam it needs (its own settler, no schema gate, poison
+// delivered to its codec) and the one outgoing-message builder behind the Publisher and
+// the connector's Sink (exactly the six bq-* properties, the caller's headers where they
+// do not clash, and bq-delay only for a real delay) are lent to it through an internal
+// package, outside this package's API.
 //
 // The babelqueue-pulsar connector of the messaging runtime, with its reactive source and
 // sink and the "babelqueue" codec, is package
@@ -200,10 +203,16 @@
 //
 // # Deviations from the architecture sketch
 //
-//   - Event hooks: the observer is one interface with one method taking an [Event], so that
-//     new kinds can be added without breaking implementations.
+//   - Hooks: one struct of optional functions ([Hooks], in the manner of
+//     net/http/httptrace.ClientTrace) in place of separate error, observer, middleware,
+//     delivery and publish hooks, so that new fields and event kinds can be added without
+//     breaking callers. The error hook's reports are events, with the envelope and the
+//     message: a failure is an [Event] whose Err is set.
+//   - [HandleUnknown] replaces the sketch's OnUnknownURN hook: a handler for the URNs
+//     without one.
+//   - The attempts parser is not exported: [Reconcile] applies it.
 //   - [Publisher.PublishAsync] takes a callback instead of returning a promise.
-//   - [WithQueue], [WithLogger] and [WithCloseTimeout] are accepted by more than one
+//   - [WithQueue], [WithLogger], [WithCloseTimeout] and [WithHooks] are accepted by more than one
 //     constructor or call; each returns a named type implementing the option interfaces it
 //     applies to ([QueueOption], [CommonOption]).
 //   - The handler receives the envelope shared with the settlement that follows; it must not

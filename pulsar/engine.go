@@ -17,11 +17,10 @@ import (
 	"sync"
 	"time"
 
-	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
-	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -52,16 +51,11 @@ type engineConfig struct {
 	Gate bool
 	// Logger receives the engine's logs; never nil.
 	Logger *zap.Logger
-	// Observer receives the pipeline's events; nil for none.
-	Observer Observer
-	// OnError receives failures (see the consumer's error hook); nil for none.
-	OnError func(err error, env *envelope.Envelope, msg apulsar.Message)
-	// OnMismatch is called when a usable bq-job property differs from the body's URN.
-	OnMismatch func(propURN, bodyURN string, env *envelope.Envelope, msg apulsar.Message)
-	// DeliveryHooks open a context per delivery and receive its settlement.
-	DeliveryHooks []DeliveryHook
+	// Hooks are the consumer's hooks: its Delivery hooks open a context per delivery and
+	// receive its settlement, its Event hooks every event. Nil for none.
+	Hooks *hookSet
 	// Senders creates the producer of a topic for retries and dead letters.
-	Senders func(topic string) (Sender, func(), error)
+	Senders func(topic string) (seam.Sender, func(), error)
 	// Retention makes sure the retention subscription of a dead-letter topic exists (topic
 	// is the one the message was received on); it is called before the first write to each
 	// dead-letter topic, and again after a failure. Nil: no retention subscription.
@@ -70,9 +64,6 @@ type engineConfig struct {
 	// (properties included) is replaced by a truncated copy, and a retry copy larger than it
 	// goes to the dead-letter path. 0 means [defaultMaxMessageSize].
 	MaxMessageSize int
-	// ExtraSettle, when set, is called after every successful settlement write or ack,
-	// and with the error of every failed one (health of a front).
-	ExtraSettle func(err error)
 }
 
 // defaultMaxMessageSize is the default bound of a settlement write: Apache Pulsar's default
@@ -84,7 +75,7 @@ const defaultMaxMessageSize = 5<<20 - 64<<10
 // use: deliveries are independent.
 type engine struct {
 	cfg     engineConfig
-	settler Settler
+	settler seam.Settler
 	senders *senderCache
 	health  healthState
 
@@ -93,7 +84,7 @@ type engine struct {
 }
 
 // newEngine returns an engine that settles through settler.
-func newEngine(cfg engineConfig, settler Settler) *engine {
+func newEngine(cfg engineConfig, settler seam.Settler) *engine {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -115,27 +106,33 @@ func (e *engine) maxAttempts() int { return e.cfg.MaxAttempts }
 // logger returns the engine's logger.
 func (e *engine) logger() *zap.Logger { return e.cfg.Logger }
 
-// report calls the error hook, recovering a panic.
-func (e *engine) report(err error, env *envelope.Envelope, msg apulsar.Message) {
-	if e.cfg.OnError == nil {
+// observe hands ev to the Event hooks, completed with what the engine knows: the
+// subscription and, for an event of delivery d, its context, message, envelope, topic,
+// routing URN and attempt where ev leaves them empty.
+func (e *engine) observe(d *Delivery, ev Event) {
+	if !e.cfg.Hooks.observing() {
 		return
 	}
-	if perr := safeCall("OnError hook", func() { e.cfg.OnError(err, env, msg) }); perr != nil {
-		e.cfg.Logger.Error("error hook panicked", zap.Error(perr))
-	}
+	e.cfg.Hooks.emit(e.complete(d, ev))
 }
 
-func (e *engine) observe(d *Delivery, ev Event) {
-	if e.cfg.Observer == nil {
-		return
-	}
+// complete fills the fields of ev that d says (see observe).
+func (e *engine) complete(d *Delivery, ev Event) Event {
 	ev.Subscription = e.cfg.Subscription
-	if d != nil {
-		ev.Context = d.ctx
+	if d == nil {
+		return ev
 	}
-	if perr := safeCall("observer", func() { e.cfg.Observer.Observe(ev) }); perr != nil {
-		e.cfg.Logger.Error("observer panicked", zap.Error(perr))
+	ev.Context, ev.Message, ev.Envelope = d.ctx, d.msg, d.env
+	if ev.Topic == "" {
+		ev.Topic = d.msg.Topic()
 	}
+	if ev.URN == "" {
+		ev.URN = d.urn
+	}
+	if ev.Attempt == 0 {
+		ev.Attempt = d.counted
+	}
+	return ev
 }
 
 // safeCall runs f and returns its panic as a *PanicError.

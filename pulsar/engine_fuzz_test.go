@@ -11,6 +11,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -100,7 +101,7 @@ func FuzzEngineFronts(f *testing.F) {
 		e := newEngine(engineConfig{
 			MaxAttempts: int(mode>>6) + 1, Policy: retry.Policy{Strategy: strategy}, BrokerDelay: true,
 			SettleRejects: mode&2 == 0, Gate: true, MaxMessageSize: 64 << 10,
-			Senders: func(string) (Sender, func(), error) { return sender, func() {}, nil },
+			Senders: func(string) (seam.Sender, func(), error) { return sender, func() {}, nil },
 		}, settler)
 		props := map[string]string{PropSchemaVersion: schema, PropAttempts: attempts, PropJob: job}
 		msg := &fuzzMessage{payload: payload, props: props, redelivery: redelivery}
@@ -118,14 +119,14 @@ func FuzzEngineFronts(f *testing.F) {
 				}
 				e.settle(d, cause)
 			} else { // the Source's settlements, through the Delivery's methods
-				d.AddCopyProperties(map[string]string{"x-nack": "1"})
+				d.addCopyProperties(map[string]string{"x-nack": "1"})
 				switch action % 5 {
 				case 0:
 					_ = d.Fail(cause)
 				case 1:
 					_ = d.DeadLetter(cause)
 				case 2:
-					_ = d.Fail(fmt.Errorf("%w: %w", ErrPoison, cause))
+					_ = d.Fail(fmt.Errorf("%w: %w", envelope.ErrPoison, cause))
 				case 3:
 					_ = d.Nack(cause)
 				case 4:
@@ -153,7 +154,7 @@ func FuzzEngineFronts(f *testing.F) {
 				}
 				continue
 			}
-			if _, ok := ParseAttempts(pm.Properties[PropAttempts]); !ok {
+			if _, ok := parseAttempts(pm.Properties[PropAttempts]); !ok {
 				t.Fatalf("copy with bq-attempts %q", pm.Properties[PropAttempts])
 			}
 		}

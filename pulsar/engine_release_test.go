@@ -21,7 +21,7 @@ func TestReleaseRecyclesOnlyAcknowledgedDeliveries(t *testing.T) {
 	called := false
 	done := &Delivery{
 		urn: "urn:x", acked: true, finished: true,
-		finishers: []func(Settlement){func(Settlement) { called = true }},
+		finishers: []func(Event){func(Event) { called = true }},
 	}
 	fins := done.finishers
 	e.release(done)

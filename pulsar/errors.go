@@ -22,18 +22,9 @@ var ErrFull = errors.New("pulsar: too many pending sends")
 // ErrRunning is returned by [Consumer.Run] when the consumer is already running.
 var ErrRunning = errors.New("pulsar: consumer already running")
 
-// ErrPoison is the sentinel of a payload that is not an acceptable envelope. The error
-// passed to the consumer's error hook for a poison message is a *envelope.PoisonError naming
-// the failed rule; it matches ErrPoison (the same value as [envelope.ErrPoison]).
-var ErrPoison = envelope.ErrPoison
-
 // ErrUnknownURN is matched by the *[UnknownURNError] the consumer reports for a message whose
-// URN has no handler (and no OnUnknownURN hook).
+// URN has no handler.
 var ErrUnknownURN = errors.New("pulsar: no handler for urn")
-
-// ErrHandler is matched by the *[HandlerError] the consumer reports when a handler failed or
-// panicked.
-var ErrHandler = errors.New("pulsar: handler failed")
 
 // ErrPanic is matched by the *[PanicError] built from a recovered panic of a handler or hook.
 var ErrPanic = errors.New("pulsar: panic")
@@ -60,7 +51,7 @@ var ErrSettle = errors.New("pulsar: settlement failed")
 // closed) ends [Consumer.Run].
 var ErrReceive = errors.New("pulsar: receive failed")
 
-// UnknownURNError is reported to the error hook for a message whose routing URN has no
+// UnknownURNError is the Err of the [EventUnknownURN] of a message whose routing URN has no
 // handler. It matches [ErrUnknownURN].
 type UnknownURNError struct {
 	// URN is the routing URN (the bq-job property, else the body's URN).
@@ -70,35 +61,13 @@ type UnknownURNError struct {
 // Error implements error.
 func (e *UnknownURNError) Error() string { return fmt.Sprintf("pulsar: no handler for urn %q", e.URN) }
 
-// Is reports whether target is [ErrUnknownURN].
-func (*UnknownURNError) Is(target error) bool { return target == ErrUnknownURN }
-
-// HandlerError is reported to the error hook when a handler returned an error or panicked.
-// It matches [ErrHandler] and unwraps to the handler's error (a *[PanicError] for a panic).
-type HandlerError struct {
-	// URN is the routing URN of the message.
-	URN string
-	// Attempt is the counted delivery number (1 for the first delivery).
-	Attempt int
-	// Err is what the handler returned.
-	Err error
-}
-
-// Error implements error.
-func (e *HandlerError) Error() string {
-	return fmt.Sprintf("pulsar: handler for %q failed on delivery %d: %v", e.URN, e.Attempt, e.Err)
-}
-
-// Unwrap returns the handler's error.
-func (e *HandlerError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrHandler].
-func (*HandlerError) Is(target error) bool { return target == ErrHandler }
+// Unwrap returns [ErrUnknownURN], which the error matches.
+func (*UnknownURNError) Unwrap() error { return ErrUnknownURN }
 
 // PanicError is a recovered panic. It matches [ErrPanic], and unwraps to the panic value
 // when that value is an error.
 type PanicError struct {
-	// Where says what panicked ("handler", "OnUnknownURN hook", …).
+	// Where says what panicked ("handler", "event hook", …).
 	Where string
 	// Value is the value passed to panic.
 	Value any
@@ -107,16 +76,12 @@ type PanicError struct {
 // Error implements error.
 func (e *PanicError) Error() string { return fmt.Sprintf("pulsar: %s panicked: %v", e.Where, e.Value) }
 
-// Unwrap returns the panic value when it is an error.
-func (e *PanicError) Unwrap() error {
-	if err, ok := e.Value.(error); ok {
-		return err
-	}
-	return nil
+// Unwrap returns [ErrPanic] and, when the panic value is an error, that error, so that the
+// error matches both.
+func (e *PanicError) Unwrap() []error {
+	err, _ := e.Value.(error)
+	return matching(ErrPanic, err)
 }
-
-// Is reports whether target is [ErrPanic].
-func (*PanicError) Is(target error) bool { return target == ErrPanic }
 
 // SendError is a failed retry republish ([ErrRepublish]) or dead-letter write
 // ([ErrDeadLetterWrite]).
@@ -152,11 +117,8 @@ func (e *ExhaustedError) Error() string {
 	return fmt.Sprintf("pulsar: attempts exhausted after %d deliveries (%s), message dropped: %v", e.Attempts, e.Reason, e.Err)
 }
 
-// Unwrap returns the last failure.
-func (e *ExhaustedError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrExhausted].
-func (*ExhaustedError) Is(target error) bool { return target == ErrExhausted }
+// Unwrap returns [ErrExhausted] and the last failure, so that the error matches both.
+func (e *ExhaustedError) Unwrap() []error { return matching(ErrExhausted, e.Err) }
 
 // SettleError is a failed acknowledgement. It matches [ErrSettle] and unwraps to the
 // client's error.
@@ -168,11 +130,8 @@ type SettleError struct {
 // Error implements error.
 func (e *SettleError) Error() string { return fmt.Sprintf("pulsar: ack failed: %v", e.Err) }
 
-// Unwrap returns the client's error.
-func (e *SettleError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrSettle].
-func (*SettleError) Is(target error) bool { return target == ErrSettle }
+// Unwrap returns [ErrSettle] and the client's error, so that the error matches both.
+func (e *SettleError) Unwrap() []error { return matching(ErrSettle, e.Err) }
 
 // ReceiveError is a failed receive. It matches [ErrReceive] and unwraps to the client's
 // error.
@@ -184,11 +143,17 @@ type ReceiveError struct {
 // Error implements error.
 func (e *ReceiveError) Error() string { return fmt.Sprintf("pulsar: receive failed: %v", e.Err) }
 
-// Unwrap returns the client's error.
-func (e *ReceiveError) Unwrap() error { return e.Err }
+// Unwrap returns [ErrReceive] and the client's error, so that the error matches both.
+func (e *ReceiveError) Unwrap() []error { return matching(ErrReceive, e.Err) }
 
-// Is reports whether target is [ErrReceive].
-func (*ReceiveError) Is(target error) bool { return target == ErrReceive }
+// matching is what the Unwrap of a typed error returns: its sentinel, which errors.Is then
+// matches, and its cause when there is one, which errors.Is and errors.As reach.
+func matching(sentinel, cause error) []error {
+	if cause == nil {
+		return []error{sentinel}
+	}
+	return []error{sentinel, cause}
+}
 
 // joinErrors is errors.Join for two non-nil errors, kept in one place so that every
 // "failure plus failed settlement" report has the same shape: the failure first.
@@ -216,5 +181,5 @@ func (e *TruncatedError) Error() string {
 		e.Topic, e.FullSize, e.Limit, e.OriginalSize)
 }
 
-// Is reports whether target is [ErrTruncated].
-func (*TruncatedError) Is(target error) bool { return target == ErrTruncated }
+// Unwrap returns [ErrTruncated], which the error matches.
+func (*TruncatedError) Unwrap() error { return ErrTruncated }

@@ -87,3 +87,20 @@ func (h *healthState) get() Health {
 		Warnings: append([]string(nil), h.warnings...),
 	}
 }
+
+// Health is the state of a consumer (or another endpoint of this package) for liveness and
+// readiness probes.
+type Health struct {
+	// Live is false once the endpoint has stopped for good (closed, or its Pulsar consumer
+	// failed): a liveness probe should restart the process.
+	Live bool
+	// Ready is true while the endpoint works: live, connected, and its last receive and
+	// settlement writes succeeded.
+	Ready bool
+	// Reasons says why the endpoint is not ready or not live: the fatal reason first, then
+	// each failing area (receive, ack, settlement write) with its last error.
+	Reasons []string
+	// Warnings are recent events an operator should see that do not make the endpoint
+	// unready, newest first (at most 5): a dead-letter copy truncated to fit the broker.
+	Warnings []string
+}

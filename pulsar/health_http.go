@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// HealthChecker is anything that reports a [Health]: a [Consumer], say.
+type HealthChecker interface {
+	Health() Health
+}
+
 // HealthHandler returns an http.Handler for liveness and readiness probes over checks
 // (consumers, say):
 //

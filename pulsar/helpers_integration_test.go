@@ -8,6 +8,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
@@ -67,4 +68,20 @@ func runConsumer(t *testing.T, c *bqpulsar.Consumer) {
 		require.ErrorIs(t, <-done, context.Canceled)
 		require.NoError(t, c.Close())
 	})
+}
+
+// onFailure gives f the error, envelope and message of every event that reports a failure
+// (the events the error hook was given before Hooks.Event took its place; see
+// bqpulsar.ReportsFailure).
+func onFailure(f func(err error, env *envelope.Envelope, msg apulsar.Message)) bqpulsar.ConsumerOption {
+	return bqpulsar.WithHooks(bqpulsar.Hooks{Event: func(e bqpulsar.Event) {
+		if bqpulsar.ReportsFailure(e) {
+			f(e.Err, e.Envelope, e.Message)
+		}
+	}})
+}
+
+// onEvent gives f every event.
+func onEvent(f func(e bqpulsar.Event)) bqpulsar.ConsumerOption {
+	return bqpulsar.WithHooks(bqpulsar.Hooks{Event: f})
 }

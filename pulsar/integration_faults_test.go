@@ -117,7 +117,7 @@ func TestDeadLetterWriteFailureIsNotAcked(t *testing.T) {
 		bqpulsar.Handle(failURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
 			return errors.New("nope")
 		}),
-		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+		onFailure(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
 			if errors.Is(err, bqpulsar.ErrDeadLetterWrite) && writeFailures.Add(1) == 1 {
 				firstMu.Lock()
 				deadLetteredAtFirstFailure = deadLettered.Load()
@@ -125,11 +125,11 @@ func TestDeadLetterWriteFailureIsNotAcked(t *testing.T) {
 				firstMu.Unlock()
 			}
 		}),
-		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		onEvent(func(e bqpulsar.Event) {
 			if e.Kind == bqpulsar.EventDeadLettered {
 				deadLettered.Add(1)
 			}
-		})))
+		}))
 	require.NoError(t, err)
 	runConsumer(t, c)
 
@@ -180,7 +180,7 @@ func TestWrapConsumerLeavesTheCallersConsumerOpen(t *testing.T) {
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, "undeclared type counts as Exclusive: nack refused")
 
 	var calls atomic.Int32
-	c, err := bqpulsar.WrapConsumer(client, pc, nack, bqpulsar.WithSubscriptionType(apulsar.Shared),
+	c, err := bqpulsar.WrapConsumer(client, pc, nack, bqpulsar.WithSubscription("wrapped", apulsar.Shared),
 		bqpulsar.Handle(okURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
 			if calls.Add(1) == 1 {
 				return errors.New("first delivery fails")

@@ -91,7 +91,7 @@ func TestSettlementPathsOnEverySubscriptionType(t *testing.T) {
 					failing.add(env)
 					return errors.New("always fails")
 				}),
-				bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+				onFailure(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
 					errMu.Lock()
 					reported = append(reported, err)
 					errMu.Unlock()
@@ -184,7 +184,7 @@ func TestSettlementPathsOnEverySubscriptionType(t *testing.T) {
 			var sawGate, sawPoison bool
 			for _, e := range reported {
 				sawGate = sawGate || errors.Is(e, bqpulsar.ErrSchemaVersion)
-				sawPoison = sawPoison || errors.Is(e, bqpulsar.ErrPoison)
+				sawPoison = sawPoison || errors.Is(e, envelope.ErrPoison)
 			}
 			assert.True(t, sawGate)
 			assert.True(t, sawPoison)

@@ -40,7 +40,7 @@ func TestNextNeverReturnsGateRejectionsOrPoison(t *testing.T) {
 	dead := collect(t, client, topic+".dlq")
 	var mu sync.Mutex
 	var reported []error
-	c := pullConsumer(t, client, topic, bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+	c := pullConsumer(t, client, topic, onFailure(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
 		mu.Lock()
 		reported = append(reported, err)
 		mu.Unlock()
@@ -83,7 +83,7 @@ func TestNextNeverReturnsGateRejectionsOrPoison(t *testing.T) {
 	var sawGate, sawPoison bool
 	for _, e := range reported {
 		sawGate = sawGate || errors.Is(e, bqpulsar.ErrSchemaVersion)
-		sawPoison = sawPoison || errors.Is(e, bqpulsar.ErrPoison)
+		sawPoison = sawPoison || errors.Is(e, envelope.ErrPoison)
 	}
 	assert.True(t, sawGate, "the gate rejection is reported")
 	assert.True(t, sawPoison, "the poison is reported")
@@ -184,7 +184,7 @@ func TestCloseNacksWhatNextLeftUnsettled(t *testing.T) {
 	topic := uniqueTopic(t, "next-close")
 	var hooked []error
 	var mu sync.Mutex
-	c := pullConsumer(t, client, topic, bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+	c := pullConsumer(t, client, topic, onFailure(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
 		mu.Lock()
 		hooked = append(hooked, err)
 		mu.Unlock()

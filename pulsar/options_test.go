@@ -14,6 +14,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -46,7 +47,7 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 		"nack on failover":   {topic, bqpulsar.WithSubscription("s", apulsar.Failover), h, bqpulsar.WithRetry(retry.Policy{Strategy: retry.Nack})},
 		"zero close timeout": {topic, sub, h, bqpulsar.WithCloseTimeout(0)},
 		"zero nack delay":    {topic, sub, h, bqpulsar.WithNackRedeliveryDelay(0)},
-		"nil settler":        {topic, sub, h, bqpulsar.WithSettler(nil)},
+		"nil unknown":        {topic, sub, bqpulsar.HandleUnknown(nil)},
 	}
 	for name, opts := range cases {
 		_, err := bqpulsar.NewConsumer(client, opts...)
@@ -61,8 +62,9 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 	assert.Contains(t, err.Error(), "pulsar: invalid option", "no handler")
 	require.NoError(t, bare.Close())
 	// Run needs an envelope: a consumer that delivers poison is for Next.
-	raw, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "raw-payloads")), sub, h,
-		bqpulsar.WithPoisonSettled(false))
+	poisonDelivered, ok := seam.FrontOption(seam.Front{PoisonDelivered: true}).(bqpulsar.ConsumerOption)
+	require.True(t, ok)
+	raw, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "raw-payloads")), sub, h, poisonDelivered)
 	require.NoError(t, err)
 	require.ErrorIs(t, raw.Run(t.Context()), bqpulsar.ErrInvalidOption, "poison delivered")
 	require.NoError(t, raw.Close())

@@ -101,7 +101,7 @@ func TestMiddlewareRunsInTheOrderGivenAroundTheHandler(t *testing.T) {
 		defer mu.Unlock()
 		trace = append(trace, s)
 	}
-	mw := func(name string) Middleware {
+	mw := func(name string) func(HandlerFunc) HandlerFunc {
 		return func(next HandlerFunc) HandlerFunc {
 			return func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error {
 				note(name + ">")
@@ -114,7 +114,7 @@ func TestMiddlewareRunsInTheOrderGivenAroundTheHandler(t *testing.T) {
 	h := newHarness(t, Handle(testURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
 		note("handler")
 		return errors.New("boom")
-	}), WithMiddleware(mw("a"), mw("b")), WithMiddleware(mw("c")), WithMaxAttempts(1))
+	}), WithHooks(Hooks{Handler: mw("a")}), WithHooks(Hooks{Handler: mw("b")}), WithHooks(Hooks{Handler: mw("c")}), WithMaxAttempts(1))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
 	h.settler.EXPECT().Ack(msg).Return(nil)
@@ -131,18 +131,19 @@ func TestMiddlewareCanDecideWithoutTheHandler(t *testing.T) {
 	h := newHarness(t, Handle(testURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
 		called = true
 		return nil
-	}), WithMiddleware(skip))
+	}), WithHooks(Hooks{Handler: skip}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
 	assert.False(t, called)
 }
 
-func TestNilMiddlewareAndHookAreRefused(t *testing.T) {
+func TestNilHookFieldsAreSkipped(t *testing.T) {
 	t.Parallel()
-	_, err := consumerSetup([]ConsumerOption{Handle(testURN, handlerReturning(nil)), WithMiddleware(nil)})
-	require.ErrorIs(t, err, ErrInvalidOption)
-	_, err = consumerSetup([]ConsumerOption{Handle(testURN, handlerReturning(nil)), WithDeliveryHook(nil)})
+	cfg, err := consumerSetup([]ConsumerOption{Handle(testURN, handlerReturning(nil)), WithHooks(Hooks{})})
+	require.NoError(t, err)
+	assert.Nil(t, newHookSet(cfg.hooks, nil), "hooks without a function are no hooks")
+	_, err = consumerSetup([]ConsumerOption{HandleUnknown(nil)})
 	require.ErrorIs(t, err, ErrInvalidOption)
 }
 
@@ -157,10 +158,10 @@ type ctxKey struct{}
 
 func TestDeliveryHookContextReachesTheHandlerAndItsSettlementIsReported(t *testing.T) {
 	t.Parallel()
-	var got []Settlement
+	var got []Event
 	var mu sync.Mutex
-	hook := func(ctx context.Context, _ apulsar.Message) (context.Context, func(Settlement)) {
-		return context.WithValue(ctx, ctxKey{}, "span"), func(s Settlement) {
+	hook := func(ctx context.Context, _ apulsar.Message) (context.Context, func(Event)) {
+		return context.WithValue(ctx, ctxKey{}, "span"), func(s Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, s)
@@ -171,11 +172,11 @@ func TestDeliveryHookContextReachesTheHandlerAndItsSettlementIsReported(t *testi
 	h := newHarness(t, Handle(testURN, func(ctx context.Context, _ *envelope.Envelope, _ apulsar.Message) error {
 		seen = ctx.Value(ctxKey{})
 		return errors.New("once")
-	}), WithDeliveryHook(hook), WithMaxAttempts(2), WithObserver(ObserverFunc(func(e Event) {
+	}), WithHooks(Hooks{Delivery: hook}), WithMaxAttempts(2), WithHooks(Hooks{Event: func(e Event) {
 		if e.Context != nil {
 			eventCtx = append(eventCtx, e.Context.Value(ctxKey{}))
 		}
-	})))
+	}}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	h.senders[testParent].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
 	h.settler.EXPECT().Ack(msg).Return(nil)
@@ -186,7 +187,7 @@ func TestDeliveryHookContextReachesTheHandlerAndItsSettlementIsReported(t *testi
 		assert.Equal(t, "span", v, "observer events carry the delivery's context")
 	}
 	require.Len(t, got, 1)
-	assert.Equal(t, OutcomeRetried, got[0].Outcome)
+	assert.Equal(t, EventRetried, got[0].Kind)
 	assert.Equal(t, 1, got[0].Attempt)
 	assert.Equal(t, testURN, got[0].URN)
 	assert.EqualError(t, got[0].Err, "once")
@@ -328,13 +329,13 @@ func TestSeveralObserversAllSeeEveryEvent(t *testing.T) {
 	t.Parallel()
 	var a, b []EventKind
 	h := newHarness(t, Handle(testURN, handlerReturning(nil)),
-		WithObserver(ObserverFunc(func(e Event) { a = append(a, e.Kind) })),
-		WithObserver(nil),
-		WithObserver(ObserverFunc(func(e Event) { b = append(b, e.Kind) })))
+		WithHooks(Hooks{Event: func(e Event) { a = append(a, e.Kind) }}),
+		WithHooks(Hooks{}),
+		WithHooks(Hooks{Event: func(e Event) { b = append(b, e.Kind) }}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
-	assert.Equal(t, []EventKind{EventReceived, EventHandled}, a)
+	assert.Equal(t, []EventKind{EventReceived, EventHandled, EventAcked}, a)
 	assert.Equal(t, a, b)
 	assert.Contains(t, h.kinds(), EventHandled, "the harness's own observer too")
 }

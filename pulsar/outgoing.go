@@ -7,30 +7,8 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 )
-
-// Outgoing is what a message to send is built from, by the Publisher and the connector's
-// Sink alike ([Build]).
-type Outgoing struct {
-	// Payload is the encoded body.
-	Payload []byte
-	// Env is the envelope Payload encodes, for the bq-* projection; nil for a payload that
-	// is not an envelope (its Headers are then sent as given).
-	Env *envelope.Envelope
-	// Headers are extra properties. With an envelope, the contract's keys (bq-job … bq-delay)
-	// in Headers are ignored: the projection always wins. bq-delay is never taken from
-	// Headers (Delay and DeliverAt set it), and empty keys or values are dropped.
-	Headers map[string]string
-	// Key and OrderingKey are the message's keys.
-	Key, OrderingKey string
-	// Delay, when > 0, delays delivery (DeliverAfter); else DeliverAt, when in the future,
-	// does (a DeliverAt now or in the past means no delay). A delayed message carries
-	// bq-delay, the delay in whole milliseconds; an undelayed one never does.
-	Delay     time.Duration
-	DeliverAt time.Time
-	// EventTime is the message's event time (zero: none).
-	EventTime time.Time
-}
 
 // isContractProp reports whether k is a property only the binding writes.
 func isContractProp(k string) bool {
@@ -42,19 +20,20 @@ func isContractProp(k string) bool {
 	}
 }
 
-// Build returns the Pulsar message of o: the payload as it is; with an envelope, exactly its
-// six bq-* properties plus the non-contract headers; the keys, the event time and the delay
-// (with bq-delay) as o says. now is the clock DeliverAt is compared with.
-func Build(o Outgoing, now time.Time) *apulsar.ProducerMessage {
+// build returns the Pulsar message of o (seam.Build): the payload as it is; with an
+// envelope, exactly its six bq-* properties plus the non-contract headers; the keys, the
+// event time and the delay (with bq-delay) as o says. now is the clock DeliverAt is compared
+// with.
+func build(o seam.Outgoing, now time.Time) *apulsar.ProducerMessage {
 	pm := &apulsar.ProducerMessage{}
 	buildInto(pm, make(map[string]string, len(o.Headers)+7), o, now)
 	return pm
 }
 
-// buildInto is [Build] into a message and a property map the caller provides (and may
+// buildInto is build into a message and a property map the caller provides (and may
 // reuse once the client is done with them): pm is overwritten whole, props must be empty
 // and becomes pm.Properties.
-func buildInto(pm *apulsar.ProducerMessage, props map[string]string, o Outgoing, now time.Time) {
+func buildInto(pm *apulsar.ProducerMessage, props map[string]string, o seam.Outgoing, now time.Time) {
 	for k, v := range o.Headers {
 		if k == "" || v == "" || (o.Env != nil && isContractProp(k)) || k == PropDelay {
 			continue

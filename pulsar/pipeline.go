@@ -13,7 +13,7 @@ import (
 // process runs the contract's pipeline on one message: the engine's admission (gate,
 // classify, reconcile, route), then the Consumer's dispatch by URN and the engine's
 // settlement of the outcome. It never panics and never returns an error: every outcome is a
-// settlement, a log line and, for failures, a call of the error hook.
+// settlement, a log line and, for failures, an event.
 func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
@@ -26,6 +26,13 @@ func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 		c.unknownURN(d)
 		return
 	}
+	c.eng.settle(d, c.handle(h, d))
+	c.eng.release(d) // reused only when the settlement acknowledged it: nothing else holds it then
+}
+
+// handle calls h on d and records its result (the event, timed when someone observes it,
+// and a failure's log line).
+func (c *Consumer) handle(h HandlerFunc, d *Delivery) error {
 	var start time.Time
 	if c.eng.observing() {
 		start = time.Now()
@@ -36,10 +43,9 @@ func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 		latency = time.Since(start)
 	}
 	if err != nil || !start.IsZero() {
-		c.eng.handled(d, err, latency) // a success without an observer has nothing to record
+		c.eng.handled(d, err, latency) // a success nobody observes has nothing to record
 	}
-	c.eng.settle(d, err)
-	c.eng.release(d) // reused only when the settlement acknowledged it: nothing else holds it then
+	return err
 }
 
 func callHandler(h HandlerFunc, d *Delivery) (err error) {
@@ -51,21 +57,18 @@ func callHandler(h HandlerFunc, d *Delivery) (err error) {
 	return h(d.ctx, d.env, d.msg)
 }
 
-// unknownURN handles a message without a handler: the hook, then ack; without a hook (or
-// when it panicked) a failure with reason unknown_urn.
+// unknownURN handles a message without a handler: [HandleUnknown]'s handler, then ack;
+// without one (or when it failed) a failure with reason unknown_urn.
 func (c *Consumer) unknownURN(d *Delivery) {
-	c.eng.observe(d, Event{Kind: EventUnknownURN, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted})
-	if c.cfg.onUnknown != nil {
-		perr := safeCall("OnUnknownURN hook", func() { c.cfg.onUnknown(d.env, d.msg) })
-		if perr == nil {
+	err := &UnknownURNError{URN: d.urn}
+	c.eng.observe(d, Event{Kind: EventUnknownURN, Err: err})
+	if c.cfg.unknown != nil {
+		if herr := c.handle(c.cfg.unknown, d); herr == nil {
 			_ = c.eng.acknowledge(d) // a failed ack is reported by the engine
 			return
 		}
-		c.eng.report(perr, d.env, d.msg)
 	}
-	err := &UnknownURNError{URN: d.urn}
 	c.eng.logger().Warn("no handler for urn", zap.String("urn", d.urn), zap.Int("attempt", d.counted),
 		zap.String("message_id", d.env.Meta.ID))
-	c.eng.report(err, d.env, d.msg)
 	c.eng.fail(d, envelope.ReasonUnknownURN, err, failOptions{})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -79,7 +80,7 @@ func FuzzPipeline(f *testing.F) {
 		}
 		cfg, err := consumerSetup(opts)
 		require.NoError(t, err)
-		c := newConsumer(cfg, nil, settler, func(string) (Sender, func(), error) { return sender, func() {}, nil })
+		c := newConsumer(cfg, nil, settler, func(string) (seam.Sender, func(), error) { return sender, func() {}, nil })
 		props := map[string]string{PropSchemaVersion: schema, PropAttempts: attempts, PropJob: job}
 		msg := &fakeMessage{topic: testTopic, payload: payload, props: props, redelivery: redelivery}
 		c.process(t.Context(), msg)
@@ -92,7 +93,7 @@ func FuzzPipeline(f *testing.F) {
 			require.Equal(t, 1, settler.nack, "a failed write is negatively acknowledged")
 		}
 		for _, pm := range sender.sent {
-			_, ok := ParseAttempts(pm.Properties[PropAttempts])
+			_, ok := parseAttempts(pm.Properties[PropAttempts])
 			if pm.Properties[PropSchemaVersion] == schema && GateVerdict(schema, true) != nil {
 				require.Equal(t, payload, pm.Payload, "gate rejection: byte for byte")
 				continue

@@ -44,18 +44,18 @@ func TestHugePoisonBodiesAreDeadLetteredOnceAsTruncatedCopies(t *testing.T) {
 		bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("s", apulsar.Shared),
 		bqpulsar.WithNackRedeliveryDelay(100*time.Millisecond),
 		bqpulsar.Handle("urn:babel:x", func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }),
-		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+		onFailure(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
 			if errors.Is(err, bqpulsar.ErrTruncated) {
 				mu.Lock()
 				truncations = append(truncations, err)
 				mu.Unlock()
 			}
 		}),
-		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		onEvent(func(e bqpulsar.Event) {
 			if e.Kind == bqpulsar.EventDeadLettered {
 				dead <- struct{}{}
 			}
-		})),
+		}),
 	)
 	require.NoError(t, err)
 	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: 30 * time.Second})

@@ -12,12 +12,13 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 )
 
 // Publisher publishes BabelQueue envelopes to one Pulsar topic. It is safe for concurrent
 // use. Build it with [NewPublisher] (it then owns its producer) or [WrapProducer].
 type Publisher struct {
-	producer MessageProducer
+	producer seam.MessageProducer
 	closeFn  func() // closes the producer the publisher created; nil when wrapped
 	topic    string
 	queue    string
@@ -25,7 +26,7 @@ type Publisher struct {
 	timeout  time.Duration
 	pending  chan struct{}         // semaphore of PublishAsync's sends in flight
 	queueOpt []envelope.MakeOption // envelope.WithQueue(queue), built once
-	hooks    []PublishHook
+	hooks    *hookSet              // nil without Publish hooks
 	initial  *initialSubscriptions // nil without WithInitialSubscription
 
 	// recycle is true when the outgoing messages may be reused once the client is done with
@@ -45,8 +46,8 @@ type Publisher struct {
 
 // NewPublisher creates a producer for topic on client and returns a Publisher that owns
 // it: [Publisher.Close] closes that producer, never the client. Options: [WithQueue],
-// [WithMaxPending], [WithKeyBasedBatching], [WithProducerOptions], [WithCloseTimeout],
-// [WithLogger], [WithInitialSubscription], [WithPublishHook]. Errors wrap [ErrInvalidOption]
+// [WithMaxPending], [WithProducerOptions], [WithCloseTimeout],
+// [WithLogger], [WithInitialSubscription], [WithHooks]. Errors wrap [ErrInvalidOption]
 // for a bad option or topic, a *[ConnectError] when the broker could not be reached (it
 // unwraps to the client's error), or are the client's error from CreateProducer. An initial
 // subscription that cannot be made fails the first send with a *dlq.SubscriptionError. A
@@ -60,20 +61,17 @@ func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) 
 	if err != nil {
 		return nil, err
 	}
-	po := apulsar.ProducerOptions{Topic: topic}
-	if cfg.keyBased {
-		po.BatcherBuilderType = apulsar.KeyBasedBatchBuilder
-	}
+	po := apulsar.ProducerOptions{Topic: topic, BatcherBuilderType: apulsar.KeyBasedBatchBuilder}
 	if cfg.producerOpts != nil {
 		cfg.producerOpts(&po)
 		po.Topic = topic
 	}
 	p, err := whileTransient(cfg.logger, "create producer", func() (apulsar.Producer, error) { return client.CreateProducer(po) })
 	if err != nil {
-		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, WrapConnectError("", err))
+		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, wrapConnectError("", err))
 	}
 	pub := newPublisher(p, p.Close, topic, cfg)
-	pub.recycle = !po.EnableChunking && po.Interceptors == nil && len(cfg.publishHooks) == 0
+	pub.recycle = !po.EnableChunking && po.Interceptors == nil && pub.hooks == nil
 	if len(cfg.initialSubs) > 0 {
 		pub.initial = &initialSubscriptions{client: client, names: cfg.initialSubs}
 	}
@@ -101,7 +99,7 @@ func (s *initialSubscriptions) ensure(ctx context.Context, topic string) error {
 	}
 	for _, sub := range s.names {
 		if err := dlq.EnsureSubscription(ctx, s.client, topic, sub); err != nil {
-			return fmt.Errorf("pulsar: publish to %q: initial subscription: %w", topic, WrapConnectError("", err))
+			return fmt.Errorf("pulsar: publish to %q: initial subscription: %w", topic, wrapConnectError("", err))
 		}
 	}
 	s.done.Store(true)
@@ -110,7 +108,7 @@ func (s *initialSubscriptions) ensure(ctx context.Context, topic string) error {
 
 // WrapProducer returns a Publisher over an existing producer. [Publisher.Close] flushes
 // it but does not close it: the caller keeps ownership. Options as for [NewPublisher]
-// ([WithKeyBasedBatching] and [WithProducerOptions] do not apply).
+// ([WithProducerOptions] does not apply).
 func WrapProducer(p apulsar.Producer, opts ...PublisherOption) (*Publisher, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: nil producer", ErrInvalidOption)
@@ -118,7 +116,7 @@ func WrapProducer(p apulsar.Producer, opts ...PublisherOption) (*Publisher, erro
 	return wrapMessageProducer(p, p.Topic(), opts)
 }
 
-func wrapMessageProducer(p MessageProducer, topic string, opts []PublisherOption) (*Publisher, error) {
+func wrapMessageProducer(p seam.MessageProducer, topic string, opts []PublisherOption) (*Publisher, error) {
 	cfg, err := publisherSetup(topic, opts)
 	if err != nil {
 		return nil, err
@@ -148,7 +146,7 @@ func publisherSetup(topic string, opts []PublisherOption) (publisherConfig, erro
 	return cfg, nil
 }
 
-func newPublisher(p MessageProducer, closeFn func(), topic string, cfg publisherConfig) *Publisher {
+func newPublisher(p seam.MessageProducer, closeFn func(), topic string, cfg publisherConfig) *Publisher {
 	return &Publisher{
 		producer: p,
 		closeFn:  closeFn,
@@ -158,7 +156,7 @@ func newPublisher(p MessageProducer, closeFn func(), topic string, cfg publisher
 		timeout:  cfg.closeTimeout,
 		pending:  make(chan struct{}, cfg.maxPending),
 		queueOpt: []envelope.MakeOption{envelope.WithQueue(cfg.queue)},
-		hooks:    cfg.publishHooks,
+		hooks:    publishHooks(cfg.hooks, cfg.logger),
 	}
 }
 
@@ -167,9 +165,6 @@ func (p *Publisher) Pending() int { return len(p.pending) }
 
 // Topic returns the topic the publisher sends to.
 func (p *Publisher) Topic() string { return p.topic }
-
-// Queue returns the default logical queue name written to meta.queue.
-func (p *Publisher) Queue() string { return p.queue }
 
 // Publish builds an envelope for urn and data ([envelope.Make]), sends it and waits for the
 // broker's receipt. It returns meta.id, the message's idempotency key. ctx bounds the whole
@@ -380,7 +375,7 @@ func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*outMsg
 	if !po.deliverAt.IsZero() {
 		now = time.Now()
 	}
-	buildInto(&om.pm, om.props, Outgoing{
+	buildInto(&om.pm, om.props, seam.Outgoing{
 		Payload: om.buf, Env: env, Headers: po.headers,
 		Key: po.key, OrderingKey: po.orderingKey,
 		Delay: po.delay, DeliverAt: po.deliverAt,
@@ -421,10 +416,10 @@ func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publis
 // beforeSend runs the publish hooks on msg and returns the function that reports the send's
 // outcome to them, or nil without hooks.
 func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg *apulsar.ProducerMessage) func(apulsar.MessageID, error) {
-	if len(p.hooks) == 0 {
+	if p.hooks == nil {
 		return nil // and no OutgoingMessage to allocate
 	}
-	return RunPublishHooks(ctx, p.hooks, &OutgoingMessage{Topic: p.topic, Envelope: env, Message: msg}, p.logger)
+	return p.hooks.publishing(ctx, &OutgoingMessage{Topic: p.topic, Envelope: env, Message: msg})
 }
 
 // Close stops the publisher, in this order: new publishes fail with [ErrClosed]; pending

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-	"github.com/babelqueue/babelqueue-go-pulsar/mocks"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/mocks"
 )
 
 func newMockPublisher(t *testing.T, opts ...PublisherOption) (*Publisher, *mocks.MockMessageProducer) {

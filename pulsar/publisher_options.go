@@ -11,12 +11,12 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 )
 
-// DefaultMaxPending is the default bound of [Publisher.PublishAsync]'s pending sends.
-const DefaultMaxPending = 1000
+// defaultMaxPending is the default bound of [Publisher.PublishAsync]'s pending sends.
+const defaultMaxPending = 1000
 
-// DefaultCloseTimeout bounds the flush of [Publisher.Close] and the drain of
+// defaultCloseTimeout bounds the flush of [Publisher.Close] and the drain of
 // [Consumer.Close] by default.
-const DefaultCloseTimeout = 10 * time.Second
+const defaultCloseTimeout = 10 * time.Second
 
 // PublisherOption configures [NewPublisher] and [WrapProducer].
 type PublisherOption interface {
@@ -24,22 +24,17 @@ type PublisherOption interface {
 }
 
 type publisherConfig struct {
+	commonConfig
 	queue        string
-	logger       *zap.Logger
 	maxPending   int
-	closeTimeout time.Duration
-	keyBased     bool
 	producerOpts func(*apulsar.ProducerOptions)
-	publishHooks []PublishHook
 	initialSubs  []string
 }
 
 func defaultPublisherConfig() publisherConfig {
 	return publisherConfig{
-		logger:       zap.NewNop(),
-		maxPending:   DefaultMaxPending,
-		closeTimeout: DefaultCloseTimeout,
-		keyBased:     true,
+		commonConfig: defaultCommonConfig(),
+		maxPending:   defaultMaxPending,
 	}
 }
 
@@ -47,39 +42,27 @@ type publisherOptionFunc func(c *publisherConfig) error
 
 func (f publisherOptionFunc) applyPublisher(c *publisherConfig) error { return f(c) }
 
-// WithMaxPending bounds the sends [Publisher.PublishAsync] keeps in flight; a further call
-// blocks until one completes or its ctx ends. Default: [DefaultMaxPending]. n < 1 is refused.
-func WithMaxPending(n int) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		if n < 1 {
-			return fmt.Errorf("%w: max pending %d is below 1", ErrInvalidOption, n)
-		}
-		c.maxPending = n
-		return nil
-	})
+// publisherSet is consumerSet's twin for publisher options.
+func publisherSet(err error, set func(c *publisherConfig)) PublisherOption {
+	return publisherOptionFunc(setter(err, set))
 }
 
-// WithKeyBasedBatching chooses the batch builder of the producer [NewPublisher] creates. On
-// (the default), messages are batched per key (apulsar.KeyBasedBatchBuilder), which Key_Shared
-// subscriptions need: the broker dispatches a whole batch to one consumer, so a batch mixing
-// keys would break the key-to-consumer affinity. Off uses the client's default builder,
-// which is fine when no subscription is Key_Shared. Ignored by [WrapProducer].
-func WithKeyBasedBatching(on bool) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		c.keyBased = on
-		return nil
-	})
+// WithMaxPending bounds the sends [Publisher.PublishAsync] keeps in flight; a further call
+// blocks until one completes or its ctx ends. Default: 1000. n < 1 is refused.
+func WithMaxPending(n int) PublisherOption {
+	return publisherSet(refuse(n < 1, "max pending %d is below 1", n), func(c *publisherConfig) { c.maxPending = n })
 }
 
 // WithProducerOptions lets the caller adjust the apulsar.ProducerOptions [NewPublisher]
 // creates its producer with (batching, compression, send timeout, …); the topic is set
-// before and after f runs. It is the one escape hatch to pulsar-client-go settings. Default:
+// before and after f runs. The options f is given batch per key
+// (apulsar.KeyBasedBatchBuilder), which Key_Shared subscriptions need: the broker dispatches
+// a whole batch to one consumer, so a batch mixing keys would break the key-to-consumer
+// affinity; set BatcherBuilderType to apulsar.DefaultBatchBuilder where no subscription is
+// Key_Shared. It is the one escape hatch to pulsar-client-go settings. Default:
 // none. Ignored by [WrapProducer].
 func WithProducerOptions(f func(o *apulsar.ProducerOptions)) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		c.producerOpts = f
-		return nil
-	})
+	return publisherSet(nil, func(c *publisherConfig) { c.producerOpts = f })
 }
 
 // WithInitialSubscription makes sure, before the publisher's first send (with that send's
@@ -93,87 +76,71 @@ func WithProducerOptions(f func(o *apulsar.ProducerOptions)) PublisherOption {
 // pulsar-client-go has no option for it. Ignored by [WrapProducer]. A blank or invalid name is
 // refused. Default: none.
 func WithInitialSubscription(names ...string) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		for _, n := range names {
-			if err := dlq.ValidateSubscriptionName(n); err != nil {
-				return fmt.Errorf("%w: initial subscription: %w", ErrInvalidOption, err)
-			}
+	var err error
+	for _, n := range names {
+		if verr := dlq.ValidateSubscriptionName(n); verr != nil && err == nil {
+			err = fmt.Errorf("%w: initial subscription: %w", ErrInvalidOption, verr)
 		}
-		c.initialSubs = append(c.initialSubs, names...)
-		return nil
-	})
+	}
+	return publisherSet(err, func(c *publisherConfig) { c.initialSubs = append(c.initialSubs, names...) })
 }
 
-// WithPublishHook adds a hook called for every message the publisher sends (see
-// [PublishHook]); hooks run in the order given, and their done functions in reverse order.
-// A nil hook is refused. Default: none.
-func WithPublishHook(h PublishHook) PublisherOption {
-	return publisherOptionFunc(func(c *publisherConfig) error {
-		if h == nil {
-			return fmt.Errorf("%w: nil publish hook", ErrInvalidOption)
-		}
-		c.publishHooks = append(c.publishHooks, h)
-		return nil
-	})
-}
-
-// CommonOption is both a [PublisherOption] and a [ConsumerOption]: [WithLogger] and
-// [WithCloseTimeout] configure publishers and consumers alike.
+// CommonOption is both a [PublisherOption] and a [ConsumerOption]: [WithLogger],
+// [WithCloseTimeout] and [WithHooks] configure publishers and consumers alike.
 type CommonOption interface {
 	PublisherOption
 	ConsumerOption
 }
 
+// commonConfig is what publishers and consumers configure alike.
+type commonConfig struct {
+	logger       *zap.Logger
+	closeTimeout time.Duration
+	hooks        []Hooks
+}
+
+func defaultCommonConfig() commonConfig {
+	return commonConfig{logger: zap.NewNop(), closeTimeout: defaultCloseTimeout}
+}
+
+type commonOption func(c *commonConfig) error
+
+func (o commonOption) applyPublisher(c *publisherConfig) error { return o(&c.commonConfig) }
+func (o commonOption) applyConsumer(c *consumerConfig) error   { return o(&c.commonConfig) }
+
+// commonSet is consumerSet's twin for the options of publishers and consumers alike.
+func commonSet(err error, set func(c *commonConfig)) CommonOption {
+	return commonOption(setter(err, set))
+}
+
 // WithCloseTimeout bounds how long Close waits: the publisher's flush of pending sends, or
-// the consumer's drain of in-flight messages. Default: [DefaultCloseTimeout]. d ≤ 0 is
-// refused.
+// the consumer's drain of in-flight messages. Default: 10 s. d ≤ 0 is refused.
 func WithCloseTimeout(d time.Duration) CommonOption {
-	return bothOption{
-		pub: func(c *publisherConfig) error {
-			if d <= 0 {
-				return fmt.Errorf("%w: close timeout %s is not positive", ErrInvalidOption, d)
-			}
-			c.closeTimeout = d
-			return nil
-		},
-		con: func(c *consumerConfig) error {
-			if d <= 0 {
-				return fmt.Errorf("%w: close timeout %s is not positive", ErrInvalidOption, d)
-			}
-			c.closeTimeout = d
-			return nil
-		},
-	}
+	return commonSet(refuse(d <= 0, "close timeout %s is not positive", d), func(c *commonConfig) { c.closeTimeout = d })
 }
 
 // WithLogger sets the logger of a publisher or consumer. Default: zap.NewNop(). A nil
 // logger is refused. Give the client the same logger through [NewClientLogger].
 func WithLogger(l *zap.Logger) CommonOption {
-	return bothOption{
-		pub: func(c *publisherConfig) error {
-			if l == nil {
-				return fmt.Errorf("%w: nil logger", ErrInvalidOption)
-			}
-			c.logger = l
-			return nil
-		},
-		con: func(c *consumerConfig) error {
-			if l == nil {
-				return fmt.Errorf("%w: nil logger", ErrInvalidOption)
-			}
-			c.logger = l
-			return nil
-		},
+	return commonSet(refuse(l == nil, "nil logger"), func(c *commonConfig) { c.logger = l })
+}
+
+// invalid wraps the error of a check an option makes in [ErrInvalidOption]; nil stays nil.
+func invalid(err error) error {
+	if err == nil {
+		return nil
 	}
+	return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 }
 
-type bothOption struct {
-	pub func(c *publisherConfig) error
-	con func(c *consumerConfig) error
+// refuse returns the error of an option that refuses its value when refused is true (an
+// error wrapping [ErrInvalidOption], format and args saying why), nil otherwise.
+func refuse(refused bool, format string, args ...any) error {
+	if !refused {
+		return nil
+	}
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
 }
-
-func (o bothOption) applyPublisher(c *publisherConfig) error { return o.pub(c) }
-func (o bothOption) applyConsumer(c *consumerConfig) error   { return o.con(c) }
 
 // PublishOption configures one publish.
 type PublishOption interface {
@@ -199,26 +166,32 @@ func (f publishOptionFunc) applyPublish(o *publishOptions) error { return f(o) }
 // a fresh random UUID. Default: a new trace. A blank id is refused. Ignored by
 // [Publisher.PublishEnvelope], whose envelope already has its trace id.
 func WithTraceID(id string) PublishOption {
-	return publishOptionFunc(func(o *publishOptions) error {
-		if envelope.IsBlank(id) {
-			return fmt.Errorf("%w: blank trace id", ErrInvalidOption)
-		}
-		o.traceID = id
-		return nil
-	})
+	return idOption{id: id, trace: true}
 }
 
 // WithMessageID sets meta.id (and bq-message-id) instead of a fresh UUID v4, for producers
 // that derive idempotency keys themselves. Default: a new UUID. A blank id is refused.
 // Ignored by [Publisher.PublishEnvelope].
 func WithMessageID(id string) PublishOption {
-	return publishOptionFunc(func(o *publishOptions) error {
-		if envelope.IsBlank(id) {
-			return fmt.Errorf("%w: blank message id", ErrInvalidOption)
-		}
-		o.messageID = id
-		return nil
-	})
+	return idOption{id: id}
+}
+
+// idOption is [WithTraceID] (trace) or [WithMessageID]: a blank id is refused.
+type idOption struct {
+	id    string
+	trace bool
+}
+
+func (o idOption) applyPublish(p *publishOptions) error {
+	target, what := &p.messageID, "message"
+	if o.trace {
+		target, what = &p.traceID, "trace"
+	}
+	if envelope.IsBlank(o.id) {
+		return refuse(true, "blank %s id", what)
+	}
+	*target = o.id
+	return nil
 }
 
 // QueueOption is both a [PublisherOption] and a [PublishOption]: [WithQueue] sets a

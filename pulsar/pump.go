@@ -9,6 +9,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -19,7 +20,7 @@ import (
 // releases it). Each receive is [engine.receive].
 // pump returns nil when ctx ended or deliver stopped it, and the fatal *ReceiveError
 // otherwise.
-func (e *engine) pump(ctx context.Context, recv Receiver, gate *inflightGate, deliver func(apulsar.Message) bool) error {
+func (e *engine) pump(ctx context.Context, recv seam.Receiver, gate *inflightGate, deliver func(apulsar.Message) bool) error {
 	backoff := receiveBackoffMin
 	for {
 		if gate != nil && !gate.acquire(ctx) {
@@ -52,7 +53,7 @@ func (e *engine) pump(ctx context.Context, recv Receiver, gate *inflightGate, de
 // error, for the caller to receive again. A message received as ctx ends is negatively
 // acknowledged, so the broker redelivers it. It returns ctx's error once ctx ended, and the
 // fatal *ReceiveError when the consumer cannot receive again.
-func (e *engine) receive(ctx context.Context, recv Receiver, backoff *time.Duration) (apulsar.Message, error) {
+func (e *engine) receive(ctx context.Context, recv seam.Receiver, backoff *time.Duration) (apulsar.Message, error) {
 	msg, err := recv.Receive(ctx)
 	if ctx.Err() != nil {
 		if err == nil && msg != nil {
@@ -69,7 +70,7 @@ func (e *engine) receive(ctx context.Context, recv Receiver, backoff *time.Durat
 		}
 		e.cfg.Logger.Warn("receive failed", zap.Error(err), zap.Duration("pause", *backoff))
 		e.health.failing("receive", err)
-		e.report(rerr, nil, nil)
+		e.observe(nil, Event{Kind: EventError, Err: rerr})
 		if !pause(ctx, *backoff) {
 			return nil, ctx.Err() //nolint:wrapcheck // ctx ended during the pause: ctx's error as is
 		}

@@ -45,11 +45,11 @@ func exhaustThenTrim(t *testing.T, tg *brokertest.Target, retention bool) (int32
 		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
 			return errors.New("downstream is down")
 		}),
-		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		onEvent(func(e bqpulsar.Event) {
 			if e.Kind == bqpulsar.EventDeadLettered {
 				failed <- struct{}{}
 			}
-		})),
+		}),
 	)
 	require.NoError(t, err)
 	pub, err := bqpulsar.NewPublisher(client, topic)
@@ -144,7 +144,7 @@ func retentionSubscriptionThatCannotBeMade(t *testing.T, tg *brokertest.Target) 
 			attempts.Add(1)
 			return errors.New("no")
 		}),
-		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
+		onFailure(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
 			if errors.Is(err, bqpulsar.ErrDeadLetterWrite) {
 				reported.Store(err)
 			}
@@ -215,11 +215,11 @@ func routingDecisionSurvivesTheDeadLetterTopic(t *testing.T, tg *brokertest.Targ
 			t.Error("routed by the body's URN")
 			return nil
 		}),
-		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		onEvent(func(e bqpulsar.Event) {
 			if e.Kind == bqpulsar.EventDeadLettered {
 				dead <- struct{}{}
 			}
-		})),
+		}),
 	)
 	require.NoError(t, err)
 	runUntil(t, failing, func() {

@@ -70,11 +70,11 @@ func TestPublishAndConsumeOverTLSWithAToken(t *testing.T) {
 			calls.Add(1)
 			return assert.AnError
 		}),
-		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		onEvent(func(e bqpulsar.Event) {
 			if e.Kind == bqpulsar.EventDeadLettered {
 				dead <- struct{}{}
 			}
-		})))
+		}))
 	require.NoError(t, err)
 	runConsumer(t, c)
 	select {

@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 )
 
 // senderCache creates one producer per topic on first use, without holding its lock during
 // the creation (which blocks on the broker), counts the sends in progress on each, and closes
 // an evicted producer once its last send returned. close closes them all.
 type senderCache struct {
-	create func(topic string) (Sender, func(), error)
+	create func(topic string) (seam.Sender, func(), error)
 	mu     sync.Mutex
 	m      map[string]*senderEntry
 	closed bool
@@ -19,16 +21,16 @@ type senderCache struct {
 
 type senderEntry struct {
 	ready   chan struct{}
-	sender  Sender
+	sender  seam.Sender
 	closeFn func()
 	err     error
 	users   int  // sends in progress (guarded by the cache's mu)
 	evicted bool // no longer in the map; close when users drops to 0
 }
 
-func newSenderCache(create func(string) (Sender, func(), error)) *senderCache {
+func newSenderCache(create func(string) (seam.Sender, func(), error)) *senderCache {
 	if create == nil {
-		create = func(topic string) (Sender, func(), error) {
+		create = func(topic string) (seam.Sender, func(), error) {
 			return nil, nil, fmt.Errorf("pulsar: no producer can be created for %q", topic)
 		}
 	}
@@ -36,7 +38,7 @@ func newSenderCache(create func(string) (Sender, func(), error)) *senderCache {
 }
 
 // get returns the producer of topic and the function to call when the send is done.
-func (s *senderCache) get(ctx context.Context, topic string) (Sender, func(), error) {
+func (s *senderCache) get(ctx context.Context, topic string) (seam.Sender, func(), error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -86,7 +88,7 @@ func (s *senderCache) release(e *senderEntry) {
 
 // evict forgets the producer of topic when it is still sender; it is closed when its last
 // send in progress returns.
-func (s *senderCache) evict(topic string, sender Sender) {
+func (s *senderCache) evict(topic string, sender seam.Sender) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.m[topic]

@@ -19,7 +19,7 @@ import (
 // [Consumer.Run] and the [Delivery] methods alike. nil acknowledges; a *DeadLetterError
 // dead-letters at once; a *RetryAfterError fails with its delay; any other error fails
 // (retry while deliveries are left, then the dead-letter copy). The reason is poison when
-// err matches [ErrPoison] (the payload cannot be decoded; a body that is not an envelope
+// err matches envelope.ErrPoison (the payload cannot be decoded; a body that is not an envelope
 // then gets the raw copy at once), failed otherwise. The delivery's copy properties go on
 // every copy.
 func (e *engine) settle(d *Delivery, err error) {
@@ -28,7 +28,7 @@ func (e *engine) settle(d *Delivery, err error) {
 		return
 	}
 	reason := envelope.ReasonFailed
-	if errors.Is(err, ErrPoison) {
+	if errors.Is(err, envelope.ErrPoison) {
 		reason = envelope.ReasonPoison
 	}
 	o := failOptions{Properties: d.extraProps}
@@ -52,7 +52,7 @@ func (e *engine) settle(d *Delivery, err error) {
 func (e *engine) acknowledge(d *Delivery) error {
 	err := e.ack(d)
 	if err == nil {
-		e.finish(d, Settlement{Outcome: OutcomeAcked})
+		e.finish(d, Event{Kind: EventAcked})
 	}
 	return err
 }
@@ -89,7 +89,7 @@ func (e *engine) poisonNow(d *Delivery, cause error, o failOptions) {
 // nack negatively acknowledges the message: the broker redelivers it.
 func (e *engine) nack(d *Delivery, err error) {
 	e.settler.Nack(d.msg)
-	e.finish(d, Settlement{Outcome: OutcomeNacked, Err: err})
+	e.finish(d, Event{Kind: EventNacked, Err: err})
 }
 
 // gateReject settles a message whose bq-schema-version property was rejected: on its first
@@ -97,8 +97,7 @@ func (e *engine) nack(d *Delivery, err error) {
 // dead_letter block) to the dead-letter topic, or acked with a WARN when dead-lettering is
 // off. A failed write is negatively acknowledged.
 func (e *engine) gateReject(d *Delivery, err error) {
-	e.observe(d, Event{Kind: EventGateRejected, Topic: d.msg.Topic(), Err: err})
-	e.report(err, nil, d.msg)
+	e.observe(d, Event{Kind: EventGateRejected, Err: err})
 	pm := &apulsar.ProducerMessage{
 		Payload:     d.msg.Payload(),
 		Properties:  maps.Clone(d.props),
@@ -111,9 +110,8 @@ func (e *engine) gateReject(d *Delivery, err error) {
 // poisoned settles poison: the ADR-0035 copy at once, or, with dead-lettering off, bounded
 // retries of the payload byte for byte and then an ack with a WARN.
 func (e *engine) poisoned(d *Delivery, perr error) {
-	e.observe(d, Event{Kind: EventPoison, Topic: d.msg.Topic(), Attempt: d.counted, Err: perr})
+	e.observe(d, Event{Kind: EventPoison, Err: perr})
 	e.cfg.Logger.Warn("poison message", zap.String("topic", d.msg.Topic()), zap.Int("attempt", d.counted), zap.Error(perr))
-	e.report(perr, nil, d.msg)
 	if _, on := e.deadLetterTopic(d); !on {
 		e.fail(d, envelope.ReasonPoison, perr, failOptions{Properties: d.extraProps})
 		return
@@ -142,13 +140,12 @@ func (e *engine) poisonCopy(d *Delivery, perr error) {
 // once sent.
 func (e *engine) retry(d *Delivery, cause error) {
 	if e.cfg.Policy.Strategy == retry.Nack {
-		e.observe(d, Event{Kind: EventRetried, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Err: cause})
 		if d.delay > 0 {
 			e.timers.after(d.delay, func() { e.settler.Nack(d.msg) }, func() { e.settler.Nack(d.msg) })
 		} else {
 			e.settler.Nack(d.msg)
 		}
-		e.finish(d, Settlement{Outcome: OutcomeRetried, Err: cause})
+		e.finish(d, Event{Kind: EventRetried, Err: cause})
 		return
 	}
 	topic, err := dlq.ParentTopic(d.msg.Topic())
@@ -193,16 +190,15 @@ func (e *engine) retry(d *Delivery, cause error) {
 			// The queue will never take this copy (too big, not allowed, terminated): no
 			// retry can help, so the message goes to its dead-letter topic.
 			e.cfg.Logger.Error("retry republish refused for good; dead-lettering instead", zap.String("topic", topic), zap.Error(err))
-			e.report(&SendError{Op: ErrRepublish, Topic: topic, Err: err}, d.env, d.msg)
+			e.observe(d, Event{Kind: EventError, Err: &SendError{Op: ErrRepublish, Topic: topic, Err: err}})
 			e.exhaust(d, envelope.ReasonFailed, joinErrors(cause, err))
 			return
 		}
 		e.nackAfter(d, &SendError{Op: ErrRepublish, Topic: topic, Err: err}, cause)
 		return
 	}
-	e.observe(d, Event{Kind: EventRetried, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Err: cause})
 	if aerr := e.ack(d); aerr == nil {
-		e.finish(d, Settlement{Outcome: OutcomeRetried, Err: cause})
+		e.finish(d, Event{Kind: EventRetried, Err: cause})
 	}
 }
 
@@ -246,7 +242,7 @@ func (e *engine) exhaust(d *Delivery, reason envelope.Reason, cause error) {
 // deadLetterFit writes a built dead-letter copy that may be too large for the broker: a
 // copy over MaxMessageSize, or one the broker refuses as too big, is replaced by a
 // truncated, marked copy of the original payload (envelope.TruncatedCopy) that fits, which
-// is reported (ERROR log, *TruncatedError to the error hook, EventTruncated) and written.
+// is reported (ERROR log, EventTruncated with the *TruncatedError) and written.
 func (e *engine) deadLetterFit(d *Delivery, pm *apulsar.ProducerMessage, info envelope.DeadLetterInfo, reason envelope.Reason, cause error) {
 	// The properties are kept as they are; the payload gets what is left, and at least
 	// 16 KiB (the original was accepted with the same properties, so they fit).
@@ -275,9 +271,8 @@ func (e *engine) truncate(d *Delivery, pm *apulsar.ProducerMessage, info envelop
 	e.cfg.Logger.Error("dead-letter copy too large; writing a truncated copy", zap.String("topic", d.msg.Topic()),
 		zap.String("dead_letter_topic", dlt), zap.Int("size", terr.FullSize), zap.Int("limit", limit),
 		zap.Int("original_size", terr.OriginalSize))
-	e.report(terr, d.env, d.msg)
 	e.health.warn(terr.Error())
-	e.observe(d, Event{Kind: EventTruncated, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Reason: info.Reason, Err: terr})
+	e.observe(d, Event{Kind: EventTruncated, Reason: info.Reason, Err: terr})
 	pm.Payload = body
 	return true
 }
@@ -321,9 +316,8 @@ func (e *engine) deadLetterWith(d *Delivery, pm *apulsar.ProducerMessage, reason
 	}
 	e.cfg.Logger.Info("message dead-lettered", zap.String("topic", d.msg.Topic()), zap.String("dead_letter_topic", dlt),
 		zap.String("reason", string(reason)), zap.Int("attempt", d.counted))
-	e.observe(d, Event{Kind: EventDeadLettered, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Reason: reason, Err: cause})
 	if aerr := e.ack(d); aerr == nil {
-		e.finish(d, Settlement{Outcome: OutcomeDeadLettered, Reason: reason, Err: cause})
+		e.finish(d, Event{Kind: EventDeadLettered, Reason: reason, Err: cause})
 	}
 }
 
@@ -342,16 +336,12 @@ func (e *engine) ensureRetention(ctx context.Context, topic, dlt string) error {
 	return nil
 }
 
-// drop acknowledges a message nobody handled, with a WARN and an error report.
+// drop acknowledges a message nobody handled, with a WARN; its EventDropped carries err.
 func (e *engine) drop(d *Delivery, reason envelope.Reason, err error) {
 	e.cfg.Logger.Warn("message dropped: dead-lettering is off", zap.String("topic", d.msg.Topic()),
 		zap.String("urn", d.urn), zap.String("reason", string(reason)), zap.Int("attempt", d.counted), zap.Error(err))
-	if _, isExhausted := err.(*ExhaustedError); isExhausted { //nolint:errorlint // built by the caller, never wrapped
-		e.report(err, d.env, d.msg)
-	}
-	e.observe(d, Event{Kind: EventDropped, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Reason: reason, Err: err})
 	if aerr := e.ack(d); aerr == nil {
-		e.finish(d, Settlement{Outcome: OutcomeDropped, Reason: reason, Err: err})
+		e.finish(d, Event{Kind: EventDropped, Reason: reason, Err: err})
 	}
 }
 
@@ -392,11 +382,7 @@ func (e *engine) ack(d *Delivery) error {
 		e.cfg.Logger.Warn("ack failed", zap.String("topic", d.msg.Topic()), zap.Error(err))
 		serr := &SettleError{Err: err}
 		e.health.failing("ack", err)
-		e.report(serr, d.env, d.msg)
-		e.finish(d, Settlement{Outcome: OutcomeNacked, Err: serr})
-		if e.cfg.ExtraSettle != nil {
-			e.cfg.ExtraSettle(serr)
-		}
+		e.finish(d, Event{Kind: EventNacked, Err: serr})
 		return serr
 	}
 	e.health.ok("ack")
@@ -411,9 +397,6 @@ func (e *engine) settleResult(err error) {
 	} else {
 		e.health.ok("settlement write")
 	}
-	if e.cfg.ExtraSettle != nil {
-		e.cfg.ExtraSettle(err)
-	}
 }
 
 // nackAfter negatively acknowledges after a failed republish or dead-letter write, and
@@ -426,8 +409,7 @@ func (e *engine) nackAfter(d *Delivery, serr *SendError, cause error) {
 	if cause != nil {
 		err = joinErrors(cause, serr)
 	}
-	e.report(err, d.env, d.msg)
-	e.finish(d, Settlement{Outcome: OutcomeNacked, Err: err})
+	e.finish(d, Event{Kind: EventNacked, Err: err})
 }
 
 // messageSize is the size of pm as the broker bounds it, near enough: payload and properties.

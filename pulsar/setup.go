@@ -7,6 +7,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -55,8 +56,8 @@ func subTypeName(t apulsar.SubscriptionType) string {
 // producerSenders returns the producer factory of the settlement writes (retries and dead
 // letters) on client; adjust, when set, changes the producer options before the topic is
 // set.
-func producerSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions)) func(topic string) (Sender, func(), error) {
-	return func(topic string) (Sender, func(), error) {
+func producerSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions)) func(topic string) (seam.Sender, func(), error) {
+	return func(topic string) (seam.Sender, func(), error) {
 		po := apulsar.ProducerOptions{
 			// Each retry or dead letter is sent synchronously by the worker that holds the
 			// message, so a batch of one is flushed at once instead of after the batching

@@ -1,8 +1,11 @@
 package pulsar_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -26,36 +29,64 @@ func TestDocumentedDefaults(t *testing.T) {
 	assert.False(t, ok, "above MaxAttemptsValue")
 }
 
-// Every typed error matches its sentinel and unwraps to its cause, as its doc says.
+// Every typed error matches its sentinel and unwraps to its cause, as its doc says, and
+// errors.As finds it through a wrap and a join.
 func TestErrorVocabulary(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("cause")
 	cases := []struct {
 		err      error
 		sentinel error
+		hasCause bool
 	}{
-		{&bqpulsar.HandlerError{URN: "urn:x", Attempt: 1, Err: cause}, bqpulsar.ErrHandler},
-		{&bqpulsar.ReceiveError{Err: cause}, bqpulsar.ErrReceive},
-		{&bqpulsar.ExhaustedError{Reason: envelope.ReasonFailed, Attempts: 3, Err: cause}, bqpulsar.ErrExhausted},
-		{&bqpulsar.SettleError{Err: cause}, bqpulsar.ErrSettle},
-		{&bqpulsar.SendError{Op: bqpulsar.ErrRepublish, Topic: "t", Err: cause}, bqpulsar.ErrRepublish},
+		{&bqpulsar.ReceiveError{Err: cause}, bqpulsar.ErrReceive, true},
+		{&bqpulsar.ExhaustedError{Reason: envelope.ReasonFailed, Attempts: 3, Err: cause}, bqpulsar.ErrExhausted, true},
+		{&bqpulsar.SettleError{Err: cause}, bqpulsar.ErrSettle, true},
+		{&bqpulsar.SendError{Op: bqpulsar.ErrRepublish, Topic: "t", Err: cause}, bqpulsar.ErrRepublish, true},
+		{&bqpulsar.PanicError{Where: "handler", Value: cause}, bqpulsar.ErrPanic, true},
+		{&bqpulsar.ConnectError{URL: "pulsar://x:1", Cause: cause}, bqpulsar.ErrConnect, true},
+		{&bqpulsar.UnreachableError{For: time.Second, Err: cause}, bqpulsar.ErrUnreachable, true},
+		{&bqpulsar.UnknownURNError{URN: "urn:x"}, bqpulsar.ErrUnknownURN, false},
+		{&bqpulsar.PanicError{Where: "handler", Value: "not an error"}, bqpulsar.ErrPanic, false},
+		{&bqpulsar.CloseTimeoutError{Timeout: time.Second, Pending: "x"}, bqpulsar.ErrCloseTimeout, false},
+		{&bqpulsar.SchemaVersionError{Value: "2"}, bqpulsar.ErrSchemaVersion, false},
+		{&bqpulsar.TruncatedError{Topic: "t", FullSize: 2, Limit: 1, OriginalSize: 2}, bqpulsar.ErrTruncated, false},
 	}
 	for _, c := range cases {
-		require.ErrorIs(t, c.err, c.sentinel, "%T", c.err)
-		require.ErrorIs(t, c.err, cause, "%T", c.err)
+		wrapped := fmt.Errorf("outer: %w", errors.Join(errors.New("other"), c.err))
+		for _, err := range []error{c.err, wrapped} {
+			require.ErrorIs(t, err, c.sentinel, "%T", c.err)
+			if c.hasCause {
+				require.ErrorIs(t, err, cause, "%T", c.err)
+			} else {
+				require.NotErrorIs(t, err, cause, "%T", c.err)
+			}
+			target := reflect.New(reflect.TypeOf(c.err))
+			require.ErrorAs(t, err, target.Interface(), "errors.As %T", c.err)
+			require.Same(t, c.err, target.Elem().Interface(), "errors.As %T", c.err)
+		}
+		for _, other := range []error{bqpulsar.ErrPanic, bqpulsar.ErrSettle, bqpulsar.ErrReceive, bqpulsar.ErrUnknownURN, bqpulsar.ErrTruncated} {
+			if !errors.Is(other, c.sentinel) {
+				require.NotErrorIs(t, c.err, other, "%T", c.err)
+			}
+		}
 	}
-	require.ErrorIs(t, &bqpulsar.UnknownURNError{URN: "urn:x"}, bqpulsar.ErrUnknownURN)
 }
 
-// The outcomes a delivery hook is told are named as the contract's reports name them.
+// The settlements a delivery hook is told are named as the contract's reports name
+// outcomes, and every kind has a name.
 func TestOutcomeNames(t *testing.T) {
 	t.Parallel()
-	for want, o := range map[string]bqpulsar.Outcome{
-		"acked": bqpulsar.OutcomeAcked, "retried": bqpulsar.OutcomeRetried, "dead_lettered": bqpulsar.OutcomeDeadLettered,
-		"dropped": bqpulsar.OutcomeDropped, "nacked": bqpulsar.OutcomeNacked,
+	for want, k := range map[string]bqpulsar.EventKind{
+		"acked": bqpulsar.EventAcked, "retried": bqpulsar.EventRetried, "dead_lettered": bqpulsar.EventDeadLettered,
+		"dropped": bqpulsar.EventDropped, "nacked": bqpulsar.EventNacked,
+		"received": bqpulsar.EventReceived, "handled": bqpulsar.EventHandled, "failed": bqpulsar.EventFailed,
+		"poison": bqpulsar.EventPoison, "gate_rejected": bqpulsar.EventGateRejected, "unknown_urn": bqpulsar.EventUnknownURN,
+		"truncated": bqpulsar.EventTruncated, "routing_mismatch": bqpulsar.EventRoutingMismatch, "error": bqpulsar.EventError,
 	} {
-		assert.Equal(t, want, string(o))
+		assert.Equal(t, want, k.String())
 	}
-	var hook bqpulsar.UnknownURNHook = func(*envelope.Envelope, apulsar.Message) {}
-	assert.NotNil(t, bqpulsar.OnUnknownURN(hook))
+	assert.Equal(t, "unknown", bqpulsar.EventKind(0).String())
+	assert.Equal(t, "unknown", bqpulsar.EventKind(99).String())
+	assert.NotNil(t, bqpulsar.HandleUnknown(func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }))
 }

@@ -21,7 +21,7 @@ import (
 const probeInterval = 5 * time.Second
 
 // ErrUnreachable is matched by the *[UnreachableError] that the consumer reports to the
-// error hook when the broker stops answering, and that [Consumer.Run] returns when it
+// Event hooks (in an [EventError]) when the broker stops answering, and that [Consumer.Run] returns when it
 // stayed unreachable for the [WithUnreachableTimeout].
 var ErrUnreachable = errors.New("pulsar: broker unreachable")
 
@@ -39,11 +39,8 @@ func (e *UnreachableError) Error() string {
 	return fmt.Sprintf("pulsar: broker unreachable for %s: %v", e.For.Round(time.Millisecond), e.Err)
 }
 
-// Unwrap returns the last probe's error.
-func (e *UnreachableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrUnreachable].
-func (*UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+// Unwrap returns [ErrUnreachable] and the last probe's error, so that the error matches both.
+func (e *UnreachableError) Unwrap() []error { return matching(ErrUnreachable, e.Err) }
 
 var errNoAnswer = errors.New("no answer to a lookup within the probe interval")
 
@@ -97,7 +94,7 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 				since = now
 				uerr := &UnreachableError{Err: err}
 				c.cfg.logger.Warn("broker unreachable", zap.Error(err))
-				c.eng.report(uerr, nil, nil)
+				c.eng.observe(nil, Event{Kind: EventError, Err: uerr})
 			}
 			uerr := &UnreachableError{For: now.Sub(since), Err: err}
 			c.eng.setReceiving(uerr)

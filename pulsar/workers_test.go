@@ -17,8 +17,8 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/mocks"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
-	"github.com/babelqueue/babelqueue-go-pulsar/mocks"
 )
 
 // TestBusyKeyDoesNotStallOtherKeys: with concurrency 8, one key's handler is blocked for

@@ -35,7 +35,7 @@
 //
 // # Consuming
 //
-// [Middleware] is pulsar consumer middleware (pulsar.WithMiddleware): a delivery whose data
+// [Middleware] is pulsar consumer middleware, a Handler hook (pulsar.Hooks): a delivery whose data
 // fails its URN's schema is dead-lettered at once (pulsar.DeadLetter: reason failed, no
 // retries) with the [*ValidationError] as the error; valid data goes on to the handler. Put
 // it inside the idempotency middleware, if any, so an invalid message is never remembered.

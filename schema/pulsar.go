@@ -25,12 +25,13 @@ func Check(p Provider, urn string, data []byte) error {
 	return s.Validate(data)
 }
 
-// Middleware returns pulsar consumer middleware that checks every delivery's data against
+// Middleware returns pulsar consumer middleware, a Handler hook
+// (pulsar.WithHooks(pulsar.Hooks{Handler: schema.Middleware(p)})), that checks every delivery's data against
 // its URN's schema from p: invalid data is dead-lettered at once (pulsar.DeadLetter, reason
 // failed, no retries) with the [*ValidationError] as the error, and the handler is not run;
 // a URN without a schema, or valid data, goes on to the handler. A provider that cannot
 // answer fails the delivery (an ordinary failure, retried by the consumer's policy).
-func Middleware(p Provider) bqpulsar.Middleware {
+func Middleware(p Provider) func(next bqpulsar.HandlerFunc) bqpulsar.HandlerFunc {
 	return func(next bqpulsar.HandlerFunc) bqpulsar.HandlerFunc {
 		return func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error {
 			s, found, err := p.Schema(env.URN())

@@ -153,7 +153,7 @@ func TestMiddlewareDeadLettersInvalidData(t *testing.T) {
 			o.SubscriptionInitialPosition = apulsar.SubscriptionPositionEarliest
 		}),
 		bqpulsar.WithMaxAttempts(5),
-		bqpulsar.WithMiddleware(schema.Middleware(orderProvider(t))),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Handler: schema.Middleware(orderProvider(t))}),
 		bqpulsar.Handle(orderURN, h),
 		bqpulsar.Handle("urn:babel:users:registered", h),
 	)

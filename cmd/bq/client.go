@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -160,7 +161,7 @@ func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (apulsar.Clie
 }
 
 // wrap gives an error of a client call the URL and cause of a connection failure.
-func (c *connFlags) wrap(err error) error { return bqpulsar.WrapConnectError(c.url, err) }
+func (c *connFlags) wrap(err error) error { return seam.WrapConnectError(c.url, err) }
 
 // await runs a blocking client call that takes no context and returns when it does or as
 // soon as ctx ends (with ctx's error); an abandoned call finishes in the background.

@@ -114,7 +114,8 @@ func run(ctx context.Context, w io.Writer) (err error) {
 		bqpulsar.WithSubscription("billing", apulsar.Shared),
 		bqpulsar.WithConcurrency(workerPool),
 		bqpulsar.WithMaxAttempts(20),
-		bqpulsar.WithMiddleware(count, guard.Middleware()),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Handler: count}),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Handler: guard.Middleware()}),
 		bqpulsar.Handle(ordersURN, func(_ context.Context, e *envelope.Envelope, _ apulsar.Message) error {
 			var o Order
 			if err := e.Bind(&o); err != nil {

@@ -135,9 +135,13 @@ func run(ctx context.Context, w io.Writer, fixtureDir string) (err error) {
 	opts := []bqpulsar.ConsumerOption{
 		bqpulsar.WithTopic(topic),
 		bqpulsar.WithSubscription("interop", apulsar.Exclusive),
-		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
-			fmt.Fprintf(w, "error: %v\n", err)
-		}),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Event: func(e bqpulsar.Event) {
+			switch e.Kind { //nolint:exhaustive // only the failures are printed
+			case bqpulsar.EventFailed, bqpulsar.EventPoison, bqpulsar.EventGateRejected, bqpulsar.EventUnknownURN,
+				bqpulsar.EventNacked, bqpulsar.EventError:
+				fmt.Fprintf(w, "error: %v\n", e.Err)
+			}
+		}}),
 	}
 	urns := map[string]bool{}
 	for _, f := range all {

@@ -148,7 +148,7 @@ func run(ctx context.Context, w io.Writer) (err error) {
 			Backoff:     retry.Backoff{Initial: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.2},
 		}),
 		bqpulsar.WithConcurrency(4),
-		bqpulsar.WithObserver(s),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Event: s.Observe}),
 	)
 	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)

@@ -109,9 +109,11 @@ func readme(ctx context.Context, serviceURL, topic string, logger *zap.Logger, b
 		}),
 		bqpulsar.WithMaxAttempts(5),
 		bqpulsar.WithConcurrency(8), // same key or ordering key: handled in order
-		bqpulsar.OnError(func(err error, env *envelope.Envelope, msg apulsar.Message) {
-			log.Printf("consume: %v", err)
-		}),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Event: func(e bqpulsar.Event) {
+			if e.Kind == bqpulsar.EventFailed || e.Kind == bqpulsar.EventError {
+				log.Printf("consume: %s: %v", e.Kind, e.Err)
+			}
+		}}),
 	)
 	if err != nil {
 		return err

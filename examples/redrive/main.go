@@ -80,11 +80,11 @@ func run(ctx context.Context, w io.Writer) (err error) {
 		bqpulsar.WithTopic(topic),
 		bqpulsar.WithSubscription("fulfilment", apulsar.Shared),
 		bqpulsar.WithMaxAttempts(1), // no retry: straight to the dead-letter topic
-		bqpulsar.WithObserver(bqpulsar.ObserverFunc(func(e bqpulsar.Event) {
+		bqpulsar.WithHooks(bqpulsar.Hooks{Event: func(e bqpulsar.Event) {
 			if e.Kind == bqpulsar.EventHandled || e.Kind == bqpulsar.EventDeadLettered {
 				settled.Add(1)
 			}
-		})),
+		}}),
 		bqpulsar.Handle(urnCreated, func(_ context.Context, e *envelope.Envelope, _ apulsar.Message) error {
 			if !fixed.Load() {
 				return errors.New("tax rules not loaded")

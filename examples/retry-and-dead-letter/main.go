@@ -81,7 +81,7 @@ func run(ctx context.Context, w io.Writer) (err error) {
 		bqpulsar.WithTopic(topic),
 		bqpulsar.WithSubscription("payments", apulsar.Shared),
 		bqpulsar.WithMaxAttempts(3), // three deliveries in all, the first included
-		bqpulsar.WithObserver(t),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Event: t.Observe}),
 		bqpulsar.Handle("urn:babel:orders:created", func(_ context.Context, e *envelope.Envelope, _ apulsar.Message) error {
 			var o Order
 			if err := e.Bind(&o); err != nil {

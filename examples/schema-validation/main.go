@@ -105,7 +105,7 @@ func run(ctx context.Context, w io.Writer) (err error) {
 			o.SubscriptionInitialPosition = apulsar.SubscriptionPositionEarliest
 		}),
 		bqpulsar.WithMaxAttempts(5), // a validation failure never uses them
-		bqpulsar.WithMiddleware(schema.Middleware(provider)),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Handler: schema.Middleware(provider)}),
 		bqpulsar.Handle(ordersURN, func(_ context.Context, e *envelope.Envelope, _ apulsar.Message) error {
 			var o Order
 			if err := e.Bind(&o); err != nil {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -91,60 +92,57 @@ type config struct {
 	producerCust  map[string]func(*apulsar.ProducerOptions)
 	logger        *zap.Logger
 	deadLetterFor func(context.Context, IncomingMetadata, error)
-	observer      bqpulsar.Observer
-	deliveryHooks []bqpulsar.DeliveryHook
-	publishHooks  []bqpulsar.PublishHook
+	hooks         []bqpulsar.Hooks
 }
 
 func invalidOption(format string, args ...any) error {
 	return fmt.Errorf("connector: %w: "+format, append([]any{bqpulsar.ErrInvalidOption}, args...)...)
 }
 
+// refused is invalidOption(format, args...) when the option refuses its value, nil
+// otherwise.
+func refused(refuse bool, format string, args ...any) error {
+	if !refuse {
+		return nil
+	}
+	return invalidOption(format, args...)
+}
+
+// set returns the option that refuses with err when it is not nil and applies f otherwise:
+// its check is made when the option is built, its effect when New applies it.
+func set(err error, f func(cc *config)) Option {
+	return optionFunc(func(cc *config) error {
+		if err == nil {
+			f(cc)
+		}
+		return err
+	})
+}
+
 // WithClient makes every channel use c, which the connector never closes. Default: one
 // client per distinct client configuration, created and closed by the connector. A nil
 // client is refused.
 func WithClient(c apulsar.Client) Option {
-	return optionFunc(func(cc *config) error {
-		if c == nil {
-			return invalidOption("nil client")
-		}
-		cc.client = c
-		return nil
-	})
+	return set(refused(c == nil, "nil client"), func(cc *config) { cc.client = c })
 }
 
 // WithClientOptions sets what cannot be configured by attributes (an authentication
 // provider, a TLS configuration, a logger…); URL, timeouts, authentication and TLS
 // attributes of a channel override the matching fields. Default: zero options.
 func WithClientOptions(o apulsar.ClientOptions) Option {
-	return optionFunc(func(cc *config) error {
-		cc.clientOpts = o
-		return nil
-	})
+	return set(nil, func(cc *config) { cc.clientOpts = o })
 }
 
 // WithConsumerCustomizer adjusts the consumer options of channel after the attributes
 // were applied. Default: none. A blank channel name or a nil f is refused.
 func WithConsumerCustomizer(channel string, f func(*apulsar.ConsumerOptions)) Option {
-	return optionFunc(func(cc *config) error {
-		if err := checkCustomizer(channel, f == nil); err != nil {
-			return err
-		}
-		cc.consumerCust[channel] = f
-		return nil
-	})
+	return set(checkCustomizer(channel, f == nil), func(cc *config) { cc.consumerCust[channel] = f })
 }
 
 // WithProducerCustomizer adjusts the producer options of channel after the attributes
 // were applied. Default: none. A blank channel name or a nil f is refused.
 func WithProducerCustomizer(channel string, f func(*apulsar.ProducerOptions)) Option {
-	return optionFunc(func(cc *config) error {
-		if err := checkCustomizer(channel, f == nil); err != nil {
-			return err
-		}
-		cc.producerCust[channel] = f
-		return nil
-	})
+	return set(checkCustomizer(channel, f == nil), func(cc *config) { cc.producerCust[channel] = f })
 }
 
 func checkCustomizer(channel string, nilFunc bool) error {
@@ -160,62 +158,21 @@ func checkCustomizer(channel string, nilFunc bool) error {
 // WithLogger sets the connector's logger; every source and sink logs through it with a
 // channel field. Default: zap.NewNop(). A nil logger is refused.
 func WithLogger(l *zap.Logger) Option {
-	return optionFunc(func(cc *config) error {
-		if l == nil {
-			return invalidOption("nil logger")
-		}
-		cc.logger = l
-		return nil
-	})
+	return set(refused(l == nil, "nil logger"), func(cc *config) { cc.logger = l })
 }
 
 // WithDeadLetterHook is called after an incoming message was written to its dead-letter
 // topic. Default: none. A nil hook is refused.
 func WithDeadLetterHook(f func(ctx context.Context, md IncomingMetadata, reason error)) Option {
-	return optionFunc(func(cc *config) error {
-		if f == nil {
-			return invalidOption("nil dead-letter hook")
-		}
-		cc.deadLetterFor = f
-		return nil
-	})
+	return set(refused(f == nil, "nil dead-letter hook"), func(cc *config) { cc.deadLetterFor = f })
 }
 
-// WithObserver gives every incoming channel's source the observer (see bqpulsar.Observer):
-// the pipeline's events, for metrics. Default: none. A nil observer is refused.
-func WithObserver(o bqpulsar.Observer) Option {
-	return optionFunc(func(cc *config) error {
-		if o == nil {
-			return invalidOption("nil observer")
-		}
-		cc.observer = o
-		return nil
-	})
-}
-
-// WithDeliveryHook adds a delivery hook to every incoming channel's source (see
-// bqpulsar.DeliveryHook): a context per delivery and its settlement, for tracing. Default:
-// none. A nil hook is refused.
-func WithDeliveryHook(h bqpulsar.DeliveryHook) Option {
-	return optionFunc(func(cc *config) error {
-		if h == nil {
-			return invalidOption("nil delivery hook")
-		}
-		cc.deliveryHooks = append(cc.deliveryHooks, h)
-		return nil
-	})
-}
-
-// WithPublishHook adds a publish hook to every outgoing channel's sink (see
-// bqpulsar.PublishHook), for tracing. Default: none. A nil hook is refused.
-func WithPublishHook(h bqpulsar.PublishHook) Option {
-	return optionFunc(func(cc *config) error {
-		if h == nil {
-			return invalidOption("nil publish hook")
-		}
-		cc.publishHooks = append(cc.publishHooks, h)
-		return nil
-	})
+// WithHooks gives h to every channel: to each incoming channel's source (its Consumer's
+// hooks: Delivery, Event) and to each outgoing channel's sink (Publish), as
+// bqpulsar.WithHooks does for a Consumer or a Publisher (see bqpulsar.Hooks). Several
+// WithHooks compose, in the order given. Default: none.
+func WithHooks(h bqpulsar.Hooks) Option {
+	return set(nil, func(cc *config) { cc.hooks = append(cc.hooks, h) })
 }
 
 // Connector is the babelqueue-pulsar connector of package messaging: Pulsar
@@ -416,8 +373,7 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		MaxAttempts:     attr[int](a, AttrMaxAttempts),
 		RetryDelay:      attr[time.Duration](a, AttrRetryDelay),
 		DeadLetterHook:  c.cfg.deadLetterFor,
-		Observer:        c.cfg.observer,
-		DeliveryHooks:   c.cfg.deliveryHooks,
+		Hooks:           c.cfg.hooks,
 		SenderOptions:   senderTimeout(time.Duration(attr[int](a, AttrSendTimeoutMs)) * time.Millisecond),
 		Logger:          c.cfg.logger.With(zap.String("channel", ch)),
 	}
@@ -450,7 +406,7 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		if err != nil {
 			a.invalid("%s: %v", AttrNackRedeliveryBackoff, err)
 		}
-		o.Consumer.NackBackoffPolicy = bqpulsar.NackBackoff(b)
+		o.Consumer.NackBackoffPolicy = seam.NackBackoff(b)
 	}
 	c.nativeDLQ(a, &o)
 	switch {
@@ -583,7 +539,7 @@ func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (mess
 		NoWaitForWriteCompletion: !attr[bool](a, AttrWaitForWrite),
 		ProjectEnvelope:          codec == CodecBabelQueue,
 		Tracing:                  attr[bool](a, AttrTracingEnabled),
-		PublishHooks:             c.cfg.publishHooks,
+		Hooks:                    c.cfg.hooks,
 		Logger:                   c.cfg.logger.With(zap.String("channel", ch)),
 	}
 	if err := a.err(); err != nil {

@@ -5,7 +5,7 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
-	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 )
 
 // cumulativeConsumer is what cumulative settlement needs of the subscription.
@@ -58,7 +58,7 @@ type ackLine struct {
 	hasAck  bool
 }
 
-// cumulativeSettler is the bqpulsar.Settler of a Source with ack-strategy=cumulative: it records the delivery order per topic (partition) and acknowledges
+// cumulativeSettler is the seam.Settler of a Source with ack-strategy=cumulative: it records the delivery order per topic (partition) and acknowledges
 // cumulatively up to the last message of the settled prefix, so that no cumulative
 // acknowledgement covers a message that may still be nacked. A nacked message makes the
 // broker of an Exclusive or Failover subscription rewind (it delivers again every
@@ -73,7 +73,7 @@ type cumulativeSettler struct {
 	lines map[string]*ackLine
 }
 
-var _ bqpulsar.Settler = (*cumulativeSettler)(nil)
+var _ seam.Settler = (*cumulativeSettler)(nil)
 
 func newCumulativeSettler(pc cumulativeConsumer) *cumulativeSettler {
 	return &cumulativeSettler{pc: pc, lines: map[string]*ackLine{}}

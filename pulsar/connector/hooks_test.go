@@ -40,7 +40,7 @@ func TestSinkAndSourceRunTheirHooks(t *testing.T) {
 		}
 	}
 	sink, err := connector.NewSink(client, connector.SinkOptions{
-		Producer: apulsar.ProducerOptions{Topic: topic}, PublishHooks: []bqpulsar.PublishHook{hook},
+		Producer: apulsar.ProducerOptions{Topic: topic}, Hooks: []bqpulsar.Hooks{{Publish: hook}},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sink.Close(context.Background()) })
@@ -49,9 +49,9 @@ func TestSinkAndSourceRunTheirHooks(t *testing.T) {
 	var settled atomic.Value
 	src, err := connector.NewSource(client, connector.SourceOptions{
 		Consumer: apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared},
-		DeliveryHooks: []bqpulsar.DeliveryHook{func(ctx context.Context, _ apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
-			return ctx, func(s bqpulsar.Settlement) { settled.Store(s.Outcome) }
-		}},
+		Hooks: []bqpulsar.Hooks{{Delivery: func(ctx context.Context, _ apulsar.Message) (context.Context, func(bqpulsar.Event)) {
+			return ctx, func(s bqpulsar.Event) { settled.Store(s.Kind) }
+		}}},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close(context.Background()) })
@@ -64,5 +64,5 @@ func TestSinkAndSourceRunTheirHooks(t *testing.T) {
 	assert.Equal(t, topic, md.Properties["x-hooked"], "the publish hook's property was sent")
 	testwait.Eventually(t, brokertest.WaitLong, func() bool { return done.Load() == 1 }, "the publish hook's done was not called")
 	require.NoError(t, ms.received()[0].Ack(context.Background()))
-	assert.Equal(t, bqpulsar.OutcomeAcked, settled.Load())
+	assert.Equal(t, bqpulsar.EventAcked, settled.Load())
 }

@@ -87,11 +87,11 @@ func TestFailedAckReachesTheConsumersHookAndHealth(t *testing.T) {
 	c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("s", apulsar.Shared),
 		bqpulsar.WithConsumerOptions(func(o *apulsar.ConsumerOptions) { o.AckWithResponse = true }),
 		bqpulsar.Handle("urn:babel:x", func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }),
-		bqpulsar.OnError(func(err error, _ *envelope.Envelope, _ apulsar.Message) {
-			if errors.Is(err, bqpulsar.ErrSettle) {
-				reported.Store(err)
+		bqpulsar.WithHooks(bqpulsar.Hooks{Event: func(e bqpulsar.Event) {
+			if e.Kind == bqpulsar.EventNacked && errors.Is(e.Err, bqpulsar.ErrSettle) {
+				reported.Store(e.Err)
 			}
-		}))
+		}}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

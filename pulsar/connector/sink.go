@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
@@ -72,10 +73,10 @@ type SinkOptions struct {
 	// is written for other trace ids. The connector sets it from tracing-enabled
 	// (default true). Default: false.
 	Tracing bool
-	// PublishHooks are called for every message before it is sent and with the outcome of
-	// its send, as bqpulsar.WithPublishHook's are for a Publisher (tracing injects its
-	// context here). Default: none.
-	PublishHooks []bqpulsar.PublishHook
+	// Hooks' Publish functions are called for every message before it is sent and with
+	// the outcome of its send, as bqpulsar.WithHooks's are for a Publisher (tracing injects
+	// its context here); the other fields do not apply. Default: none.
+	Hooks []bqpulsar.Hooks
 	// Logger receives the sink's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
@@ -93,7 +94,7 @@ type Sink struct {
 	noWait   bool
 	project  bool
 	tracing  bool
-	hooks    []bqpulsar.PublishHook
+	hooks    seam.PublishFunc // nil without Publish hooks
 	logger   *zap.Logger
 
 	results chan sendResult // settled by the worker, capacity window
@@ -158,7 +159,7 @@ func NewSink(client apulsar.Client, o SinkOptions) (*Sink, error) {
 	}
 	s := &Sink{
 		channel: o.Channel, producer: p, in: reactive.NewInlet(int64(o.Window)), window: o.Window,
-		noWait: o.NoWaitForWriteCompletion, project: o.ProjectEnvelope, tracing: o.Tracing, hooks: o.PublishHooks, logger: o.Logger,
+		noWait: o.NoWaitForWriteCompletion, project: o.ProjectEnvelope, tracing: o.Tracing, hooks: seam.PublishHooks(o.Hooks, o.Logger), logger: o.Logger,
 		results: make(chan sendResult, o.Window), quit: make(chan struct{}), done: make(chan struct{}),
 		ready: true, flushReq: make(chan struct{}, 1),
 	}
@@ -198,8 +199,10 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 	s.pending++
 	s.mu.Unlock()
 	pm, env := s.message(m)
-	finish := bqpulsar.RunPublishHooks(context.Background(), s.hooks,
-		&bqpulsar.OutgoingMessage{Topic: s.producer.Topic(), Envelope: env, Message: pm}, s.logger)
+	var finish func(apulsar.MessageID, error)
+	if s.hooks != nil {
+		finish = s.hooks(context.Background(), s.producer.Topic(), env, pm)
+	}
 	s.traceparent(pm) // after the hooks: a tracing hook's own traceparent wins
 	// Settle outside the producer lock: a settlement may request more, and the upstream
 	// may then call OnNext again on this goroutine.
@@ -251,7 +254,7 @@ func (s *Sink) send(m messaging.Message[[]byte], pm *apulsar.ProducerMessage, fi
 // message builds the Pulsar message of m: payload, OutgoingMetadata, and the bq-*
 // projection of an envelope payload when enabled.
 func (s *Sink) message(m messaging.Message[[]byte]) (*apulsar.ProducerMessage, *envelope.Envelope) {
-	o := bqpulsar.Outgoing{Payload: m.Payload()}
+	o := seam.Outgoing{Payload: m.Payload()}
 	md, hasMD := messaging.MetadataOf[OutgoingMetadata](m.Metadata())
 	if hasMD {
 		o.Headers, o.Key, o.OrderingKey, o.EventTime = md.Properties, md.Key, md.OrderingKey, md.EventTime
@@ -260,7 +263,7 @@ func (s *Sink) message(m messaging.Message[[]byte]) (*apulsar.ProducerMessage, *
 	if s.project {
 		o.Env = envelopeOf(m)
 	}
-	pm := bqpulsar.Build(o, time.Now())
+	pm := seam.Build(o, time.Now())
 	if hasMD {
 		pm.DisableReplication, pm.ReplicationClusters = md.DisableReplication, md.ReplicationClusters
 	}

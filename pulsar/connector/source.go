@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
@@ -142,8 +143,21 @@ func (s *Source) consumerOptions(o *SourceOptions, co apulsar.ConsumerOptions) [
 	if contract {
 		policy.Strategy = o.RetryStrategy // other strategies never retry through the policy
 	}
-	opts := []bqpulsar.ConsumerOption{
-		bqpulsar.WithTopics(topics...),
+	settler := func(pc apulsar.Consumer) seam.Settler {
+		s.pc = pc
+		var base seam.Settler = pc
+		if o.CumulativeAck {
+			s.cumulative = newCumulativeSettler(pc)
+			base = s.cumulative
+		}
+		s.settler = &sourceSettler{base: base, pc: pc}
+		return s.settler
+	}
+	opts := make([]bqpulsar.ConsumerOption, 0, len(topics)+16)
+	for _, t := range topics {
+		opts = append(opts, bqpulsar.WithTopic(t))
+	}
+	opts = append(opts,
 		bqpulsar.WithSubscription(co.SubscriptionName, co.Type),
 		bqpulsar.WithConsumerOptions(func(x *apulsar.ConsumerOptions) { *x = co }),
 		bqpulsar.WithRetry(policy),
@@ -152,44 +166,29 @@ func (s *Source) consumerOptions(o *SourceOptions, co apulsar.ConsumerOptions) [
 		bqpulsar.WithLogger(o.Logger),
 		bqpulsar.WithMaxInflight(max(o.MaxInflight, 1)),
 		bqpulsar.WithRetentionSubscription(!o.NoRetentionSubscription),
-		bqpulsar.WithSchemaGate(contract),
-		bqpulsar.WithPoisonSettled(contract && o.Envelopes),
-		bqpulsar.WithSettler(func(pc apulsar.Consumer) bqpulsar.Settler {
-			s.pc = pc
-			var base bqpulsar.Settler = pc
-			if o.CumulativeAck {
-				s.cumulative = newCumulativeSettler(pc)
-				base = s.cumulative
-			}
-			s.settler = &sourceSettler{base: base, pc: pc}
-			return s.settler
-		}),
-		bqpulsar.WithDeliveryHook(s.track), // first: in delivery order, before the gate
-	}
+		frontOption(seam.Front{NoGate: !contract, PoisonDelivered: !contract || !o.Envelopes, Settler: settler}),
+		bqpulsar.WithHooks(bqpulsar.Hooks{Delivery: s.track}), // first: in delivery order, before the gate
+	)
 	if o.SenderOptions != nil {
 		opts = append(opts, bqpulsar.WithSenderOptions(o.SenderOptions))
 	}
 	if o.MaxMessageSize > 0 {
 		opts = append(opts, bqpulsar.WithMaxMessageSize(o.MaxMessageSize))
 	}
-	if o.Observer != nil {
-		opts = append(opts, bqpulsar.WithObserver(o.Observer))
-	}
-	if o.OnError != nil {
-		opts = append(opts, bqpulsar.OnError(o.OnError))
-	}
-	if o.OnRoutingMismatch != nil {
-		opts = append(opts, bqpulsar.OnRoutingMismatch(o.OnRoutingMismatch))
-	}
-	for _, h := range o.DeliveryHooks {
-		if h != nil {
-			opts = append(opts, bqpulsar.WithDeliveryHook(h))
-		}
+	for _, h := range o.Hooks {
+		opts = append(opts, bqpulsar.WithHooks(h))
 	}
 	if o.DeadLetterHook != nil {
-		opts = append(opts, bqpulsar.WithDeliveryHook(s.deadLettered)) // last: the delivery's own context
+		opts = append(opts, bqpulsar.WithHooks(bqpulsar.Hooks{Delivery: s.deadLettered})) // last: the delivery's own context
 	}
 	return opts
+}
+
+// frontOption is the Consumer option of what the source changes about admission and
+// settlement (seam.FrontOption, set by package pulsar, returns one).
+func frontOption(f seam.Front) bqpulsar.ConsumerOption {
+	o, _ := seam.FrontOption(f).(bqpulsar.ConsumerOption) // always one
+	return o
 }
 
 // recordEnds stores the last message of every topic (partition) at creation, for
@@ -231,7 +230,7 @@ func (s *Source) reachedEnd(msg apulsar.Message) bool {
 // track is the source's first delivery hook, called for every received message in
 // delivery order (on the pump, inside Next) before admission: the cumulative settler
 // records it, and complete-at-end checks it.
-func (s *Source) track(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
+func (s *Source) track(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Event)) {
 	if s.cumulative != nil {
 		s.cumulative.track(msg)
 	}
@@ -253,7 +252,7 @@ func (s *Source) track(ctx context.Context, msg apulsar.Message) (context.Contex
 // endSettled is called when the last message is settled. Settled at admission, it was
 // never delivered: the stream is at its end now, and the pump's Next, which would wait for
 // a message after it, is ended.
-func (s *Source) endSettled(bqpulsar.Settlement) {
+func (s *Source) endSettled(bqpulsar.Event) {
 	s.mu.Lock()
 	if s.endQueued {
 		s.mu.Unlock()
@@ -272,9 +271,9 @@ func (s *Source) endSettled(bqpulsar.Settlement) {
 
 // deadLettered is the source's last delivery hook: it calls the DeadLetterHook once a
 // message was written to its dead-letter topic.
-func (s *Source) deadLettered(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Settlement)) {
-	return ctx, func(st bqpulsar.Settlement) {
-		if st.Outcome != bqpulsar.OutcomeDeadLettered {
+func (s *Source) deadLettered(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Event)) {
+	return ctx, func(st bqpulsar.Event) {
+		if st.Kind != bqpulsar.EventDeadLettered {
 			return
 		}
 		md := metadataOf(msg, st.URN, max(st.Attempt-1, 0))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
@@ -35,7 +36,7 @@ func TestNewSourceSaysWhyTheBrokerCannotBeReached(t *testing.T) {
 func TestNackBackoffFollowsTheRetryBackoff(t *testing.T) {
 	t.Parallel()
 	b := retry.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2}
-	p := bqpulsar.NackBackoff(b)
+	p := seam.NackBackoff(b)
 	for count := range uint32(6) {
 		assert.Equal(t, b.Delay(int(count)+1), p.Next(count), "redelivery %d", count)
 	}

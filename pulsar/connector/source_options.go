@@ -146,16 +146,12 @@ type SourceOptions struct {
 	// the Consumer does. With another codec, a body that is not an envelope is delivered.
 	// Default: false.
 	Envelopes bool
-	// OnError receives the source's failures (gate rejections, poison, failed settlement
-	// writes and acks, receive failures), as the Consumer's error hook. Default: none.
-	OnError bqpulsar.ErrorHook
-	// OnRoutingMismatch is called when a usable bq-job property differs from the body's
-	// URN (the property wins). Default: none.
-	OnRoutingMismatch bqpulsar.RoutingMismatchHook
-	// Observer receives the pipeline's events, as the Consumer's. Default: none.
-	Observer bqpulsar.Observer
-	// DeliveryHooks open a context per delivery (see [bqpulsar.DeliveryHook]). Default: none.
-	DeliveryHooks []bqpulsar.DeliveryHook
+	// Hooks are given to the source's Consumer, in order, as bqpulsar.WithHooks options:
+	// its Delivery hooks open a context per delivery and receive its settlement, its Event
+	// hooks every event (failures included: gate rejections, poison, failed settlement
+	// writes and acks, receive failures, routing mismatches). Handler and Publish hooks do
+	// not apply. Default: none.
+	Hooks []bqpulsar.Hooks
 	// Logger receives the source's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }

@@ -9,6 +9,8 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
@@ -17,7 +19,7 @@ import (
 // cumulative) Ack and Nack, except that a nack the failure strategy marked beforehand
 // becomes what the strategy says (reconsume later, or leave the message unacknowledged).
 type sourceSettler struct {
-	base bqpulsar.Settler
+	base seam.Settler
 	pc   apulsar.Consumer
 	mark sync.Map // apulsar.Message → nackMark
 }
@@ -49,7 +51,7 @@ func (t *sourceSettler) Nack(msg apulsar.Message) {
 // *bqpulsar.DeadLetterError reason (or Disposition DeadLetter) dead-letters at once, a
 // *bqpulsar.RetryAfterError reason (or a Delay) delays the retry, and a messaging.ErrDecode
 // reason settles as poison; a failed republish or dead-letter write nacks, never acks.
-// Every failure of a settlement is reported by the Consumer (error hook, health).
+// Every failure of a settlement is reported by the Consumer (an EventNacked, health).
 func (s *Source) settleNack(d *bqpulsar.Delivery, reason error, o messaging.NackOptions) {
 	switch s.strategy {
 	case FailureNack, FailureContinue: // continue: the ack timeout, which redelivers
@@ -73,7 +75,7 @@ func (s *Source) settleNack(d *bqpulsar.Delivery, reason error, o messaging.Nack
 			_ = d.Ack()
 			return
 		}
-		d.AddCopyProperties(o.Properties)
+		seam.AddCopyProperties(d, o.Properties)
 		if errors.Is(reason, messaging.ErrDecode) {
 			reason = poisonError{reason}
 		}
@@ -89,9 +91,9 @@ func (s *Source) settleNack(d *bqpulsar.Delivery, reason error, o messaging.Nack
 }
 
 // poisonError marks a decode failure of the stage's codec as poison for the Consumer's
-// settlement (it matches bqpulsar.ErrPoison); its text and chain are the failure's.
+// settlement (it matches envelope.ErrPoison); its text and chain are the failure's.
 type poisonError struct{ error }
 
 func (e poisonError) Unwrap() error { return e.error }
 
-func (poisonError) Is(target error) bool { return target == bqpulsar.ErrPoison }
+func (poisonError) Is(target error) bool { return target == envelope.ErrPoison }

@@ -1,4 +1,4 @@
-package pulsar
+package seam
 
 import (
 	"context"
@@ -9,23 +9,23 @@ import (
 // Sender sends one message and waits for the broker's receipt. The consumer sends retries
 // and dead-letter copies through it; apulsar.Producer implements it.
 //
-//go:generate go tool -modfile=../tools/go.mod mockgen -destination=../mocks/sender.go -package=mocks . Sender
+//go:generate go tool -modfile=../../tools/go.mod mockgen -destination=../mocks/sender.go -package=mocks . Sender
 type Sender interface {
 	// Send sends msg; ctx bounds the whole delivery, receipt included.
 	Send(ctx context.Context, msg *apulsar.ProducerMessage) (apulsar.MessageID, error)
 }
 
-// Receiver is the source of messages of a [Consumer]; apulsar.Consumer implements it.
+// Receiver is the source of messages of a pulsar.Consumer; apulsar.Consumer implements it.
 //
-//go:generate go tool -modfile=../tools/go.mod mockgen -destination=../mocks/receiver.go -package=mocks . Receiver
+//go:generate go tool -modfile=../../tools/go.mod mockgen -destination=../mocks/receiver.go -package=mocks . Receiver
 type Receiver interface {
 	// Receive blocks until a message arrives or ctx ends.
 	Receive(ctx context.Context) (apulsar.Message, error)
 }
 
-// Settler acknowledges messages for a [Consumer]; apulsar.Consumer implements it.
+// Settler acknowledges messages for a pulsar.Consumer; apulsar.Consumer implements it.
 //
-//go:generate go tool -modfile=../tools/go.mod mockgen -destination=../mocks/settler.go -package=mocks . Settler
+//go:generate go tool -modfile=../../tools/go.mod mockgen -destination=../mocks/settler.go -package=mocks . Settler
 type Settler interface {
 	// Ack acknowledges msg: the broker will not deliver it again.
 	Ack(msg apulsar.Message) error
@@ -34,10 +34,10 @@ type Settler interface {
 	Nack(msg apulsar.Message)
 }
 
-// MessageProducer is what a [Publisher] needs from a producer: synchronous and
+// MessageProducer is what a pulsar.Publisher needs from a producer: synchronous and
 // asynchronous sends and a flush. apulsar.Producer implements it.
 //
-//go:generate go tool -modfile=../tools/go.mod mockgen -destination=../mocks/message_producer.go -package=mocks . MessageProducer
+//go:generate go tool -modfile=../../tools/go.mod mockgen -destination=../mocks/message_producer.go -package=mocks . MessageProducer
 type MessageProducer interface {
 	Sender
 	// SendAsync enqueues msg and calls done exactly once with the outcome; ctx bounds only
