@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,7 +183,8 @@ func (e *engine) finish(d *Delivery, s Settlement) {
 
 // handled records a handler's result (observer event, log, error hook) before settlement.
 func (e *engine) handled(d *Delivery, err error, latency time.Duration) {
-	if err == nil {
+	var we *WarningError
+	if err == nil || errors.As(err, &we) { // a warning is a success, reported by its settlement
 		e.observe(d, Event{Kind: EventHandled, Topic: d.msg.Topic(), URN: d.urn, Attempt: d.counted, Latency: latency})
 		return
 	}
