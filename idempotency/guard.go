@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -376,49 +377,61 @@ func (g *Guard) run(ctx context.Context, id string, c Claim, asked time.Time, fn
 // keep renews the claim c every third of the lease until the returned stop is called, and
 // cancels the handler's ctx with a *LeaseLostError when the claim is lost: at once when the
 // store says another claim took it, or once failed renewals leave no try before the lease
-// runs out. stop waits for the renewals to end and returns the loss, if any.
+// runs out. stop waits for a renewal in progress and returns the loss, if any. The
+// renewals run on a timer, so a handler that ends before the first one costs no goroutine.
 func (g *Guard) keep(ctx context.Context, id string, c Claim, asked time.Time, cancel context.CancelCauseFunc) (stop func() *LeaseLostError) {
 	every := max(g.lease/3, time.Millisecond)
 	rctx, rcancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	var lost *LeaseLostError
-	go func() {
-		defer close(done)
-		held := asked // the lease runs until held + lease at the earliest
-		t := time.NewTimer(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-			case <-rctx.Done():
-				return
-			}
-			at := time.Now()
-			err := g.store.Renew(rctx, id, c.Token, g.lease)
-			switch {
-			case err == nil:
-				held = at
-			case rctx.Err() != nil:
-				return // stopped, or the delivery ended: not a loss
-			case errors.Is(err, ErrLeaseLost):
-				lost = &LeaseLostError{ID: id, Fence: c.Fence, Err: err}
+	var (
+		mu      sync.Mutex
+		t       *time.Timer
+		stopped bool
+		lost    *LeaseLostError
+		ticks   sync.WaitGroup // the tick scheduled or running
+		held    = asked        // the lease runs until held + lease at the earliest
+	)
+	var tick func()
+	tick = func() {
+		defer ticks.Done()
+		at := time.Now()
+		err := g.store.Renew(rctx, id, c.Token, g.lease)
+		switch {
+		case err == nil:
+			held = at
+		case rctx.Err() != nil:
+			return // stopped, or the delivery ended: not a loss
+		case errors.Is(err, ErrLeaseLost):
+			lost = &LeaseLostError{ID: id, Fence: c.Fence, Err: err}
+			cancel(lost)
+			return
+		default:
+			g.report(ctx, "renew", id, err)
+			if time.Since(held)+every >= g.lease {
+				lost = &LeaseLostError{ID: id, Fence: c.Fence, Err: &StoreError{Op: "renew", ID: id, Err: err}}
 				cancel(lost)
 				return
-			default:
-				serr := &StoreError{Op: "renew", ID: id, Err: err}
-				g.report(ctx, "renew", id, err)
-				if time.Since(held)+every >= g.lease {
-					lost = &LeaseLostError{ID: id, Fence: c.Fence, Err: serr}
-					cancel(lost)
-					return
-				}
 			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			ticks.Add(1)
 			t.Reset(every)
 		}
-	}()
+	}
+	mu.Lock()
+	ticks.Add(1)
+	t = time.AfterFunc(every, tick)
+	mu.Unlock()
 	return func() *LeaseLostError {
+		mu.Lock()
+		stopped = true
+		if t.Stop() {
+			ticks.Done() // the scheduled tick will not run
+		}
+		mu.Unlock()
 		rcancel()
-		<-done
+		ticks.Wait()
 		return lost
 	}
 }

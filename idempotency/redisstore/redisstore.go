@@ -22,19 +22,20 @@ const DefaultFenceRetention = idempotency.DefaultTTL
 // Every id is one Redis hash, so that each decision is one script on one key (and a
 // cluster can serve it from one slot):
 //
-//	f  the fence counter: the last fence handed out for the id (HINCRBY on every claim)
+//	f  the fence counter: the last fence handed out for the id (one more on every claim)
 //	s  "c" while claimed, "d" once remembered, absent when free (released)
-//	e  while claimed: the lease's end, in milliseconds of the server's clock
+//	e  while claimed: the lease's end, in milliseconds of the server's clock (ignored
+//	   once remembered)
 //
-// A claimed key expires lease + fence retention after its last claim or renewal, a
-// remembered one after its TTL. The lease is the field e, not the key's expiry, so that an
+// A claimed key expires lease + fence retention after its last claim or renewal (each
+// sets the expiry again, later than the one before), a remembered one after its TTL. The lease is the field e, not the key's expiry, so that an
 // expired lease keeps the fence counter: the next claim gets a larger fence.
 
 // claimScript: remembered → {2, 0}; claimed with a lease not yet ended → {3, ms left};
 // otherwise claim it (fence + 1, s = c, e = now + lease) → {1, fence}.
 // ARGV: lease ms, fence retention ms.
 var claimScript = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 's', 'e')
+local v = redis.call('HMGET', KEYS[1], 's', 'e', 'f')
 if v[1] == 'd' then
   return {2, 0}
 end
@@ -46,12 +47,9 @@ if v[1] == 'c' then
     return {3, left}
   end
 end
-local f = redis.call('HINCRBY', KEYS[1], 'f', 1)
-redis.call('HSET', KEYS[1], 's', 'c', 'e', now + tonumber(ARGV[1]))
-local keep = tonumber(ARGV[1]) + tonumber(ARGV[2])
-if redis.call('PTTL', KEYS[1]) < keep then
-  redis.call('PEXPIRE', KEYS[1], keep)
-end
+local f = (tonumber(v[3]) or 0) + 1
+redis.call('HSET', KEYS[1], 's', 'c', 'e', now + tonumber(ARGV[1]), 'f', f)
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]))
 return {1, f}
 `)
 
@@ -65,10 +63,7 @@ end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('HSET', KEYS[1], 'e', now + tonumber(ARGV[2]))
-local keep = tonumber(ARGV[2]) + tonumber(ARGV[3])
-if redis.call('PTTL', KEYS[1]) < keep then
-  redis.call('PEXPIRE', KEYS[1], keep)
-end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]))
 return 1
 `)
 
@@ -81,7 +76,6 @@ if f and f ~= ARGV[1] then
   return 0
 end
 redis.call('HSET', KEYS[1], 's', 'd', 'f', ARGV[1])
-redis.call('HDEL', KEYS[1], 'e')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
