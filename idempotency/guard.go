@@ -355,7 +355,7 @@ func (g *Guard) run(ctx context.Context, id string, c Claim, asked time.Time, fn
 			return
 		}
 		// fn panicked: free the id for the next delivery, then go on panicking.
-		stop()
+		_ = stop()
 		g.release(ctx, id, c.Token)
 	}()
 	err = fn(hctx)
@@ -390,8 +390,7 @@ func (g *Guard) keep(ctx context.Context, id string, c Claim, asked time.Time, c
 		ticks   sync.WaitGroup // the tick scheduled or running
 		held    = asked        // the lease runs until held + lease at the earliest
 	)
-	var tick func()
-	tick = func() {
+	tick := func() {
 		defer ticks.Done()
 		at := time.Now()
 		err := g.store.Renew(rctx, id, c.Token, g.lease)

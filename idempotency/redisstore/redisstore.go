@@ -199,7 +199,7 @@ func (s *Store) Claim(ctx context.Context, id string, lease time.Duration) (idem
 		if res[1] < 1 {
 			return idempotency.Claim{}, fmt.Errorf("redisstore: claim: unexpected fence %d", res[1])
 		}
-		fence := uint64(res[1])
+		fence := uint64(res[1]) //nolint:gosec // G115: res[1] ≥ 1, checked above
 		return idempotency.Claim{Status: idempotency.StatusClaimed, Token: strconv.FormatUint(fence, 10), Fence: fence}, nil
 	case 2:
 		return idempotency.Claim{Status: idempotency.StatusDone}, nil
