@@ -286,8 +286,9 @@ func TestCrashedWorkersLeaseExpires(t *testing.T) {
 				r := newRig(t)
 				env, err := envelope.Make(testURN, map[string]int{"order_id": 7})
 				require.NoError(t, err)
-				// The crashed worker's claim: taken, never committed nor released.
-				c, err := store.Claim(context.Background(), env.Meta.ID, 700*time.Millisecond)
+				// The crashed worker's claim: taken, never committed nor released (under the
+				// key the guard gives the message: its queue and meta.id).
+				c, err := store.Claim(context.Background(), g.Key(env, r.topic), 700*time.Millisecond)
 				require.NoError(t, err)
 				require.Equal(t, idempotency.StatusClaimed, c.Status)
 
