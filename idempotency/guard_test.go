@@ -113,9 +113,9 @@ func TestGuardInFlight(t *testing.T) {
 			assert.Equal(t, "id", ife.ID)
 			assert.Greater(t, ife.LeaseLeft, 30*time.Second)
 
-			// The middleware turns it into a bounded RetryAfter (the messaging runtime's
-			// wrapper, pulsar/connector's GuardFunc, into a delayed redelivery: its test is
-			// there).
+			// The middleware turns it into a bounded deferral, which spends no attempt (the
+			// messaging runtime's wrapper, pulsar/connector's GuardFunc, into a delayed
+			// redelivery: its test is there).
 			mg := newGuard(t, s, idempotency.WithInFlightRetry(250*time.Millisecond))
 			env, err := envelope.Make("urn:babel:test:x", nil, envelope.WithMessageID("id"))
 			require.NoError(t, err)
@@ -124,9 +124,9 @@ func TestGuardInFlight(t *testing.T) {
 				return nil
 			})
 			err = h(ctx, env, nil)
-			var ra *bqpulsar.RetryAfterError
-			require.ErrorAs(t, err, &ra)
-			assert.Equal(t, 250*time.Millisecond, ra.Delay)
+			var de *bqpulsar.DeferError
+			require.ErrorAs(t, err, &de)
+			assert.Equal(t, 250*time.Millisecond, de.Delay)
 			require.ErrorIs(t, err, idempotency.ErrInFlight)
 			d, ok := mg.InFlightDelay(err)
 			require.True(t, ok)
@@ -204,7 +204,7 @@ func TestGuardStoreFailures(t *testing.T) {
 	require.NoError(t, err)
 	fs := &failingStore{Store: mem}
 	var hooked []error
-	g := newGuard(t, fs, idempotency.WithErrorHook(func(_ context.Context, op, id string, err error) {
+	g := newGuard(t, fs, idempotency.WithCommitRetry(0), idempotency.WithErrorHook(func(_ context.Context, op, id string, err error) {
 		assert.Equal(t, "x", id)
 		hooked = append(hooked, err)
 		var se *idempotency.StoreError
@@ -223,12 +223,14 @@ func TestGuardStoreFailures(t *testing.T) {
 	assert.Zero(t, runs, "a store that cannot answer never runs the handler")
 	fs.claim.Store(false)
 
-	// A failed commit: the handler succeeded, the delivery is acknowledged, the hook hears
-	// of it, and the id stays claimed (in flight) for the rest of the lease.
+	// A failed commit (no retries here): the handler succeeded, the result says to
+	// acknowledge the delivery, the hook hears of it, and the id stays claimed (in flight)
+	// for the rest of the lease.
 	fs.commit.Store(true)
 	res, err = g.Do(ctx, "x", ok)
-	require.NoError(t, err)
-	assert.Equal(t, idempotency.Ran, res)
+	require.ErrorIs(t, err, errOutage)
+	require.ErrorIs(t, err, idempotency.ErrStore)
+	assert.Equal(t, idempotency.RanUncommitted, res)
 	require.Len(t, hooked, 1)
 	require.ErrorIs(t, hooked[0], errOutage)
 	_, err = g.Do(ctx, "x", ok)
@@ -265,6 +267,7 @@ func TestGuardOptionsAreValidated(t *testing.T) {
 	for _, o := range []idempotency.Option{
 		idempotency.WithLease(0), idempotency.WithTTL(-time.Second),
 		idempotency.WithInFlightRetry(0), idempotency.WithInFlightWait(0),
+		idempotency.WithCommitRetry(-time.Second), idempotency.WithScope("a/b"),
 	} {
 		_, err := idempotency.New(mem, o)
 		require.ErrorIs(t, err, idempotency.ErrInvalidOption)
@@ -282,6 +285,8 @@ func TestStatusAndResultNames(t *testing.T) {
 	assert.Equal(t, "ran-unguarded", idempotency.RanUnguarded.String())
 	assert.Equal(t, "not-run", idempotency.NotRun.String())
 	assert.Equal(t, "ran", idempotency.Ran.String())
+	assert.Equal(t, "ran-uncommitted", idempotency.RanUncommitted.String())
+	assert.Equal(t, "Result(9)", idempotency.Result(9).String())
 }
 
 // cancelOnInFlight is a store that cancels a context once it has answered that an id is in

@@ -147,8 +147,8 @@ func (a *acked) middleware(next bqpulsar.HandlerFunc) bqpulsar.HandlerFunc {
 }
 
 // consume runs a Shared consumer with 8 workers, the guard's middleware and h until the
-// test ends.
-func (r *rig) consume(t *testing.T, g *idempotency.Guard, a *acked, obs *tally, h bqpulsar.HandlerFunc, opts ...bqpulsar.ConsumerOption) {
+// test ends, and returns it.
+func (r *rig) consume(t *testing.T, g *idempotency.Guard, a *acked, obs *tally, h bqpulsar.HandlerFunc, opts ...bqpulsar.ConsumerOption) *bqpulsar.Consumer {
 	t.Helper()
 	all := append([]bqpulsar.ConsumerOption{
 		bqpulsar.WithTopic(r.topic),
@@ -174,6 +174,7 @@ func (r *rig) consume(t *testing.T, g *idempotency.Guard, a *acked, obs *tally, 
 		}
 		_ = c.Close()
 	})
+	return c
 }
 
 // stormWait bounds the waits of the redelivery-storm tests (a thousand messages, three
@@ -285,8 +286,9 @@ func TestCrashedWorkersLeaseExpires(t *testing.T) {
 				r := newRig(t)
 				env, err := envelope.Make(testURN, map[string]int{"order_id": 7})
 				require.NoError(t, err)
-				// The crashed worker's claim: taken, never committed nor released.
-				c, err := store.Claim(context.Background(), env.Meta.ID, 700*time.Millisecond)
+				// The crashed worker's claim: taken, never committed nor released (under the
+				// key the guard gives the message: its queue and meta.id).
+				c, err := store.Claim(context.Background(), g.Key(env, r.topic), 700*time.Millisecond)
 				require.NoError(t, err)
 				require.Equal(t, idempotency.StatusClaimed, c.Status)
 

@@ -107,14 +107,32 @@ func (s *MemoryStore) Claim(_ context.Context, id string, lease time.Duration) (
 			return Claim{}, fmt.Errorf("%w: %d live entries", ErrStoreFull, len(s.entries))
 		}
 	}
+	// One counter for every id: a claim's fence is larger than every earlier one, of this
+	// id or any other, so fences never go back, even for an id swept and claimed again.
 	s.seq++
-	token := strconv.FormatUint(s.seq, 36)
+	token := strconv.FormatUint(s.seq, 10)
 	expires := now.Add(lease)
 	s.entries[id] = memEntry{token: token, expires: expires}
 	if expires.Before(s.nextSweep) {
 		s.nextSweep = expires
 	}
-	return Claim{Status: StatusClaimed, Token: token}, nil
+	return Claim{Status: StatusClaimed, Token: token, Fence: s.seq}, nil
+}
+
+// Renew implements [Store]. lease ≤ 0 is an error wrapping [ErrInvalidOption].
+func (s *MemoryStore) Renew(_ context.Context, id, token string, lease time.Duration) error {
+	if lease <= 0 {
+		return fmt.Errorf("%w: lease %s, want > 0", ErrInvalidOption, lease)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[id]
+	if !ok || e.token == "" || e.token != token {
+		return fmt.Errorf("%w: %q is not claimed with token %s", ErrLeaseLost, id, token)
+	}
+	e.expires = s.now().Add(lease)
+	s.entries[id] = e
+	return nil
 }
 
 // sweep drops expired entries, at most once per earliest expiry.
@@ -138,12 +156,15 @@ func (s *MemoryStore) sweep(now time.Time) {
 // Commit implements [Store]. ttl ≤ 0 is an error wrapping [ErrInvalidOption]. Committing
 // an id whose claim was swept never fails for want of room: the id was counted when it was
 // claimed.
-func (s *MemoryStore) Commit(_ context.Context, id, _ string, ttl time.Duration) error {
+func (s *MemoryStore) Commit(_ context.Context, id, token string, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("%w: ttl %s, want > 0", ErrInvalidOption, ttl)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e, ok := s.entries[id]; ok && e.token != "" && e.token != token {
+		return fmt.Errorf("%w: %q is claimed with a later token than %s", ErrLeaseLost, id, token)
+	}
 	expires := s.now().Add(ttl)
 	s.entries[id] = memEntry{expires: expires}
 	if expires.Before(s.nextSweep) {
@@ -156,9 +177,11 @@ func (s *MemoryStore) Commit(_ context.Context, id, _ string, ttl time.Duration)
 func (s *MemoryStore) Release(_ context.Context, id, token string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.entries[id]; ok && e.token != "" && e.token == token {
-		delete(s.entries, id)
+	e, ok := s.entries[id]
+	if !ok || e.token == "" || e.token != token {
+		return fmt.Errorf("%w: %q is not claimed with token %s", ErrLeaseLost, id, token)
 	}
+	delete(s.entries, id)
 	return nil
 }
 

@@ -35,8 +35,11 @@ func TestStoreContract(t *testing.T) {
 			assert.Greater(t, again.LeaseLeft, 30*time.Second)
 			assert.LessOrEqual(t, again.LeaseLeft, time.Minute)
 
-			// A stale token releases nothing.
-			require.NoError(t, s.Release(ctx, "a", "not-the-token"))
+			// A stale token releases nothing, renews nothing and commits nothing.
+			require.ErrorIs(t, s.Release(ctx, "a", "not-the-token"), idempotency.ErrLeaseLost)
+			require.ErrorIs(t, s.Renew(ctx, "a", "not-the-token", time.Minute), idempotency.ErrLeaseLost)
+			require.ErrorIs(t, s.Commit(ctx, "a", "not-the-token", time.Hour), idempotency.ErrLeaseLost)
+			require.NoError(t, s.Renew(ctx, "a", c.Token, time.Minute))
 			again, err = s.Claim(ctx, "a", time.Minute)
 			require.NoError(t, err)
 			assert.Equal(t, idempotency.StatusInFlight, again.Status)
@@ -46,13 +49,18 @@ func TestStoreContract(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, idempotency.StatusClaimed, c2.Status)
 			assert.NotEqual(t, c.Token, c2.Token)
+			assert.Greater(t, c2.Fence, c.Fence, "fences increase per id")
+			// The first holder is fenced off: its late commit and renewal are refused.
+			require.ErrorIs(t, s.Commit(ctx, "a", c.Token, time.Hour), idempotency.ErrLeaseLost)
+			require.ErrorIs(t, s.Renew(ctx, "a", c.Token, time.Minute), idempotency.ErrLeaseLost)
 
 			require.NoError(t, s.Commit(ctx, "a", c2.Token, time.Hour))
 			done, err := s.Claim(ctx, "a", time.Minute)
 			require.NoError(t, err)
 			assert.Equal(t, idempotency.StatusDone, done.Status)
-			// Releasing a remembered id with the old token keeps it remembered.
-			require.NoError(t, s.Release(ctx, "a", c2.Token))
+			// Releasing a remembered id with the old token is refused and keeps it remembered.
+			require.ErrorIs(t, s.Release(ctx, "a", c2.Token), idempotency.ErrLeaseLost)
+			require.ErrorIs(t, s.Renew(ctx, "a", c2.Token, time.Minute), idempotency.ErrLeaseLost)
 			done, err = s.Claim(ctx, "a", time.Minute)
 			require.NoError(t, err)
 			assert.Equal(t, idempotency.StatusDone, done.Status)
@@ -69,8 +77,16 @@ func TestStoreContract(t *testing.T) {
 				assert.Equal(t, idempotency.StatusClaimed, c.Status, id)
 			}
 
+			// An id the store does not know at all (a restarted server) commits: nobody
+			// claimed it since.
+			require.NoError(t, s.Commit(ctx, "unknown", "7", time.Hour))
+			done, err = s.Claim(ctx, "unknown", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusDone, done.Status)
+
 			_, err = s.Claim(ctx, "z", 0)
 			require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+			require.ErrorIs(t, s.Renew(ctx, "z", "1", 0), idempotency.ErrInvalidOption)
 			require.ErrorIs(t, s.Commit(ctx, "z", "", 0), idempotency.ErrInvalidOption)
 		})
 	}
@@ -93,6 +109,33 @@ func TestStoreLeaseAndTTLExpire(t *testing.T) {
 				c, err := s.Claim(ctx, "ttl", time.Minute)
 				return err == nil && c.Status == idempotency.StatusClaimed
 			}, "the remembered id never expired")
+		})
+	}
+}
+
+// TestStoreFencesIncreaseAcrossExpiredLeases: a lease that ends (nobody renewed it) frees
+// the id, and the next claim's fence is still larger; the expired holder keeps its token
+// current only until then.
+func TestStoreFencesIncreaseAcrossExpiredLeases(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
+			first, err := s.Claim(ctx, "f", 30*time.Millisecond)
+			require.NoError(t, err)
+			var next idempotency.Claim
+			testwait.Eventually(t, 5*time.Second, func() bool {
+				next, err = s.Claim(ctx, "f", time.Minute)
+				return err == nil && next.Status == idempotency.StatusClaimed
+			}, "the lease never expired")
+			assert.Greater(t, next.Fence, first.Fence)
+			require.ErrorIs(t, s.Commit(ctx, "f", first.Token, time.Hour), idempotency.ErrLeaseLost)
+			require.ErrorIs(t, s.Release(ctx, "f", first.Token), idempotency.ErrLeaseLost)
+			require.NoError(t, s.Release(ctx, "f", next.Token))
+			third, err := s.Claim(ctx, "f", time.Minute)
+			require.NoError(t, err)
+			assert.Greater(t, third.Fence, next.Fence, "a release keeps the fence counter")
+			require.NoError(t, s.Commit(ctx, "f", third.Token, time.Hour))
 		})
 	}
 }

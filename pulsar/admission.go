@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,7 +146,8 @@ func (e *engine) finish(d *Delivery, ev Event) {
 // handled records a handler's result (its event and, for a failure, a log line) before
 // settlement.
 func (e *engine) handled(d *Delivery, err error, latency time.Duration) {
-	if err == nil {
+	var we *WarningError
+	if err == nil || errors.As(err, &we) { // a warning is a success, reported by its settlement
 		e.observe(d, Event{Kind: EventHandled, Latency: latency})
 		return
 	}

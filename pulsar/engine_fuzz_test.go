@@ -109,13 +109,17 @@ func FuzzEngineFronts(f *testing.F) {
 		if d != nil {
 			cause := errors.New("boom")
 			if mode&1 == 0 { // the Consumer: a handler's outcome
-				switch action % 4 {
+				switch action % 6 {
 				case 0:
 					cause = nil
 				case 1:
 					cause = &DeadLetterError{Err: cause}
 				case 2:
 					cause = &RetryAfterError{Delay: time.Millisecond, Err: cause}
+				case 4:
+					cause = Defer(time.Millisecond, cause)
+				case 5:
+					cause = AckWithWarning(cause)
 				}
 				e.settle(d, cause)
 			} else { // the Source's settlements, through the Delivery's methods

@@ -60,7 +60,9 @@ const (
 	// a receive failure (a *[ReceiveError]; the loop goes on unless it is fatal), the broker
 	// found unreachable (an *[UnreachableError]), deliveries of [Consumer.Next] left
 	// unsettled at Close (wrapping [ErrUnsettled]), or a retry copy its queue refused for
-	// good (a *[SendError] matching [ErrRepublish]; the message is dead-lettered instead).
+	// good (a *[SendError] matching [ErrRepublish]; the message is dead-lettered instead),
+	// or the warning of a delivery a handler settled with [AckWithWarning] (a *[WarningError];
+	// its EventAcked carries it too).
 	EventError
 )
 

@@ -27,6 +27,16 @@ func (e *engine) settle(d *Delivery, err error) {
 		_ = e.acknowledge(d) // a failed ack is reported, recorded in health and settled nacked
 		return
 	}
+	var de *DeferError
+	if errors.As(err, &de) {
+		e.deferDelivery(d, de)
+		return
+	}
+	var we *WarningError
+	if errors.As(err, &we) {
+		e.warnAck(d, we)
+		return
+	}
 	reason := envelope.ReasonFailed
 	if errors.Is(err, envelope.ErrPoison) {
 		reason = envelope.ReasonPoison
@@ -135,11 +145,33 @@ func (e *engine) poisonCopy(d *Delivery, perr error) {
 	e.deadLetterFit(d, pm, info, envelope.ReasonPoison, perr)
 }
 
+// deferDelivery republishes a deferred delivery without counting it: bq-attempts (and the
+// body's attempts) stay at reconciled, whatever the retry strategy (a negative ack would
+// raise the redelivery count, which reconciliation counts).
+func (e *engine) deferDelivery(d *Delivery, de *DeferError) {
+	d.delay = de.Delay
+	e.republish(d, de, d.reconciled)
+}
+
+// warnAck acknowledges a delivery that succeeded with a warning, and reports the warning.
+func (e *engine) warnAck(d *Delivery, we *WarningError) {
+	e.cfg.Logger.Warn("delivery acknowledged with a warning", zap.String("topic", d.msg.Topic()),
+		zap.String("urn", d.urn), zap.String("message_id", messageID(d)), zap.Error(we))
+	e.observe(d, Event{Kind: EventError, Err: we})
+	e.health.warn(we.Error())
+	if e.ack(d) == nil {
+		e.finish(d, Event{Kind: EventAcked, Err: we})
+	}
+}
+
 // retry makes another delivery: a negative ack (after the delay, if any), or a republish of
 // the message with bq-attempts (and the body's attempts) set to counted, acknowledged only
-// once sent.
+// once sent. Under the nack strategy a message whose count is carried by bq-attempts rather
+// than by Pulsar's redelivery count (a deferred message's republished copy, or a copy
+// republished by another SDK) is republished too: a negative ack would not raise its count
+// (reconciliation takes the larger of the two), so the retry would not be counted.
 func (e *engine) retry(d *Delivery, cause error) {
-	if e.cfg.Policy.Strategy == retry.Nack {
+	if e.cfg.Policy.Strategy == retry.Nack && int64(d.msg.RedeliveryCount()) >= int64(d.reconciled) {
 		if d.delay > 0 {
 			e.timers.after(d.delay, func() { e.settler.Nack(d.msg) }, func() { e.settler.Nack(d.msg) })
 		} else {
@@ -148,6 +180,12 @@ func (e *engine) retry(d *Delivery, cause error) {
 		e.finish(d, Event{Kind: EventRetried, Err: cause})
 		return
 	}
+	e.republish(d, cause, d.counted)
+}
+
+// republish sends the message again to its parent topic with bq-attempts (and the body's
+// attempts) set to attempts, and acknowledges it once sent.
+func (e *engine) republish(d *Delivery, cause error, attempts int) {
 	topic, err := dlq.ParentTopic(d.msg.Topic())
 	if err != nil {
 		e.nackAfter(d, &SendError{Op: ErrRepublish, Topic: d.msg.Topic(), Err: err}, cause)
@@ -155,7 +193,7 @@ func (e *engine) retry(d *Delivery, cause error) {
 	}
 	payload := d.msg.Payload()
 	if d.env != nil {
-		payload, err = d.env.WithAttempts(d.counted).Encode()
+		payload, err = d.env.WithAttempts(attempts).Encode()
 		if err != nil {
 			e.nackAfter(d, &SendError{Op: ErrRepublish, Topic: topic, Err: err}, cause)
 			return
@@ -163,7 +201,7 @@ func (e *engine) retry(d *Delivery, cause error) {
 	}
 	props := copyProps(d.props)
 	maps.Copy(props, d.extraProps)
-	props[PropAttempts] = strconv.Itoa(d.counted)
+	props[PropAttempts] = strconv.Itoa(attempts)
 	delete(props, PropDelay) // set again below when this retry is delayed
 	pm := &apulsar.ProducerMessage{Payload: payload, Properties: props, Key: d.msg.Key(), OrderingKey: d.msg.OrderingKey()}
 	delay := e.cfg.Policy.Backoff.Delay(d.counted)

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -48,30 +50,55 @@ func (v Violation) String() string {
 	return p + ": " + v.Message
 }
 
-// ValidationError is the refusal of data that fails its URN's schema: it lists every
-// violation found. It is returned by [Schema.Validate], [Publisher.Publish] and its
-// variants, and carried by the dead-letter outcome of [Middleware].
+// MaxViolations is how many violations a [*ValidationError] keeps: the first ones, by
+// pointer and keyword. Total counts them all.
+const MaxViolations = 20
+
+// maxViolationText bounds the pointer and the message of a kept violation, in bytes; a
+// longer one is cut at a rune boundary and ends with "…". With [MaxViolations], it bounds
+// the error text (and a dead-letter copy's error) to a few KiB, whatever the data.
+const maxViolationText = 256
+
+// ValidationError is the refusal of data that fails its URN's schema: it lists the first
+// [MaxViolations] violations found, and Total counts them all. It is returned by
+// [Schema.Validate], [Publisher.Publish] and its variants, and carried by the dead-letter
+// outcome of [Middleware]. Its text is bounded (see [MaxViolations]), so a dead-letter copy
+// stays small however many ways the data fails.
 type ValidationError struct {
 	// URN is the message URN whose schema the data fails.
 	URN string
-	// Violations lists every violation, ordered by pointer, then keyword.
+	// Violations lists the first violations (at most [MaxViolations]), ordered by pointer,
+	// then keyword; a pointer or message longer than 256 bytes is cut short with "…".
 	Violations []Violation
+	// Total is the number of violations found, Violations included; 0 means
+	// len(Violations).
+	Total int
 }
+
+// total returns the number of violations found.
+func (e *ValidationError) total() int { return max(e.Total, len(e.Violations)) }
 
 func (e *ValidationError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "schema: data of %s fails its schema (%d violation", e.URN, len(e.Violations))
-	if len(e.Violations) != 1 {
+	n := e.total()
+	fmt.Fprintf(&b, "schema: data of %s fails its schema (%d violation", e.URN, n)
+	if n != 1 {
 		b.WriteByte('s')
 	}
 	b.WriteString(")")
 	for i, v := range e.Violations {
+		if i == MaxViolations {
+			break
+		}
 		if i == 0 {
 			b.WriteString(": ")
 		} else {
 			b.WriteString("; ")
 		}
 		b.WriteString(v.String())
+	}
+	if shown := min(len(e.Violations), MaxViolations); n > shown {
+		fmt.Fprintf(&b, "; and %d more", n-shown)
 	}
 	return b.String()
 }
@@ -101,6 +128,9 @@ func Compile(urn string, raw []byte) (*Schema, error) {
 func compile(c *jsonschema.Compiler, urn, loc string) (*Schema, error) {
 	s, err := c.Compile(loc)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrSchema, urn, err)
+	}
+	if err := checkSound(s); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrSchema, urn, err)
 	}
 	return &Schema{urn: urn, s: s}, nil
@@ -181,7 +211,27 @@ func (s *Schema) ValidateValue(v any) error {
 		}
 		return a.Keyword < b.Keyword
 	})
+	out.Total = len(out.Violations)
+	if len(out.Violations) > MaxViolations {
+		out.Violations = slices.Clip(out.Violations[:MaxViolations])
+	}
+	for i := range out.Violations {
+		v := &out.Violations[i]
+		v.Pointer, v.Message = cut(v.Pointer), cut(v.Message)
+	}
 	return out
+}
+
+// cut bounds s to maxViolationText bytes, at a rune boundary, marking a cut with "…".
+func cut(s string) string {
+	if len(s) <= maxViolationText {
+		return s
+	}
+	n := maxViolationText - len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 var printer = message.NewPrinter(language.English)

@@ -6,10 +6,15 @@
 //	if err != nil { … }
 //	guard, err := idempotency.New(store)
 //
-// A claim is one atomic script (SET NX PX, else the key's state and its PTTL); a commit is
-// SET with PX, so a remembered id expires after its TTL; a release and the in-flight answer
-// are scripts that act only on the caller's claim token. Keys are a prefix
-// ([DefaultKeyPrefix], or [WithKeyPrefix]) followed by meta.id, verbatim.
+// Each decision is one server-side Lua script on the id's key, one round trip with EVALSHA
+// (go-redis falls back to EVAL when the server does not have the script yet; [Store.Preload]
+// loads them all in one pipeline): a claim (take a free id with the next fence, or answer
+// done, or in flight with the lease left), a renewal, a commit and a release, the last
+// three only for the id's current fence. An id is one hash: its fence counter, its state
+// and its lease's end by the server's clock, so an expired lease keeps the counter and
+// fences increase. Keys are a prefix ([DefaultKeyPrefix], or [WithKeyPrefix]) followed by
+// the guard's key (idempotency.Guard.Key: the queue and meta.id), verbatim. It needs Redis
+// 5 or newer.
 //
 // # Why a package of its own
 //

@@ -24,6 +24,7 @@ import (
 
 // Server is a redis-server started for one test.
 type Server struct {
+	path string // the redis-server binary
 	addr string
 	cmd  *exec.Cmd
 }
@@ -42,24 +43,37 @@ func Start(tb testing.TB) (*Server, *redis.Client) {
 	// A Unix socket in the test's own directory: no port to pick, so none that another test
 	// or process can take between the pick and the server's bind (a port taken by listening
 	// on :0 and closing it again is free only until someone else listens).
-	sock := filepath.Join(tb.TempDir(), "redis.sock")
+	s := &Server{path: path, addr: filepath.Join(tb.TempDir(), "redis.sock")}
+	s.launch(tb)
+	tb.Cleanup(s.Stop)
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second})
+	tb.Cleanup(func() { _ = client.Close() })
+	s.await(tb, client)
+	return s, client
+}
+
+// launch starts the server process on s.addr.
+func (s *Server) launch(tb testing.TB) {
+	tb.Helper()
 	// The server outlives the test's context (cleanups close the client, then stop it), so
 	// it runs on a context that does not end; Stop ends it.
-	cmd := exec.CommandContext(context.Background(), path, "--port", "0", "--unixsocket", sock, //nolint:gosec // G204: the redis-server found on PATH, with our own arguments
+	cmd := exec.CommandContext(context.Background(), s.path, "--port", "0", "--unixsocket", s.addr, //nolint:gosec // G204: the redis-server found on PATH, with our own arguments
 		"--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--loglevel", "warning")
 	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start redis-server: %v", err)
 	}
-	s := &Server{addr: sock, cmd: cmd}
-	tb.Cleanup(s.Stop)
-	client := redis.NewClient(&redis.Options{Network: "unix", Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second})
-	tb.Cleanup(func() { _ = client.Close() })
+	s.cmd = cmd
+}
+
+// await waits until client gets an answer from the server.
+func (s *Server) await(tb testing.TB, client *redis.Client) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for {
 		if err := client.Ping(ctx).Err(); err == nil {
-			return s, client
+			return
 		} else if ctx.Err() != nil {
 			tb.Fatalf("redis-server on %s did not answer: %v", s.addr, err)
 		}
@@ -69,6 +83,16 @@ func Start(tb testing.TB) (*Server, *redis.Client) {
 		case <-ctx.Done():
 		}
 	}
+}
+
+// Restart stops the server, which loses every key (it keeps nothing on disk), and starts a
+// new one on the same address; it returns once client gets an answer from it. It is what a
+// Redis restarted without persistence looks like to its clients.
+func (s *Server) Restart(tb testing.TB, client *redis.Client) {
+	tb.Helper()
+	s.Stop()
+	s.launch(tb)
+	s.await(tb, client)
 }
 
 // Stop kills the server and waits for it; it may be called more than once.

@@ -12,6 +12,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/redistest"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
 )
 
@@ -50,6 +51,8 @@ func TestGuardFuncInFlightIsADelayedRedelivery(t *testing.T) {
 			require.ErrorAs(t, err, &ne)
 			assert.Equal(t, 250*time.Millisecond, messaging.NackOptionsOf(ne.Options...).Delay)
 			require.ErrorIs(t, err, idempotency.ErrInFlight)
+			var de *bqpulsar.DeferError
+			require.ErrorAs(t, err, &de, "under failure-strategy babelqueue the redelivery is a deferral, not an attempt")
 
 			close(release)
 			require.NoError(t, <-done)
