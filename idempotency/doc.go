@@ -84,7 +84,7 @@
 // (each failed try goes to [WithErrorHook]); if it still fails, [Guard.Do] returns
 // [RanUncommitted] and the middleware acknowledges the delivery all the same with
 // pulsar.AckWithWarning (the effect happened; failing it would run the effect again), so
-// the failure also reaches the consumer's error hook, its log and Health.Warnings. The id
+// the failure also reaches the consumer's Event hook (EventError), its log and Health.Warnings. The id
 // then stays claimed until its lease ends. A failed release is reported to the hook too;
 // the claim then ends with its lease.
 //

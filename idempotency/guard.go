@@ -161,7 +161,7 @@ func WithInFlightWait(poll time.Duration) Option {
 // commit succeeds, d has passed since the first try, or the delivery's ctx ends. Each
 // failed try goes to [WithErrorHook]; when the guard gives up, [Guard.Do] returns
 // [RanUncommitted] with the last failure and [Guard.Middleware] acknowledges the delivery
-// with pulsar.AckWithWarning (error hook, log, Health.Warnings), since the effect has
+// with pulsar.AckWithWarning (Event hook, log, Health.Warnings), since the effect has
 // happened. A refused commit (the claim was taken, [ErrLeaseLost]) is not retried. Keep d
 // below the consumer's ack timeout, if it has one. Default: [DefaultCommitRetry]. 0 tries
 // once; d < 0 is an error.
