@@ -60,7 +60,7 @@ func TestChaos(t *testing.T) {
 //     ServiceNotReady "Topic is temporarily unavailable": fixed, NewConsumer and NewPublisher
 //     ask again (TestCreateThroughUnload);
 //   - a stall (handled 125, backlog 1062 after 4 minutes, in a run beside three others): not
-//     fixed yet. Reproduced with the unloads every 400 ms under CPU load (2 stalls in 12
+//     fixed yet. Reproduced with the unloads every 400 ms under CPU load (2 stalls in 11
 //     runs): the broker's log shows the consumer closed by an unload 25 ms after its
 //     reconnect's SUBSCRIBE succeeded, and no SUBSCRIBE after that; the topic's stats show
 //     no consumer on the subscription, while the client has no reconnect in progress and
