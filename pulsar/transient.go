@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"context"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,7 +38,7 @@ func whileTransient[T any](logger *zap.Logger, what string, create func() (T, er
 		}
 		logger.Warn("the broker refused for now; trying again", zap.String("op", what), zap.Error(err),
 			zap.Duration("pause", pause))
-		time.Sleep(pause)
+		_ = retry.Wait(context.Background(), pause) // NewConsumer and NewPublisher take no context; transientFor bounds the wait
 		pause = min(2*pause, transientPauseMax)
 	}
 }
