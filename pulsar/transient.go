@@ -1,7 +1,6 @@
 package pulsar
 
 import (
-	"context"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,9 +37,16 @@ func whileTransient[T any](logger *zap.Logger, what string, create func() (T, er
 		}
 		logger.Warn("the broker refused for now; trying again", zap.String("op", what), zap.Error(err),
 			zap.Duration("pause", pause))
-		_ = retry.Wait(context.Background(), pause) // NewConsumer and NewPublisher take no context; transientFor bounds the wait
+		pauseFor(pause) // NewConsumer and NewPublisher take no context: transientFor bounds the waits
 		pause = min(2*pause, transientPauseMax)
 	}
+}
+
+// pauseFor waits d, for a caller that has no context to end the wait early.
+func pauseFor(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	<-t.C
 }
 
 // transientAnswer reports whether err is the broker's answer that it cannot serve the request
