@@ -495,17 +495,7 @@ func (b *Broker) UnloadTopic(topicName string) {
 // FailNextSends makes the next n SENDs on the topic (any partition of a partitioned topic) fail with
 // SEND_ERROR(err) without storing anything.
 func (b *Broker) FailNextSends(topicName string, n int, err ServerError) {
-	fq, e := normalizeTopic(topicName)
-	if e != nil {
-		return
-	}
-	b.faultMu.Lock()
-	defer b.faultMu.Unlock()
-	if n <= 0 {
-		delete(b.failSends, fq)
-		return
-	}
-	b.failSends[fq] = &sendFault{n: n, err: err}
+	b.setFault(b.failSends, topicName, n, err)
 }
 
 // FailNextAttaches makes the next n SUBSCRIBE and PRODUCER commands on the topic (any partition of a
@@ -513,6 +503,12 @@ func (b *Broker) FailNextSends(topicName string, n int, err ServerError) {
 // "Topic is temporarily unavailable" is what a consumer or producer created during an unload meets on Apache
 // Pulsar (an existing one reconnects through it). n <= 0 clears it.
 func (b *Broker) FailNextAttaches(topicName string, n int, err ServerError) {
+	b.setFault(b.failAttach, topicName, n, err)
+}
+
+// setFault arms (n > 0) or clears (n <= 0) the fault of faults for topicName; a name that is
+// not a topic arms nothing.
+func (b *Broker) setFault(faults map[string]*sendFault, topicName string, n int, err ServerError) {
 	fq, e := normalizeTopic(topicName)
 	if e != nil {
 		return
@@ -520,10 +516,10 @@ func (b *Broker) FailNextAttaches(topicName string, n int, err ServerError) {
 	b.faultMu.Lock()
 	defer b.faultMu.Unlock()
 	if n <= 0 {
-		delete(b.failAttach, fq)
+		delete(faults, fq)
 		return
 	}
-	b.failAttach[fq] = &sendFault{n: n, err: err}
+	faults[fq] = &sendFault{n: n, err: err}
 }
 
 // FailNextLookups makes the next n LOOKUP and PARTITIONED_METADATA requests fail with err.
