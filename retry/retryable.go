@@ -5,9 +5,10 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/answer"
 )
 
 // IsRetryable reports whether err is worth retrying: the same operation may succeed later
@@ -48,7 +49,7 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &pe) {
 		return retryableResult(pe.Result())
 	}
-	if name, ok := serverErrorName(err); ok {
+	if name, _, ok := answer.Parse(err); ok {
 		return retryableServerError(name)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -70,36 +71,6 @@ func retryableResult(r apulsar.Result) bool {
 	default:
 		return false
 	}
-}
-
-// serverErrorPrefix opens the text of a broker's error answer as pulsar-client-go v0.19.0
-// reports it (internal/connection.go: "server error: %s: %s", the ServerError name and the
-// broker's message).
-const serverErrorPrefix = "server error: "
-
-// serverErrorName returns the ServerError name of a broker's error answer in err's text
-// ("server error: ServiceNotReady: Topic is temporarily unavailable" gives
-// "ServiceNotReady"), and false when err's text carries none. The name is the protocol's
-// ServerError enum name: letters only, nothing is returned for anything else.
-func serverErrorName(err error) (string, bool) {
-	if err == nil {
-		return "", false
-	}
-	text := err.Error()
-	i := strings.Index(text, serverErrorPrefix)
-	if i < 0 {
-		return "", false
-	}
-	name, _, found := strings.Cut(text[i+len(serverErrorPrefix):], ":")
-	if !found || name == "" || len(name) > 64 {
-		return "", false
-	}
-	for _, r := range name {
-		if (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') {
-			return "", false
-		}
-	}
-	return name, true
 }
 
 func retryableServerError(name string) bool {
