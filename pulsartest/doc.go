@@ -108,8 +108,8 @@
 // # Fault injection
 //
 // DropConnections, UnloadTopic, FailNextSends, FailNextAttaches (a SUBSCRIBE or PRODUCER refused as during an
-// unload), FailNextLookups and PauseDispatch/ResumeDispatch emulate broker
-// failures; WithCommandHook drops chosen commands in either direction (a lost receipt, a lost FLOW); Faults
+// unload), StrandConsumers (the broker forgets a subscription's consumers without telling their clients),
+// FailNextLookups and PauseDispatch/ResumeDispatch emulate broker failures; WithCommandHook drops chosen commands in either direction (a lost receipt, a lost FLOW); Faults
 // counts what was injected. Backlog, Stats, Topics and Subscriptions inspect state.
 //
 // # Performance

@@ -558,6 +558,31 @@ func (t *topic) unload() {
 	send(outs)
 }
 
+// strand forgets the consumers of the subscription as an unload does, but sends nothing to their
+// clients (Broker.StrandConsumers).
+func (t *topic) strand(subscription string) int {
+	t.mu.Lock()
+	s := t.subs[subscription]
+	if s == nil {
+		t.mu.Unlock()
+		return 0
+	}
+	stranded := append([]*consumer(nil), s.consumers...)
+	var outs []outbound
+	for _, k := range stranded {
+		k.c.mu.Lock()
+		if k.c.consumers[k.id] == k {
+			delete(k.c.consumers, k.id)
+		}
+		k.c.mu.Unlock()
+		outs = t.removeConsumerLocked(k, false, outs)
+	}
+	outs = t.dispatchLocked(outs)
+	t.mu.Unlock()
+	send(outs)
+	return len(stranded)
+}
+
 func (t *topic) subscriptionNames() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
