@@ -59,16 +59,17 @@ func TestChaos(t *testing.T) {
 //   - a restart of the consumer fell into an unload, and Subscribe was refused with
 //     ServiceNotReady "Topic is temporarily unavailable": fixed, NewConsumer and NewPublisher
 //     ask again (TestCreateThroughUnload);
-//   - a stall (handled 125, backlog 1062 after 4 minutes, in a run beside three others): not
-//     fixed yet. Reproduced with the unloads every 400 ms under CPU load (2 stalls in 11
-//     runs): the broker's log shows the consumer closed by an unload 25 ms after its
-//     reconnect's SUBSCRIBE succeeded, and no SUBSCRIBE after that; the topic's stats show
-//     no consumer on the subscription, while the client has no reconnect in progress and
-//     its Receive waits for ever. pulsar-client-go v0.19.0's grabConn registers the
-//     consumer with its connection (AddConsumeHandler) only after the SUBSCRIBE's answer
-//     was handled, so a CLOSE_CONSUMER that comes in between finds no consumer and is
-//     dropped ("Consumer with ID not found while closing consumer"), and the consumer is
-//     stranded until its connection closes.
+//   - a stall (handled 125, backlog 1062 after 4 minutes, in a run beside three others),
+//     reproduced with the unloads every 400 ms under CPU load (2 stalls in 11 runs): the
+//     broker's log shows the consumer closed by an unload 25 ms after its reconnect's
+//     SUBSCRIBE succeeded, and no SUBSCRIBE after that; the topic's stats show no consumer on
+//     the subscription, while the client has no reconnect in progress and its Receive waits
+//     for ever. pulsar-client-go v0.19.0's grabConn registers the consumer with its
+//     connection (AddConsumeHandler) only after the SUBSCRIBE's answer was handled, so a
+//     CLOSE_CONSUMER that comes in between finds no consumer and is dropped ("Consumer with
+//     ID not found while closing consumer"), and the consumer is stranded. Fixed: the
+//     watchdog asks the idle consumer's broker for its last message id, the broker answers
+//     "Consumer not found", and the consumer subscribes again (TestStrandedConsumer).
 func TestChaosShort(t *testing.T) {
 	t.Parallel()
 	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {

@@ -23,17 +23,22 @@ type Consumer struct {
 	eng         *engine
 	recv        seam.Receiver
 	settler     seam.Settler
-	ownConsumer apulsar.Consumer // the consumer NewConsumer subscribed; nil when wrapped
+	ownConsumer apulsar.Consumer // the consumer NewConsumer subscribed (its resubscriber); nil when wrapped
+	resub       *resubscriber    // the same, to subscribe again when stranded (resubscribe.go); nil when wrapped
 	inflight    atomic.Int64     // messages being handled or settled
 
 	// The unreachable-broker watchdog (watchdog.go): probe asks the broker about a topic
 	// (nil without a client); received counts the messages received (the watchdog compares
 	// it from one tick to the next, so the receive loop reads no clock); probeTopic is the
-	// topic of the first one, for a wrapped consumer.
-	probe      func(topic string) error
-	received   atomic.Uint64
-	probeTopic atomic.Pointer[string]
-	probes     sync.WaitGroup // probes still running (the client bounds each one)
+	// topic of the first one, for a wrapped consumer; check asks whether the broker still
+	// holds the consumer (resubscribe.go), after a probe that the broker answered.
+	probe        func(topic string) error
+	check        func() error
+	strandChecks atomic.Int64    // checks that ended
+	pullWatch    <-chan struct{} // the watchdog of the pull style, closed when it ended; nil before the first Next
+	received     atomic.Uint64
+	probeTopic   atomic.Pointer[string]
+	probes       sync.WaitGroup // probes still running (the client bounds each one)
 
 	// The pull style (delivery.go): closing ends every Next when Close starts; gate bounds
 	// the unsettled deliveries; out holds them, for Close to nack what is left.
@@ -97,16 +102,25 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 	if cfg.policy.Strategy == retry.Nack && cfg.policy.Backoff.Initial > 0 && co.NackBackoffPolicy == nil {
 		co.NackBackoffPolicy = seam.NackBackoff(cfg.policy.Backoff)
 	}
-	pc, err := whileTransient(cfg.logger, "subscribe", func() (apulsar.Consumer, error) { return client.Subscribe(co) })
+	subscribe := func() (apulsar.Consumer, error) {
+		pc, err := whileTransient(cfg.logger, "subscribe", func() (apulsar.Consumer, error) { return client.Subscribe(co) })
+		if err != nil {
+			return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, wrapConnectError("", err))
+		}
+		return pc, nil
+	}
+	pc, err := subscribe()
 	if err != nil {
-		return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, wrapConnectError("", err))
+		return nil, err
 	}
 	if !cfg.noRetention && cfg.senderFactory == nil {
 		cfg.retention = retentionFor(client, cfg.deadLetter)
 	}
-	c := newConsumer(cfg, pc, settlerOf(cfg, pc), clientSenders(client, cfg))
-	c.ownConsumer = pc
+	resub := newResubscriber(pc, subscribe)
+	c := newConsumer(cfg, resub, settlerOf(cfg, resub), clientSenders(client, cfg))
+	c.ownConsumer, c.resub = resub, resub
 	c.probe = topicProbe(client)
+	c.check = func() error { return strandCheck(resub) }
 	return c, nil
 }
 
@@ -145,6 +159,7 @@ func WrapConsumer(client apulsar.Client, pc apulsar.Consumer, opts ...ConsumerOp
 	c := newConsumer(cfg, pc, settlerOf(cfg, pc), factory)
 	if client != nil {
 		c.probe = topicProbe(client)
+		c.check = func() error { return strandCheck(pc) }
 	}
 	return c, nil
 }
@@ -398,12 +413,17 @@ func (c *Consumer) Close() error {
 			unsettled = c.nackUnsettled()
 			c.setStage("the closing of the retry and dead-letter producers")
 			c.eng.close()
+			// The probes end before the Pulsar consumer closes: the client does not answer a
+			// GetLastMessageIDs that is between two of its tries when the consumer closes.
+			c.setStage("a broker probe")
+			if w := c.pullWatchdog(); w != nil {
+				<-w
+			}
+			c.probes.Wait()
 			if c.ownConsumer != nil {
 				c.setStage("the Pulsar consumer's Close")
 				c.ownConsumer.Close()
 			}
-			c.setStage("a broker probe")
-			c.probes.Wait()
 		}()
 		timer := time.NewTimer(time.Until(deadline))
 		defer timer.Stop()
@@ -421,6 +441,14 @@ func (c *Consumer) Close() error {
 }
 
 func (c *Consumer) setStage(s string) { c.stage.Store(&s) }
+
+// pullWatchdog returns the channel closed when the pull style's watchdog ended; nil when Next
+// was never called.
+func (c *Consumer) pullWatchdog() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pullWatch
+}
 
 // ErrCloseTimeout is matched by the *[CloseTimeoutError] that [Consumer.Close] returns when
 // its deadline passed.

@@ -241,7 +241,9 @@ func WithMaxInflight(n int) ConsumerOption {
 // [Consumer.Health] is not ready, with the reason. With d = 0 Run goes on trying for ever
 // and the health recovers when the broker answers again; with d > 0 Run stops once the
 // broker has been unreachable for d and returns the *[UnreachableError] (it matches
-// [ErrUnreachable]). Default: 0. d < 0 is refused.
+// [ErrUnreachable]). Default: 0. d < 0 is refused. [Consumer.Next] probes the same way and
+// reports the same, but never stops. After each probe the broker answered, the consumer
+// also asks whether the broker still holds it (see [ErrStranded]).
 func WithUnreachableTimeout(d time.Duration) ConsumerOption {
 	return consumerSet(refuse(d < 0, "unreachable timeout %s is negative", d), func(c *consumerConfig) { c.unreachableTimeout = d })
 }

@@ -209,7 +209,10 @@ func (c *Consumer) startPull() error {
 	case c.running || c.style == styleRun:
 		return ErrStyle
 	}
-	c.style = stylePull
+	if c.style != stylePull {
+		c.style = stylePull
+		c.pullWatch = c.watch(c.closing, nil) // no unreachable timeout: Next goes on trying
+	}
 	c.pulls.Add(1)
 	return nil
 }

@@ -27,3 +27,7 @@ var ReportsFailure = reportsFailure
 // ParseAttempts is parseAttempts, the strict bq-attempts parser that Reconcile applies, for
 // TestParseAttempts and FuzzParseAttempts.
 var ParseAttempts = parseAttempts
+
+// StrandChecks returns how many times the watchdog asked the broker whether it still holds
+// the consumer, for TestStrandedConsumer's real half (no false alarm over several checks).
+func (c *Consumer) StrandChecks() int64 { return c.strandChecks.Load() }

@@ -61,7 +61,9 @@ func (c *Consumer) probeEvery() time.Duration {
 
 // watch runs the unreachable-broker watchdog until ctx ends; the returned channel is closed
 // when it has. When the broker stayed unreachable for the configured timeout, it cancels
-// the receive loop with the *UnreachableError as the cause.
+// the receive loop with the *UnreachableError as the cause (stop; nil for Next, which goes
+// on trying). After each probe the broker answered, it checks that the broker still holds
+// the consumer (resubscribe.go).
 func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-chan struct{} {
 	done := make(chan struct{})
 	if c.probe == nil {
@@ -74,7 +76,9 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 		ticker := time.NewTicker(every)
 		defer ticker.Stop()
 		results := make(chan error, 1) // one probe at a time: its send never blocks
+		checks := make(chan struct{}, 1)
 		var (
+			checking   bool // a strand check (and its remedy) is running
 			probing    bool
 			probeStart time.Time
 			seen       = c.received.Load() // messages received as of the last tick
@@ -98,7 +102,7 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 			}
 			uerr := &UnreachableError{For: now.Sub(since), Err: err}
 			c.eng.setReceiving(uerr)
-			if d := c.cfg.unreachableTimeout; d > 0 && uerr.For >= d {
+			if d := c.cfg.unreachableTimeout; stop != nil && d > 0 && uerr.For >= d {
 				c.cfg.logger.Error("broker unreachable for the unreachable timeout; stopping", zap.Error(uerr),
 					zap.Duration("timeout", d))
 				stop(uerr)
@@ -111,6 +115,18 @@ func (c *Consumer) watch(ctx context.Context, stop context.CancelCauseFunc) <-ch
 			case err := <-results:
 				probing = false
 				verdict(err)
+				if err == nil && c.check != nil && !checking {
+					checking = true
+					c.probes.Add(1)
+					go func() {
+						defer c.probes.Done()
+						c.strandWatch()
+						checks <- struct{}{}
+					}()
+				}
+				continue
+			case <-checks:
+				checking = false
 				continue
 			case <-ticker.C:
 			}
@@ -150,4 +166,22 @@ func (c *Consumer) probeTarget() string {
 		return *t
 	}
 	return ""
+}
+
+// strandWatch checks that the broker still holds the consumer; when it does not, it reports
+// the stranded consumer and applies the remedy (strandRemedy), reporting its failure too.
+func (c *Consumer) strandWatch() {
+	stranded := c.check()
+	c.strandChecks.Add(1)
+	if stranded == nil {
+		return
+	}
+	c.cfg.logger.Warn("the broker holds no consumer for the subscription", zap.String("subscription", c.cfg.subscription),
+		zap.Error(stranded))
+	c.eng.observe(nil, Event{Kind: EventError, Err: stranded})
+	if err := c.strandRemedy(stranded); err != nil {
+		c.cfg.logger.Error("a stranded consumer was not replaced", zap.Error(err))
+		c.eng.setReceiving(err)
+		c.eng.observe(nil, Event{Kind: EventError, Err: err})
+	}
 }
