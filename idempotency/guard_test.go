@@ -14,7 +14,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
-	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 )
 
 // failingStore is a Store whose methods fail while its switches are on.
@@ -124,9 +124,9 @@ func TestGuardInFlight(t *testing.T) {
 				return nil
 			})
 			err = h(ctx, env, nil)
-			var de *bqpulsar.DeferError
-			require.ErrorAs(t, err, &de)
-			assert.Equal(t, 250*time.Millisecond, de.Delay)
+			delay, deferred := seam.Deferral(err)
+			require.True(t, deferred, "not a pulsar.Defer outcome: %v", err)
+			assert.Equal(t, 250*time.Millisecond, delay)
 			require.ErrorIs(t, err, idempotency.ErrInFlight)
 			d, ok := mg.InFlightDelay(err)
 			require.True(t, ok)

@@ -2,7 +2,6 @@ package pulsar
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -146,8 +145,7 @@ func (e *engine) finish(d *Delivery, ev Event) {
 // handled records a handler's result (its event and, for a failure, a log line) before
 // settlement.
 func (e *engine) handled(d *Delivery, err error, latency time.Duration) {
-	var we *WarningError
-	if err == nil || errors.As(err, &we) { // a warning is a success, reported by its settlement
+	if _, warn := directiveOf(err); err == nil || warn { // a warning is a success, reported by its settlement
 		e.observe(d, Event{Kind: EventHandled, Latency: latency})
 		return
 	}

@@ -116,8 +116,8 @@ func WithRetentionSubscription(on bool) ConsumerOption {
 // and properties). A dead-letter copy larger than n (a poison body re-escaped, a huge error
 // text) is replaced by a truncated, marked copy that fits: the dead-letter block, the
 // original's size and SHA-256 and its first 64 KiB (see envelope.TruncatedCopy); the
-// decision is logged at ERROR and reported as an [EventTruncated] carrying the
-// *[TruncatedError], and the original is acknowledged once the copy is written.
+// decision is logged at ERROR and reported as an [EventTruncated] carrying an error
+// matching [ErrTruncated], and the original is acknowledged once the copy is written.
 // A retry copy larger than n goes to the dead-letter path. A copy the broker refuses as too
 // big anyway is truncated further and written once more. Match it to the broker's
 // maxMessageSize. Default: 5 MiB less 64 KiB (Pulsar's default limit, with room for the

@@ -90,8 +90,9 @@ func TestAckWithWarningAcksReportsAndWarns(t *testing.T) {
 	errs := h.errors()
 	require.Len(t, errs, 1, "the warning reaches the error hook, once")
 	require.ErrorIs(t, errs[0], uncommitted)
-	var we *WarningError
+	var we *directive
 	require.ErrorAs(t, errs[0], &we)
+	assert.True(t, we.warn, "the outcome is a warning, not a deferral")
 	assert.Contains(t, h.kinds(), EventHandled)
 	assert.NotContains(t, h.kinds(), EventFailed, "a warning is not a failure")
 	hl := h.c.Health()

@@ -159,27 +159,23 @@ func matching(sentinel, cause error) []error {
 // "failure plus failed settlement" report has the same shape: the failure first.
 func joinErrors(failure, settle error) error { return errors.Join(failure, settle) }
 
-// ErrTruncated is matched by the *[TruncatedError] reported when a dead-letter copy was too
-// large for the broker and a truncated copy was written instead.
+// ErrTruncated is matched by the error that an [EventTruncated] carries: a dead-letter copy
+// would have exceeded the broker's message size ([WithMaxMessageSize]), and a truncated,
+// marked copy (the dead-letter block, the original's size and SHA-256, and its first bytes)
+// was written in its place. The error's text gives the dead-letter topic, the size of the
+// copy that did not fit, the limit, and the original payload's size.
 var ErrTruncated = errors.New("pulsar: dead-letter copy truncated")
 
-// TruncatedError reports a dead-letter copy that would have exceeded the broker's message
-// size ([WithMaxMessageSize]): a truncated, marked copy (the dead-letter block, the original's size and SHA-256,
-// and its first bytes) was written in its place. It matches [ErrTruncated].
-type TruncatedError struct {
-	// Topic is the dead-letter topic.
-	Topic string
-	// FullSize is the size of the copy that did not fit; Limit the bound it had to fit.
-	FullSize, Limit int
-	// OriginalSize is the size of the received payload.
-	OriginalSize int
+// truncatedError is the error of an EventTruncated; it matches ErrTruncated.
+type truncatedError struct {
+	topic                   string // the dead-letter topic
+	fullSize, limit, origin int    // the copy that did not fit, the bound, the received payload
 }
 
-// Error implements error.
-func (e *TruncatedError) Error() string {
+func (e *truncatedError) Error() string {
 	return fmt.Sprintf("pulsar: dead-letter copy for %q truncated: %d bytes would exceed the limit of %d (original payload %d bytes)",
-		e.Topic, e.FullSize, e.Limit, e.OriginalSize)
+		e.topic, e.fullSize, e.limit, e.origin)
 }
 
-// Unwrap returns [ErrTruncated], which the error matches.
-func (*TruncatedError) Unwrap() error { return ErrTruncated }
+// Unwrap returns ErrTruncated, which the error matches.
+func (*truncatedError) Unwrap() error { return ErrTruncated }

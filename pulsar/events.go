@@ -41,8 +41,8 @@ const (
 	// *[UnknownURNError].
 	EventUnknownURN
 	// EventTruncated reports that a dead-letter copy too large for the broker was replaced
-	// by a truncated, marked copy (the original's size, SHA-256 and first bytes); Err is the
-	// *[TruncatedError]. An EventDeadLettered follows when the copy is written.
+	// by a truncated, marked copy (the original's size, SHA-256 and first bytes); Err matches
+	// [ErrTruncated]. An EventDeadLettered follows when the copy is written.
 	EventTruncated
 	// EventAcked reports a settlement: the message was acknowledged after its handler (or
 	// [HandleUnknown]'s) succeeded, or by [Delivery.Ack].
@@ -61,7 +61,7 @@ const (
 	// found unreachable (an *[UnreachableError]), deliveries of [Consumer.Next] left
 	// unsettled at Close (wrapping [ErrUnsettled]), or a retry copy its queue refused for
 	// good (a *[SendError] matching [ErrRepublish]; the message is dead-lettered instead),
-	// or the warning of a delivery a handler settled with [AckWithWarning] (a *[WarningError];
+	// or the warning of a delivery a handler settled with [AckWithWarning] (its outcome;
 	// its EventAcked carries it too).
 	EventError
 )

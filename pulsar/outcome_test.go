@@ -257,10 +257,10 @@ func TestDeadLetterRefusedAsTooBigIsTruncatedAndWrittenOnce(t *testing.T) {
 	require.NotNil(t, pm)
 	assert.Contains(t, string(pm.Payload), `"truncated":true`)
 	assert.Contains(t, h.kinds(), EventTruncated)
-	var te *TruncatedError
+	var te *truncatedError
 	found := false
 	for _, err := range h.errors() {
-		found = found || errors.As(err, &te)
+		found = found || (errors.As(err, &te) && errors.Is(err, ErrTruncated))
 	}
 	assert.True(t, found, "the truncation is reported")
 }

@@ -26,6 +26,7 @@ func init() { //nolint:gochecknoinits // the seam's functions are this package's
 	}
 	seam.FrontOption = func(f seam.Front) any { return frontOption(f) }
 	seam.WrapConnectError = wrapConnectError
+	seam.Deferral = deferralOf
 	seam.AddCopyProperties = func(d any, p map[string]string) {
 		if d, ok := d.(*Delivery); ok {
 			d.addCopyProperties(p)

@@ -27,14 +27,12 @@ func (e *engine) settle(d *Delivery, err error) {
 		_ = e.acknowledge(d) // a failed ack is reported, recorded in health and settled nacked
 		return
 	}
-	var de *DeferError
-	if errors.As(err, &de) {
-		e.deferDelivery(d, de)
-		return
-	}
-	var we *WarningError
-	if errors.As(err, &we) {
-		e.warnAck(d, we)
+	if dv, warn := directiveOf(err); dv != nil {
+		if warn {
+			e.warnAck(d, dv)
+		} else {
+			e.deferDelivery(d, dv)
+		}
 		return
 	}
 	reason := envelope.ReasonFailed
@@ -148,13 +146,13 @@ func (e *engine) poisonCopy(d *Delivery, perr error) {
 // deferDelivery republishes a deferred delivery without counting it: bq-attempts (and the
 // body's attempts) stay at reconciled, whatever the retry strategy (a negative ack would
 // raise the redelivery count, which reconciliation counts).
-func (e *engine) deferDelivery(d *Delivery, de *DeferError) {
-	d.delay = de.Delay
+func (e *engine) deferDelivery(d *Delivery, de *directive) {
+	d.delay = de.delay
 	e.republish(d, de, d.reconciled)
 }
 
 // warnAck acknowledges a delivery that succeeded with a warning, and reports the warning.
-func (e *engine) warnAck(d *Delivery, we *WarningError) {
+func (e *engine) warnAck(d *Delivery, we *directive) {
 	e.cfg.Logger.Warn("delivery acknowledged with a warning", zap.String("topic", d.msg.Topic()),
 		zap.String("urn", d.urn), zap.String("message_id", messageID(d)), zap.Error(we))
 	e.observe(d, Event{Kind: EventError, Err: we})
@@ -280,7 +278,7 @@ func (e *engine) exhaust(d *Delivery, reason envelope.Reason, cause error) {
 // deadLetterFit writes a built dead-letter copy that may be too large for the broker: a
 // copy over MaxMessageSize, or one the broker refuses as too big, is replaced by a
 // truncated, marked copy of the original payload (envelope.TruncatedCopy) that fits, which
-// is reported (ERROR log, EventTruncated with the *TruncatedError) and written.
+// is reported (ERROR log, EventTruncated with an error matching ErrTruncated) and written.
 func (e *engine) deadLetterFit(d *Delivery, pm *apulsar.ProducerMessage, info envelope.DeadLetterInfo, reason envelope.Reason, cause error) {
 	// The properties are kept as they are; the payload gets what is left, and at least
 	// 16 KiB (the original was accepted with the same properties, so they fit).
@@ -305,10 +303,10 @@ func (e *engine) truncate(d *Delivery, pm *apulsar.ProducerMessage, info envelop
 		e.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, cause)
 		return false
 	}
-	terr := &TruncatedError{Topic: dlt, FullSize: len(pm.Payload), Limit: limit, OriginalSize: len(d.msg.Payload())}
+	terr := &truncatedError{topic: dlt, fullSize: len(pm.Payload), limit: limit, origin: len(d.msg.Payload())}
 	e.cfg.Logger.Error("dead-letter copy too large; writing a truncated copy", zap.String("topic", d.msg.Topic()),
-		zap.String("dead_letter_topic", dlt), zap.Int("size", terr.FullSize), zap.Int("limit", limit),
-		zap.Int("original_size", terr.OriginalSize))
+		zap.String("dead_letter_topic", dlt), zap.Int("size", terr.fullSize), zap.Int("limit", limit),
+		zap.Int("original_size", terr.origin))
 	e.health.warn(terr.Error())
 	e.observe(d, Event{Kind: EventTruncated, Reason: info.Reason, Err: terr})
 	pm.Payload = body

@@ -50,7 +50,6 @@ func TestErrorVocabulary(t *testing.T) {
 		{&bqpulsar.PanicError{Where: "handler", Value: "not an error"}, bqpulsar.ErrPanic, false},
 		{&bqpulsar.CloseTimeoutError{Timeout: time.Second, Pending: "x"}, bqpulsar.ErrCloseTimeout, false},
 		{&bqpulsar.SchemaVersionError{Value: "2"}, bqpulsar.ErrSchemaVersion, false},
-		{&bqpulsar.TruncatedError{Topic: "t", FullSize: 2, Limit: 1, OriginalSize: 2}, bqpulsar.ErrTruncated, false},
 	}
 	for _, c := range cases {
 		wrapped := fmt.Errorf("outer: %w", errors.Join(errors.New("other"), c.err))

@@ -1,7 +1,7 @@
 // Package seam is what package pulsar lends the other packages of this module (the
 // messaging connector in pulsar/connector, the bq command) without making it part of its
 // public API: the types both sides name (Settler, Outgoing) and the functions package
-// pulsar sets when it is initialised (Build, PublishHooks, FrontOption, WrapConnectError,
+// pulsar sets when it is initialised (Build, PublishHooks, FrontOption, WrapConnectError, Deferral,
 // AddCopyProperties). Nothing here is for users of the SDK.
 package seam
 
@@ -74,6 +74,11 @@ type Front struct {
 // FrontOption returns the pulsar.ConsumerOption (as any) that applies f. Set by package
 // pulsar.
 var FrontOption func(f Front) any
+
+// Deferral returns the delay of the pulsar.Defer outcome in err's chain, and false when err
+// carries none: for the tests of the packages that defer a delivery (idempotency, the
+// connector), since the outcome's type is unexported. Set by package pulsar.
+var Deferral func(err error) (delay time.Duration, ok bool)
 
 // WrapConnectError returns err as a *pulsar.ConnectError for serviceURL when err says the
 // broker could not be reached, and err unchanged otherwise (nil stays nil, a ConnectError is
