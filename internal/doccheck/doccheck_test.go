@@ -1,6 +1,6 @@
-// Package doccheck holds the module's checks of its own documentation: package docs and
-// comments must stand on their own, so no production Go file may send its reader to a
-// steering file that is not in the module.
+// Package doccheck holds the module's checks of its own documentation and of the size of
+// its public surface (surface_test.go). Package docs and comments must stand on their own,
+// so no production Go file may send its reader to a steering file that is not in the module.
 package doccheck
 
 import (
