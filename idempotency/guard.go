@@ -98,6 +98,21 @@ type optionFunc func(*Guard) error
 
 func (f optionFunc) apply(g *Guard) error { return f(g) }
 
+// durationOption is an Option that sets a duration of the guard, refusing d ≤ 0 (d < 0
+// when zeroOK) with an error that names what.
+func durationOption(what string, d time.Duration, zeroOK bool, set func(g *Guard)) Option {
+	return optionFunc(func(g *Guard) error {
+		switch {
+		case zeroOK && d < 0:
+			return fmt.Errorf("%w: %s %s, want ≥ 0", ErrInvalidOption, what, d)
+		case !zeroOK && d <= 0:
+			return fmt.Errorf("%w: %s %s, want > 0", ErrInvalidOption, what, d)
+		}
+		set(g)
+		return nil
+	})
+}
+
 // WithLease sets how long a claim protects an id without being renewed. While the handler
 // runs, the guard renews the claim every third of the lease, so a slow handler keeps it;
 // a worker that dies holding a claim blocks the id for at most this long. When the lease
@@ -105,25 +120,13 @@ func (f optionFunc) apply(g *Guard) error { return f(g) }
 // out) the handler's ctx is cancelled with a [*LeaseLostError]. Default: [DefaultLease].
 // d ≤ 0 is an error.
 func WithLease(d time.Duration) Option {
-	return optionFunc(func(g *Guard) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: lease %s, want > 0", ErrInvalidOption, d)
-		}
-		g.lease = d
-		return nil
-	})
+	return durationOption("lease", d, false, func(g *Guard) { g.lease = d })
 }
 
 // WithTTL sets how long a successful id is remembered; a duplicate delivered later runs
 // again. Default: [DefaultTTL]. d ≤ 0 is an error.
 func WithTTL(d time.Duration) Option {
-	return optionFunc(func(g *Guard) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: ttl %s, want > 0", ErrInvalidOption, d)
-		}
-		g.ttl = d
-		return nil
-	})
+	return durationOption("ttl", d, false, func(g *Guard) { g.ttl = d })
 }
 
 // WithInFlightRetry bounds the delay of a delivery whose id is in flight elsewhere:
@@ -132,13 +135,7 @@ func WithTTL(d time.Duration) Option {
 // the same. A short delay finds the other run's outcome sooner, at the cost of more
 // redeliveries. Default: [DefaultInFlightRetry]. d ≤ 0 is an error.
 func WithInFlightRetry(d time.Duration) Option {
-	return optionFunc(func(g *Guard) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: in-flight retry %s, want > 0", ErrInvalidOption, d)
-		}
-		g.inFlightRetry = d
-		return nil
-	})
+	return durationOption("in-flight retry", d, false, func(g *Guard) { g.inFlightRetry = d })
 }
 
 // WithInFlightWait makes a delivery whose id is in flight elsewhere wait instead of being
@@ -147,13 +144,7 @@ func WithInFlightRetry(d time.Duration) Option {
 // it fails with an [*InFlightError]). The wait holds a consumer worker. Default: off
 // (defer, see [WithInFlightRetry]). poll ≤ 0 is an error.
 func WithInFlightWait(poll time.Duration) Option {
-	return optionFunc(func(g *Guard) error {
-		if poll <= 0 {
-			return fmt.Errorf("%w: in-flight wait poll %s, want > 0", ErrInvalidOption, poll)
-		}
-		g.waitPoll = poll
-		return nil
-	})
+	return durationOption("in-flight wait poll", poll, false, func(g *Guard) { g.waitPoll = poll })
 }
 
 // WithCommitRetry bounds the retries of a commit that fails after the handler succeeded:
@@ -166,13 +157,7 @@ func WithInFlightWait(poll time.Duration) Option {
 // below the consumer's ack timeout, if it has one. Default: [DefaultCommitRetry]. 0 tries
 // once; d < 0 is an error.
 func WithCommitRetry(d time.Duration) Option {
-	return optionFunc(func(g *Guard) error {
-		if d < 0 {
-			return fmt.Errorf("%w: commit retry %s, want ≥ 0", ErrInvalidOption, d)
-		}
-		g.commitWithin = d
-		return nil
-	})
+	return durationOption("commit retry", d, true, func(g *Guard) { g.commitWithin = d })
 }
 
 // WithScope fixes the scope of the keys [Guard.Key] builds: "scope/meta.id". By default
