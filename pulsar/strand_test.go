@@ -143,8 +143,8 @@ func TestStrandedConsumer(t *testing.T) {
 	})
 }
 
-// consumeIn consumes with c in the style given (Run, or Next with every delivery acked after
-// its trace id went to handled) until the returned stop is called; stop closes c.
+// consumeIn consumes with c in the style given (Run, or Next with every delivery acked before
+// its trace id goes to handled) until the returned stop is called; stop closes c.
 func consumeIn(t *testing.T, c *bqpulsar.Consumer, style string, handled chan<- string) (stop func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -159,8 +159,12 @@ func consumeIn(t *testing.T, c *bqpulsar.Consumer, style string, handled chan<- 
 			if err != nil {
 				return
 			}
-			handled <- d.Envelope().TraceID
+			// Settled before the test hears of it: the test closes the consumer as soon as
+			// it has what it waits for, and a delivery still unsettled then is reported by
+			// Close (ErrUnsettled). It failed so once in CI, with the ack after the send.
+			trace := d.Envelope().TraceID
 			_ = d.Ack()
+			handled <- trace
 		}
 	}()
 	var once sync.Once

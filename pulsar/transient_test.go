@@ -51,15 +51,19 @@ func TestCreateThroughUnload(t *testing.T) {
 			ctx, stop := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			wg.Add(1)
-			go func() { // an unload every 100 ms until the rounds are done
+			// An unload 250 ms after the previous one was answered, until the rounds are
+			// done. With a 100 ms ticker, a CI run beside three others failed: the answers
+			// took longer than the tick, so each unload followed the previous answer at once,
+			// and NewConsumer met ServiceNotReady for the whole 30 s it asks for.
+			go func() {
 				defer wg.Done()
-				tick := time.NewTicker(100 * time.Millisecond)
-				defer tick.Stop()
+				gap := time.NewTimer(0)
+				defer gap.Stop()
 				for ctx.Err() == nil {
 					select {
 					case <-ctx.Done():
 						return
-					case <-tick.C:
+					case <-gap.C:
 					}
 					req, err := http.NewRequestWithContext(ctx, http.MethodPut, unload, http.NoBody)
 					if err != nil {
@@ -71,6 +75,7 @@ func TestCreateThroughUnload(t *testing.T) {
 							unloads.Add(1)
 						}
 					}
+					gap.Reset(250 * time.Millisecond)
 				}
 			}()
 			t.Cleanup(func() { stop(); wg.Wait() })
