@@ -41,6 +41,10 @@ type Delivery struct {
 	acked      bool
 	claimed    atomic.Bool // a settlement method was called (pulled deliveries only)
 	failure    error       // the settlement's failure, when it ended nacked
+
+	// txn is the delivery's transaction (WithTransactions), opened at txnStart; nil without.
+	txn      apulsar.Transaction
+	txnStart time.Time
 }
 
 // deliveries recycles the deliveries that [engine.Release] is given.
@@ -87,6 +91,9 @@ func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer
 	}
 	d.ctx, d.finishers = e.cfg.Hooks.startDelivery(ctx, msg, d.finishers)
 	e.observe(d, Event{Kind: EventReceived})
+	if e.cfg.Txns != nil && !e.openTxn(d) {
+		return nil
+	}
 
 	if e.cfg.Gate {
 		if v, ok := d.props[PropSchemaVersion]; ok {
@@ -130,6 +137,9 @@ func (e *engine) finish(d *Delivery, ev Event) {
 		return
 	}
 	d.finished = true
+	if d.txn != nil && !d.acked {
+		e.abortTxn(d.ctx, d) // nothing the attempt wrote becomes visible
+	}
 	if ev.Kind == EventNacked {
 		d.failure = ev.Err
 	}

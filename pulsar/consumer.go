@@ -89,6 +89,11 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 	if err := checkStrategy(cfg); err != nil {
 		return nil, err
 	}
+	if cfg.txnTimeout > 0 { // before subscribing: a refused consumer leaves no subscription behind
+		if cfg.txns, err = newTransactions(client, cfg.txnTimeout); err != nil {
+			return nil, err
+		}
+	}
 	co := apulsar.ConsumerOptions{SubscriptionInitialPosition: cfg.initialPosition}
 	if cfg.consumerOpts != nil {
 		cfg.consumerOpts(&co)
@@ -117,7 +122,14 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 		cfg.retention = retentionFor(client, cfg.deadLetter)
 	}
 	resub := newResubscriber(pc, subscribe)
-	c := newConsumer(cfg, resub, settlerOf(cfg, resub), clientSenders(client, cfg))
+	settler := settlerOf(cfg, resub)
+	if cfg.txns != nil {
+		if err := cfg.txns.settleWith(settler); err != nil {
+			pc.Close()
+			return nil, err
+		}
+	}
+	c := newConsumer(cfg, resub, settler, clientSenders(client, cfg))
 	c.ownConsumer, c.resub = resub, resub
 	c.probe = topicProbe(client)
 	c.check = func() error { return strandCheck(resub) }
@@ -156,7 +168,16 @@ func WrapConsumer(client apulsar.Client, pc apulsar.Consumer, opts ...ConsumerOp
 			}
 		}
 	}
-	c := newConsumer(cfg, pc, settlerOf(cfg, pc), factory)
+	settler := settlerOf(cfg, pc)
+	if cfg.txnTimeout > 0 {
+		if cfg.txns, err = newTransactions(client, cfg.txnTimeout); err != nil {
+			return nil, err
+		}
+		if err := cfg.txns.settleWith(settler); err != nil {
+			return nil, err
+		}
+	}
+	c := newConsumer(cfg, pc, settler, factory)
 	if client != nil {
 		c.probe = topicProbe(client)
 		c.check = func() error { return strandCheck(pc) }
@@ -225,6 +246,7 @@ func newConsumer(cfg consumerConfig, recv seam.Receiver, settler seam.Settler, f
 		Senders:        factory,
 		Retention:      cfg.retention,
 		MaxMessageSize: cfg.maxMessageSize,
+		Txns:           cfg.txns,
 	}, settler)
 	c := &Consumer{
 		cfg:     cfg,

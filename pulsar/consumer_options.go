@@ -73,6 +73,8 @@ type consumerConfig struct {
 	settlerWrap        func(apulsar.Consumer) seam.Settler
 	noGate             bool
 	poisonDelivered    bool
+	txnTimeout         time.Duration // WithTransactions; 0 = off
+	txns               *transactions // opened by NewConsumer or WrapConsumer when txnTimeout > 0
 }
 
 func defaultConsumerConfig() consumerConfig {

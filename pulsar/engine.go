@@ -64,6 +64,9 @@ type engineConfig struct {
 	// (properties included) is replaced by a truncated copy, and a retry copy larger than it
 	// goes to the dead-letter path. 0 means [defaultMaxMessageSize].
 	MaxMessageSize int
+	// Txns, when set, settles every delivery inside a transaction of its own
+	// (transactions.go); nil settles at least once.
+	Txns *transactions
 }
 
 // defaultMaxMessageSize is the default bound of a settlement write: Apache Pulsar's default

@@ -6,4 +6,6 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
 )
 
-func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
+// TestMain checks for leaked goroutines; this package's tests create clients with
+// transactions enabled (transactions_test.go).
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m, leaktest.TxnClientGoroutines...) }

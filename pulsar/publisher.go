@@ -416,6 +416,9 @@ func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publis
 // beforeSend runs the publish hooks on msg and returns the function that reports the send's
 // outcome to them, or nil without hooks.
 func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg *apulsar.ProducerMessage) func(apulsar.MessageID, error) {
+	if txn := txnOf(ctx); txn != nil {
+		msg.Transaction = txn // a handler's publish joins its delivery's transaction (WithTransactions)
+	}
 	if p.hooks == nil {
 		return nil // and no OutgoingMessage to allocate
 	}

@@ -27,7 +27,11 @@ func (e *engine) settle(d *Delivery, err error) {
 		_ = e.acknowledge(d) // a failed ack is reported, recorded in health and settled nacked
 		return
 	}
-	if dv, warn := directiveOf(err); dv != nil {
+	dv, warn := directiveOf(err)
+	if d.txn != nil && !warn && !e.renewTxn(d) {
+		return // the handler's writes are discarded; no transaction for the settlement: nacked
+	}
+	if dv != nil {
 		if warn {
 			e.warnAck(d, dv)
 		} else {
@@ -398,6 +402,9 @@ func (e *engine) send(ctx context.Context, topic string, pm *apulsar.ProducerMes
 		e.settleResult(err)
 		return err
 	}
+	if txn := txnOf(ctx); txn != nil {
+		pm.Transaction = txn // the delivery's transaction (WithTransactions)
+	}
 	_, err = s.Send(ctx, pm)
 	if err != nil && ctx.Err() == nil && producerBroken(err) {
 		// The producer cannot send again (closed, fenced, a send timeout after the broker
@@ -414,6 +421,13 @@ func (e *engine) send(ctx context.Context, topic string, pm *apulsar.ProducerMes
 }
 
 func (e *engine) ack(d *Delivery) error {
+	if d.txn != nil {
+		if err := e.commitAck(d); err != nil {
+			return err
+		}
+		d.acked = true
+		return nil
+	}
 	if err := e.settler.Ack(d.msg); err != nil {
 		e.cfg.Logger.Warn("ack failed", zap.String("topic", d.msg.Topic()), zap.Error(err))
 		serr := &SettleError{Err: err}

@@ -52,11 +52,24 @@ func UniqueTopic(tb testing.TB, base string) string {
 // timeouts and no logs, closed when the test ends.
 func NewClient(tb testing.TB, serviceURL string) apulsar.Client {
 	tb.Helper()
+	return newClient(tb, serviceURL, false)
+}
+
+// NewTxnClient is NewClient with transactions enabled (ClientOptions.EnableTransaction): the
+// broker must run its transaction coordinator.
+func NewTxnClient(tb testing.TB, serviceURL string) apulsar.Client {
+	tb.Helper()
+	return newClient(tb, serviceURL, true)
+}
+
+func newClient(tb testing.TB, serviceURL string, txn bool) apulsar.Client {
+	tb.Helper()
 	c, err := apulsar.NewClient(apulsar.ClientOptions{
 		URL:               serviceURL,
 		OperationTimeout:  5 * time.Second,
 		ConnectionTimeout: 5 * time.Second,
 		Logger:            bqpulsar.NewClientLogger(zap.NewNop()),
+		EnableTransaction: txn,
 	})
 	if err != nil {
 		tb.Fatalf("brokertest: client for %s: %v", serviceURL, err)

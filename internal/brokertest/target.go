@@ -58,6 +58,13 @@ func (tg *Target) Client(tb testing.TB) apulsar.Client {
 	return NewClient(tb, tg.URL)
 }
 
+// TxnClient returns a client of the target with transactions enabled (see NewTxnClient),
+// closed when the test ends.
+func (tg *Target) TxnClient(tb testing.TB) apulsar.Client {
+	tb.Helper()
+	return NewTxnClient(tb, tg.URL)
+}
+
 // Topic returns a fresh fully qualified topic name in public/default. Unlike UniqueTopic it
 // is also unique across test runs, since a real broker keeps the topics of earlier runs. No
 // such name is a prefix of another one (Topics and StateOf select a test's topics by prefix),

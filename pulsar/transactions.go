@@ -1,0 +1,212 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/zap"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/retry"
+)
+
+// Exactly-once settlement (WithTransactions): each delivery runs in one Pulsar transaction,
+// opened when the message is admitted and carried by the delivery's context. Everything the
+// settlement writes (the retry republish, the dead-letter copy) and everything the handler
+// publishes with that context through a [Publisher] is sent inside it, the original is
+// acknowledged inside it, and the transaction is committed last. A settlement that does not
+// acknowledge (a negative ack, a failed write, a handler that outlived the transaction's
+// timeout) aborts it: nothing the attempt wrote becomes visible, and the message comes back.
+
+// ErrTransactions is matched by the error of [NewConsumer] and [WrapConsumer] when
+// [WithTransactions] cannot be honoured: the client was created without
+// ClientOptions.EnableTransaction, the broker runs without its transaction coordinator
+// (transactionCoordinatorEnabled=false in broker.conf), or the consumer settles in a way that
+// cannot acknowledge inside a transaction. The consumer never falls back to settling outside
+// a transaction.
+var ErrTransactions = errors.New("pulsar: transactions unavailable")
+
+// WithTransactions settles every delivery exactly once on the broker's side, in one Pulsar
+// transaction per delivery with the given timeout: the acknowledgement of the original, the
+// retry republish or dead-letter copy, and the handler's own publishes (a [Publisher] called
+// with the handler's ctx sends inside the delivery's transaction) are committed together,
+// or not at all. A failure before the commit (a handler error that ends in a negative ack, a
+// failed write, a crash, a lost connection, a handler slower than timeout) aborts the
+// transaction: none of the attempt's messages is ever delivered, and the original is
+// delivered again. The handler may therefore run again after an abort; side effects outside
+// Pulsar need the idempotency package.
+//
+// The client must be created with ClientOptions.EnableTransaction, and the broker must run
+// its transaction coordinator (transactionCoordinatorEnabled=true); otherwise [NewConsumer]
+// fails at once with an error matching [ErrTransactions]. A commit that fails is tried
+// again while the client allows it and the transaction has not timed out, then aborted; the
+// original is never acknowledged outside the transaction. timeout ≤ 0 is refused. Default:
+// off (at-least-once settlement).
+func WithTransactions(timeout time.Duration) ConsumerOption {
+	return consumerSet(refuse(timeout <= 0, "transaction timeout %s is not positive", timeout),
+		func(c *consumerConfig) { c.txnTimeout = timeout })
+}
+
+// txnAcker acknowledges inside a transaction; apulsar.Consumer implements it.
+type txnAcker interface {
+	AckWithTxn(msg apulsar.Message, txn apulsar.Transaction) error
+}
+
+// txnKey is the context key of a delivery's transaction.
+type txnKey struct{}
+
+// withTxn returns ctx carrying txn.
+func withTxn(ctx context.Context, txn apulsar.Transaction) context.Context {
+	return context.WithValue(ctx, txnKey{}, txn)
+}
+
+// txnOf returns the transaction ctx carries, or nil.
+func txnOf(ctx context.Context) apulsar.Transaction {
+	if ctx == nil {
+		return nil
+	}
+	txn, _ := ctx.Value(txnKey{}).(apulsar.Transaction)
+	return txn
+}
+
+// transactions opens the transactions of a consumer's deliveries.
+type transactions struct {
+	open    func(timeout time.Duration) (apulsar.Transaction, error)
+	timeout time.Duration
+	acker   txnAcker
+}
+
+// newTransactions checks that client can open transactions, by opening one and aborting
+// it, and returns what opens them; [transactions.settleWith] completes it.
+func newTransactions(client apulsar.Client, timeout time.Duration) (*transactions, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: WithTransactions needs a client", ErrTransactions)
+	}
+	txn, err := client.NewTransaction(timeout)
+	if err != nil {
+		return nil, transactionsError(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_ = txn.Abort(ctx) // the probe's transaction holds nothing; the broker ends it at its timeout otherwise
+	return &transactions{open: client.NewTransaction, timeout: timeout}, nil
+}
+
+// settleWith sets the settler that acknowledges inside the transactions; an error when it
+// cannot.
+func (t *transactions) settleWith(settler any) error {
+	acker, ok := settler.(txnAcker)
+	if !ok {
+		return fmt.Errorf("%w: this consumer's settlement cannot acknowledge inside a transaction", ErrTransactions)
+	}
+	t.acker = acker
+	return nil
+}
+
+// transactionsError names what to change when the client cannot open a transaction.
+func transactionsError(err error) error {
+	switch {
+	case errors.Is(err, apulsar.ErrClientTransactionsNotEnabled):
+		return fmt.Errorf("%w: the client was created without ClientOptions.EnableTransaction: %w", ErrTransactions, err)
+	case errors.Is(err, apulsar.ErrTransactionCoordinatorNotEnabled):
+		return fmt.Errorf("%w: the broker runs without its transaction coordinator "+
+			"(set transactionCoordinatorEnabled=true in broker.conf): %w", ErrTransactions, err)
+	default:
+		return fmt.Errorf("%w: cannot open a transaction: %w", ErrTransactions, err)
+	}
+}
+
+// openTxn opens d's transaction and puts it in d's context; false when it could not be
+// opened (the message is then negatively acknowledged and reported).
+func (e *engine) openTxn(d *Delivery) bool {
+	txn, err := e.cfg.Txns.open(e.cfg.Txns.timeout)
+	if err != nil {
+		e.cfg.Logger.Warn("cannot open the delivery's transaction; message negatively acknowledged",
+			zap.String("topic", d.msg.Topic()), zap.Error(err))
+		e.health.failing("transaction", err)
+		e.settler.Nack(d.msg)
+		e.finish(d, Event{Kind: EventNacked, Err: &SettleError{Err: fmt.Errorf("open transaction: %w", err)}})
+		return false
+	}
+	d.txn, d.txnStart = txn, time.Now()
+	d.ctx = withTxn(d.ctx, txn)
+	return true
+}
+
+// renewTxn aborts d's transaction, discarding what the handler published in it, and opens
+// the one the settlement writes and acknowledges in; false when it could not be opened (the
+// message is then negatively acknowledged). A failed handler's publishes are thus never
+// delivered, while its retry republish or dead-letter copy is committed together with the
+// acknowledgement of the original.
+func (e *engine) renewTxn(d *Delivery) bool {
+	e.abortTxn(d.ctx, d)
+	d.txn = nil
+	return e.openTxn(d)
+}
+
+// commitAck acknowledges d inside its transaction and commits it. A commit that fails is
+// tried again while the client leaves the transaction open and its timeout has not passed;
+// then the transaction is aborted and the message negatively acknowledged, never acked
+// outside it.
+func (e *engine) commitAck(d *Delivery) error {
+	txn := d.txn
+	err := e.cfg.Txns.acker.AckWithTxn(d.msg, txn)
+	if err == nil {
+		err = e.commit(d.ctx, d)
+	}
+	if err != nil {
+		e.abortTxn(d.ctx, d)
+		e.cfg.Logger.Warn("transactional settlement failed; message negatively acknowledged",
+			zap.String("topic", d.msg.Topic()), zap.Error(err))
+		e.health.failing("transaction", err)
+		e.settler.Nack(d.msg)
+		serr := &SettleError{Err: fmt.Errorf("transaction: %w", err)}
+		e.finish(d, Event{Kind: EventNacked, Err: serr})
+		return serr
+	}
+	e.health.ok("transaction")
+	return nil
+}
+
+// commit commits d's transaction, trying again after a failure the client left the
+// transaction open for (its own context ended, or a transient error), until the transaction
+// times out.
+//
+// The delivery's context bounds nothing here: a drain that cancelled it must not leave a
+// transaction half ended, so only the transaction's own deadline does.
+func (e *engine) commit(ctx context.Context, d *Delivery) error {
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d.txnStart.Add(e.cfg.Txns.timeout))
+	defer cancel()
+	pause := 50 * time.Millisecond
+	for {
+		err := d.txn.Commit(ctx)
+		if err == nil {
+			return nil
+		}
+		if d.txn.GetState() != apulsar.TxnOpen || !retry.IsRetryable(err) {
+			return fmt.Errorf("commit: %w", err)
+		}
+		if werr := retry.Wait(ctx, pause); werr != nil {
+			return fmt.Errorf("commit: %w (then the transaction's timeout passed)", err)
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// abortTxn aborts d's transaction when it is still open (a settlement that does not
+// acknowledge, or a failed commit); the broker discards what the attempt wrote. An abort
+// that fails is logged: the broker aborts the transaction at its timeout anyway.
+func (e *engine) abortTxn(ctx context.Context, d *Delivery) {
+	txn := d.txn
+	if txn == nil || txn.GetState() != apulsar.TxnOpen {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Txns.timeout)
+	defer cancel()
+	if err := txn.Abort(ctx); err != nil {
+		e.cfg.Logger.Warn("transaction abort failed; the broker aborts it at its timeout",
+			zap.String("topic", d.msg.Topic()), zap.Error(err))
+	}
+}

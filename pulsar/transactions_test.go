@@ -1,0 +1,141 @@
+package pulsar_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// txnTimeout is the transaction timeout of this file's consumers: short, so that a test can
+// wait it out and check that nothing of an aborted transaction is ever delivered.
+const txnTimeout = 5 * time.Second
+
+// TestTransactionsNeedATransactionalClient: WithTransactions on a client created without
+// EnableTransaction fails at once, naming the setting, and never settles outside a
+// transaction.
+func TestTransactionsNeedATransactionalClient(t *testing.T) {
+	t.Parallel()
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
+		client := tg.Client(t)
+		_, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(tg.Topic(t, "txn-plain")),
+			bqpulsar.WithSubscription("app", apulsar.Shared), bqpulsar.WithTransactions(txnTimeout),
+			bqpulsar.Handle(okURN, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }))
+		require.ErrorIs(t, err, bqpulsar.ErrTransactions)
+		require.ErrorContains(t, err, "ClientOptions.EnableTransaction")
+	})
+}
+
+// TestTransactionsOption: a timeout that is not positive is refused.
+func TestTransactionsOption(t *testing.T) {
+	t.Parallel()
+	for _, d := range []time.Duration{0, -time.Second} {
+		_, err := bqpulsar.NewConsumer(nil, bqpulsar.WithTransactions(d))
+		require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, "%s", d)
+	}
+}
+
+// TestTransactionsSettleExactlyOnce: under WithTransactions a handler's publishes to three
+// topics are delivered once when it succeeds; when it fails, its transaction is aborted
+// (checked after the transaction timeout: never delivered, but see the real half's limit),
+// while the failed message's retry republish and dead-letter copy are committed with the
+// acknowledgement of the original: each attempt runs once, and the message is dead-lettered
+// exactly once.
+func TestTransactionsSettleExactlyOnce(t *testing.T) {
+	t.Parallel()
+	// The real half only, while the embedded broker refuses transactions (see pulsartest's
+	// package documentation).
+	t.Run("real", func(t *testing.T) {
+		t.Parallel()
+		tg := brokertest.RealBroker(t)
+		client := tg.TxnClient(t)
+		in := tg.Topic(t, "txn-in")
+		outs := []string{tg.Topic(t, "txn-out-a"), tg.Topic(t, "txn-out-b"), tg.Topic(t, "txn-out-c")}
+		var pubs []*bqpulsar.Publisher
+		var cols []*collector
+		for _, o := range outs {
+			p, err := bqpulsar.NewPublisher(client, o)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = p.Close() })
+			pubs = append(pubs, p)
+			cols = append(cols, collect(t, client, o))
+		}
+		dead := collect(t, client, in+".dlq")
+		fanOut := func(ctx context.Context, env *envelope.Envelope) error {
+			for i, p := range pubs {
+				if _, err := p.Publish(ctx, okURN, map[string]any{"from": env.TraceID, "to": i}, bqpulsar.WithTraceID(env.TraceID)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		attempts := make(chan string, 16)
+		c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(in),
+			bqpulsar.WithSubscription("app", apulsar.Shared), bqpulsar.WithTransactions(txnTimeout),
+			bqpulsar.WithMaxAttempts(2),
+			bqpulsar.Handle(okURN, func(ctx context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+				attempts <- "ok"
+				return fanOut(ctx, env)
+			}),
+			bqpulsar.Handle(failURN, func(ctx context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+				attempts <- fmt.Sprintf("fail %d", env.Attempts)
+				if err := fanOut(ctx, env); err != nil {
+					return err
+				}
+				return errors.New("fails after publishing to three topics")
+			}))
+		require.NoError(t, err)
+		runConsumer(t, c)
+
+		p, err := bqpulsar.NewPublisher(client, in)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		ctx := context.Background()
+		_, err = p.Publish(ctx, okURN, map[string]any{"n": 1}, bqpulsar.WithTraceID("good"))
+		require.NoError(t, err)
+		_, err = p.Publish(ctx, failURN, map[string]any{"n": 2}, bqpulsar.WithTraceID("bad"))
+		require.NoError(t, err)
+
+		for i, col := range cols {
+			msgs := col.wait(t, 1, 30*time.Second)
+			env, err := envelope.Decode(msgs[0].Payload())
+			require.NoError(t, err, "output %d", i)
+			assert.Equal(t, "good", env.TraceID, "output %d", i)
+		}
+		dl := dead.wait(t, 1, 30*time.Second)
+		env, err := envelope.Decode(dl[0].Payload())
+		require.NoError(t, err)
+		assert.Equal(t, "bad", env.TraceID)
+
+		// Every transaction of the failed attempts has ended by now, committed or aborted (or
+		// timed out at the broker): what they left is all there will ever be.
+		time.Sleep(txnTimeout + time.Second)
+		for i, col := range cols {
+			aborted := col.count() - 1 // the publishes of the two failed attempts
+			if tg.Real() {
+				// pulsar-client-go v0.19.0 puts the transaction id on CommandSend only, never in the
+				// message's metadata (apache/pulsar-client-go#1498), and Apache Pulsar's dispatcher
+				// tells an aborted message by its metadata: the aborted publishes are delivered.
+				// This pins that limit; with a fixed client it fails, and the branch goes.
+				assert.Equal(t, 2, aborted, "output %d: the aborted publishes on Apache Pulsar", i)
+				continue
+			}
+			assert.Zero(t, aborted, "output %d: an aborted publish was delivered", i)
+		}
+		assert.Equal(t, 1, dead.count(), "the failed message is dead-lettered once")
+		var seen []string
+		for len(attempts) > 0 {
+			seen = append(seen, <-attempts)
+		}
+		assert.ElementsMatch(t, []string{"ok", "fail 0", "fail 1"}, seen, "each attempt runs once")
+	})
+}
