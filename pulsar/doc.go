@@ -157,6 +157,18 @@
 // [Event.Context] of the delivery's events. A Publish hook is its publishing twin. Package
 // bqotel is all three.
 //
+// # Exactly-once settlement
+//
+// [WithTransactions] settles each delivery in one Pulsar transaction: the acknowledgement of
+// the original, the retry republish or dead-letter copy, and what the handler publishes
+// through a [Publisher] with its ctx (which carries the transaction) are committed together.
+// A failed handler's transaction is aborted, and its settlement runs in a fresh one. The
+// client needs ClientOptions.EnableTransaction and the broker its transaction coordinator;
+// otherwise [NewConsumer] fails with an error matching [ErrTransactions]. The handler may
+// run again after an abort. With pulsar-client-go v0.19.0, Apache Pulsar still delivers
+// what an aborted transaction published (the client leaves the transaction id out of the
+// message's metadata).
+//
 // # Health
 //
 // [Consumer.Health] is live until the consumer is closed or its Pulsar consumer fails for
