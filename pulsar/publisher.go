@@ -18,7 +18,8 @@ import (
 // Publisher publishes BabelQueue envelopes to one Pulsar topic. It is safe for concurrent
 // use. Build it with [NewPublisher] (it then owns its producer) or [WrapProducer]. Called
 // with the ctx of a handler of a consumer with [WithTransactions], it sends inside that
-// delivery's transaction: the message is delivered only if the transaction commits.
+// delivery's transaction: the broker holds the message until the transaction ends (see
+// [WithTransactions] for what an abort leaves).
 type Publisher struct {
 	producer seam.MessageProducer
 	closeFn  func() // closes the producer the publisher created; nil when wrapped

@@ -38,6 +38,11 @@ var ErrTransactions = errors.New("pulsar: transactions unavailable")
 // delivered again. The handler may therefore run again after an abort; side effects outside
 // Pulsar need the idempotency package.
 //
+// Limit: pulsar-client-go v0.19.0 puts the transaction id on the send command but not in
+// the message's metadata, by which Apache Pulsar tells an aborted message; an aborted
+// transaction's publishes are therefore delivered once it ended
+// (apache/pulsar-client-go#1498). Its acknowledgements are undone as they should be.
+//
 // The client must be created with ClientOptions.EnableTransaction, and the broker must run
 // its transaction coordinator (transactionCoordinatorEnabled=true); otherwise [NewConsumer]
 // fails at once with an error matching [ErrTransactions]. A commit that fails is tried
