@@ -3,6 +3,7 @@ package pulsar_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -84,8 +85,26 @@ func TestChaosShort(t *testing.T) {
 	})
 }
 
+// TestChaosTransactions is TestChaosShort with WithTransactions and a handler that first
+// publishes, through a Publisher with its ctx, one message per call to an output topic (so
+// that a failed or aborted call has published too). Its figures add the output topic's
+// view: the ids with more than one message there. Only the real half runs while the embedded
+// broker refuses transactions.
+func TestChaosTransactions(t *testing.T) {
+	t.Parallel()
+	t.Run("real", func(t *testing.T) {
+		t.Parallel()
+		tg := brokertest.RealBroker(t)
+		runChaos(t, tg, apulsar.Shared, chaosPlan{
+			n: 2000, keys: 100, faultEvery: time.Second, maxFaults: 20,
+			settleIn: 4 * time.Minute, txn: true,
+		})
+	})
+}
+
 // chaosPlan sizes a chaos run; its faults come from the target.
 type chaosPlan struct {
+	txn        bool // WithTransactions, and the handler publishes to an output topic
 	n, keys    int
 	faultEvery time.Duration // how often the connections are dropped (embedded) or the topic unloaded (real)
 	maxFaults  int           // stop the faults after this many (0: until settled), so that a slow run still settles
@@ -104,6 +123,9 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 	n, keys := plan.n, plan.keys
 	began := time.Now()
 	client := tg.Client(t)
+	if plan.txn {
+		client = tg.TxnClient(t)
+	}
 	topic := tg.Topic(t, "chaos")
 	dlqTopic := topic + ".dlq"
 	// The faults: the embedded broker's hooks, or what a real broker's admin API can do.
@@ -145,8 +167,22 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 			republishFailures.Add(1)
 		}
 	}
+	// With transactions the handler publishes first, so that a failed or aborted call has
+	// published too; out counts what reached the output topic.
+	var out *collector
+	var outPub *bqpulsar.Publisher
+	txnOpts := []bqpulsar.ConsumerOption{}
+	if plan.txn {
+		outTopic := topic + "-out"
+		out = collect(t, client, outTopic)
+		var err error
+		outPub, err = bqpulsar.NewPublisher(client, outTopic)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = outPub.Close() })
+		txnOpts = append(txnOpts, bqpulsar.WithTransactions(10*time.Second))
+	}
 	newChaosConsumer := func() *bqpulsar.Consumer {
-		c, err := bqpulsar.NewConsumer(client,
+		c, err := bqpulsar.NewConsumer(client, append(txnOpts,
 			bqpulsar.WithTopic(topic),
 			bqpulsar.WithSubscription("app", subType),
 			bqpulsar.WithConsumerOptions(func(o *apulsar.ConsumerOptions) {
@@ -159,9 +195,14 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 			bqpulsar.WithConcurrency(concurrency),
 			bqpulsar.WithSenderOptions(func(o *apulsar.ProducerOptions) { o.SendTimeout = time.Second }),
 			onFailure(onError),
-			bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+			bqpulsar.Handle(okURN, func(ctx context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+				if outPub != nil {
+					if _, err := outPub.Publish(ctx, okURN, map[string]any{"of": env.Meta.ID}); err != nil {
+						return err
+					}
+				}
 				return state.handle(env)
-			}))
+			}))...)
 		require.NoError(t, err)
 		return c
 	}
@@ -303,6 +344,29 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 	copies := 0
 	for _, c := range deadIDs {
 		copies += c
+	}
+	if out != nil {
+		// The output topic's view: the ids with more than one message there, and those with
+		// one there and a dead-letter copy too.
+		outIDs := map[string]int{}
+		for _, m := range out.wait(t, out.count(), time.Second) {
+			var body struct {
+				Data struct {
+					Of string `json:"of"`
+				} `json:"data"`
+			}
+			require.NoError(t, json.Unmarshal(m.Payload(), &body))
+			outIDs[body.Data.Of]++
+		}
+		dupOut, outAndDead := 0, 0
+		for id, c := range outIDs {
+			dupOut += c - 1
+			if deadIDs[id] > 0 {
+				outAndDead++
+			}
+		}
+		t.Logf("transactions: output messages %d for %d ids, duplicates on the output topic %d, ids with an output and a dead letter %d",
+			out.count(), len(outIDs), dupOut, outAndDead)
 	}
 	t.Logf("%s on the %s broker: published %d, handled %d, dead-lettered %d (copies %d), lost %d; handler calls %d, "+
 		"repeated deliveries %d, duplicate successes %d, handled and dead-lettered %d, calls beyond max attempts %d; "+

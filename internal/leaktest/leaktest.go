@@ -39,6 +39,9 @@ var TxnClientGoroutines = []goleak.Option{
 	goleak.IgnoreTopFunction("github.com/apache/pulsar-client-go/pulsar/internal.(*connection).run"),
 	goleak.IgnoreTopFunction("github.com/apache/pulsar-client-go/pulsar/internal.(*connection).runPingCheck"),
 	goleak.IgnoreAnyFunction("github.com/apache/pulsar-client-go/pulsar/internal.(*connectionReader).readFromConnection"),
+	// Each transaction's timer, which marks it timed out once its timeout passed, whether or
+	// not it ended before.
+	goleak.IgnoreTopFunction("github.com/apache/pulsar-client-go/pulsar.newTransaction.func1"),
 }
 
 // Options returns the goleak options that ignore the client's known goroutines, followed by
