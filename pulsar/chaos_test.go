@@ -85,7 +85,7 @@ func TestChaosShort(t *testing.T) {
 	})
 }
 
-// TestChaosTransactions is TestChaosShort with WithTransactions and a handler that first
+// TestChaosTransactions is TestChaosShort with 1,000 messages, WithTransactions and a handler that first
 // publishes, through a Publisher with its ctx, one message per call to an output topic (so
 // that a failed or aborted call has published too). Its figures add the output topic's
 // view: the ids with more than one message there. Only the real half runs while the embedded
@@ -96,7 +96,7 @@ func TestChaosTransactions(t *testing.T) {
 		t.Parallel()
 		tg := brokertest.RealBroker(t)
 		runChaos(t, tg, apulsar.Shared, chaosPlan{
-			n: 2000, keys: 100, faultEvery: time.Second, maxFaults: 20,
+			n: 1000, keys: 100, faultEvery: time.Second, maxFaults: 20,
 			settleIn: 4 * time.Minute, txn: true,
 		})
 	})
