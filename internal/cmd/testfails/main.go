@@ -68,13 +68,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return tallyTarget(fs.Arg(0), *target, *label, stdout, stderr)
 	}
 	runs := make([][]failure, 0, fs.NArg())
+	var races [][]string
 	for _, name := range fs.Args() {
-		fails, err := parseFile(name)
+		p, err := parseRunFile(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "testfails: %s: %v\n", name, err)
 			return 2
 		}
-		runs = append(runs, fails)
+		runs = append(runs, p.result())
+		races = append(races, p.races...)
 	}
 	rows := tally(runs)
 	if len(rows) == 0 {
@@ -91,16 +93,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, r.format(len(runs)))
 	}
+	if len(races) > 0 {
+		// A test the race detector failed names no cause; the report does.
+		fmt.Fprintf(stdout, "--- the race detector's first report (of %d):\n", len(races))
+		for _, l := range races[0] {
+			fmt.Fprintln(stdout, "  "+l)
+		}
+	}
 	fmt.Fprintf(stdout, "testfails: %s, %s failed at least once\n", plural(len(runs), "run"), plural(len(rows), "test"))
 	return 1
-}
-
-func parseFile(name string) ([]failure, error) {
-	p, err := parseRunFile(name)
-	if err != nil {
-		return nil, err
-	}
-	return p.result(), nil
 }
 
 func parseRunFile(name string) (*parser, error) {

@@ -363,3 +363,81 @@ func TestEmbeddedOnly(t *testing.T) {}
 		t.Fatalf("exit %d, got\n%s\nwant\n%s\nstderr %s", code, stdout.String(), want, stderr.String())
 	}
 }
+
+// TestRaceReportIsShown: a test that the race detector fails says only "race detected
+// during execution of test"; the summary then shows the detector's first report, from a
+// real go test -race run, plain and as JSON.
+func TestRaceReportIsShown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module with the race detector")
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/racy\n\ngo 1.24\n",
+		"r/r_test.go": `package r
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestRacy(t *testing.T) {
+	n := 0
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); n++ }()
+	}
+	wg.Wait()
+	_ = n
+}
+`,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mode := range []struct {
+		name string
+		args []string
+	}{
+		{"plain", []string{"-race", "-count=1", "./..."}},
+		{"json", []string{"-race", "-count=1", "-json", "./..."}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			out := goTest(t, dir, mode.args...)
+			log := filepath.Join(t.TempDir(), "run.log")
+			if err := os.WriteFile(log, []byte(out), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{log}, &stdout, &stderr); code != 1 {
+				t.Fatalf("exit %d, want 1; stderr %s", code, stderr.String())
+			}
+			got := stdout.String()
+			for _, want := range []string{
+				"FAIL example.com/racy/r TestRacy",
+				"--- the race detector's first report (of 1):",
+				"  WARNING: DATA RACE",
+				"r_test.go:",
+			} {
+				if !strings.Contains(got, want) {
+					t.Errorf("the summary lacks %q:\n%s\nfrom the output\n%s", want, got, out)
+				}
+			}
+			if !strings.HasPrefix(lastLine(got), "testfails: 1 run, 1 test failed") {
+				t.Errorf("the summary does not end with the tally:\n%s", got)
+			}
+		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}

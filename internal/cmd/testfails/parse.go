@@ -152,6 +152,37 @@ type parser struct {
 	pkgLines  []string // lines since the last package verdict, for a package-level failure
 	buildPkgs map[string][]string
 	buildPkg  string
+
+	// The race detector's reports: a test it fails says only "race detected during
+	// execution of test", and the report itself (printed by whichever test's goroutine
+	// raced, maybe another one) is what says why.
+	races  [][]string
+	inRace bool
+}
+
+// raceStart and raceEnd delimit a report of the race detector.
+const (
+	raceStart = "WARNING: DATA RACE"
+	raceEnd   = "=================="
+)
+
+// maxRaceLines bounds the lines kept of one race report.
+const maxRaceLines = 80
+
+// race keeps the lines of the race detector's reports.
+func (p *parser) race(line string) {
+	switch {
+	case strings.TrimSpace(line) == raceStart:
+		p.races = append(p.races, []string{raceStart})
+		p.inRace = true
+	case !p.inRace:
+	case strings.TrimSpace(line) == raceEnd:
+		p.inRace = false
+	default:
+		if r := &p.races[len(p.races)-1]; len(*r) < maxRaceLines {
+			*r = append(*r, line)
+		}
+	}
 }
 
 func newParser() *parser {
@@ -169,6 +200,7 @@ func (p *parser) event(e event) {
 	case "output":
 		k := e.Package + "\x00" + e.Test
 		p.out[k] = append(p.out[k], strings.TrimRight(e.Output, "\n"))
+		p.race(strings.TrimRight(e.Output, "\n"))
 	case "fail":
 		f := failure{Package: e.Package, Test: e.Test}
 		f.Line = firstErrorLine(p.out[f.key()])
@@ -233,6 +265,7 @@ func firstBuildLine(lines []string) string {
 }
 
 func (p *parser) text(line string) {
+	p.race(line)
 	if m := failHeader.FindStringSubmatch(line); m != nil {
 		p.closeBlock()
 		p.current = &failure{Test: m[2]}
