@@ -52,8 +52,14 @@ func TestBroken(t *testing.T) { undefinedCall() }
 
 func writeModule(t *testing.T) string {
 	t.Helper()
+	return writeFiles(t, sampleModule)
+}
+
+// writeFiles writes files (path → content) into a fresh directory and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
 	dir := t.TempDir()
-	for name, body := range sampleModule {
+	for name, body := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -371,8 +377,7 @@ func TestRaceReportIsShown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module with the race detector")
 	}
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := writeFiles(t, map[string]string{
 		"go.mod": "module example.com/racy\n\ngo 1.24\n",
 		"r/r_test.go": `package r
 
@@ -392,16 +397,7 @@ func TestRacy(t *testing.T) {
 	_ = n
 }
 `,
-	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	for _, mode := range []struct {
 		name string
 		args []string
