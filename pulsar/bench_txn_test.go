@@ -2,7 +2,6 @@ package pulsar_test
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,16 +48,7 @@ func BenchmarkConsumeTransactions(b *testing.B) {
 				return nil
 			}))...)
 		require.NoError(b, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- c.Run(ctx) }()
-		b.Cleanup(func() {
-			cancel()
-			if err := <-done; !errors.Is(err, context.Canceled) {
-				b.Error(err)
-			}
-			require.NoError(b, c.Close())
-		})
+		runConsumer(b, c)
 	}
 	plain := &side{topic: tg.Topic(b, "bench-plain")}
 	txn := &side{topic: tg.Topic(b, "bench-txn")}

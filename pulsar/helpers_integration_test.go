@@ -58,7 +58,7 @@ func (c *collector) wait(t *testing.T, n int, timeout time.Duration) []apulsar.M
 func (c *collector) count() int { return c.Count() }
 
 // runConsumer runs c until the test ends, then closes it and checks Run's result.
-func runConsumer(t *testing.T, c *bqpulsar.Consumer) {
+func runConsumer(t testing.TB, c *bqpulsar.Consumer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
