@@ -58,15 +58,15 @@ func (c *collector) wait(t *testing.T, n int, timeout time.Duration) []apulsar.M
 func (c *collector) count() int { return c.Count() }
 
 // runConsumer runs c until the test ends, then closes it and checks Run's result.
-func runConsumer(t testing.TB, c *bqpulsar.Consumer) {
-	t.Helper()
+func runConsumer(tb testing.TB, c *bqpulsar.Consumer) {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		cancel()
-		require.ErrorIs(t, <-done, context.Canceled)
-		require.NoError(t, c.Close())
+		require.ErrorIs(tb, <-done, context.Canceled)
+		require.NoError(tb, c.Close())
 	})
 }
 
