@@ -18,7 +18,8 @@ import (
 // publishes with that context through a [Publisher] is sent inside it, the original is
 // acknowledged inside it, and the transaction is committed last. A settlement that does not
 // acknowledge (a negative ack, a failed write, a handler that outlived the transaction's
-// timeout) aborts it: nothing the attempt wrote becomes visible, and the message comes back.
+// timeout) aborts it, and the message comes back; what the attempt wrote is discarded (but
+// see WithTransactions for the client's limit on aborted publishes).
 
 // ErrTransactions is matched by the error of [NewConsumer] and [WrapConsumer] when
 // [WithTransactions] cannot be honoured: the client was created without
@@ -83,19 +84,16 @@ type transactions struct {
 	acker   txnAcker
 }
 
-// newTransactions checks that client can open transactions, by opening one and aborting
-// it, and returns what opens them; [transactions.settleWith] completes it.
+// newTransactions checks that client can open transactions, by opening one, and returns what opens them; [transactions.settleWith] completes it.
 func newTransactions(client apulsar.Client, timeout time.Duration) (*transactions, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: WithTransactions needs a client", ErrTransactions)
 	}
-	txn, err := client.NewTransaction(timeout)
-	if err != nil {
+	// The probe's transaction holds nothing and is left to the broker, which aborts it at its
+	// timeout: ending it here would need a context that NewConsumer does not take.
+	if _, err := client.NewTransaction(timeout); err != nil {
 		return nil, transactionsError(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	_ = txn.Abort(ctx) // the probe's transaction holds nothing; the broker ends it at its timeout otherwise
 	return &transactions{open: client.NewTransaction, timeout: timeout}, nil
 }
 
