@@ -271,7 +271,30 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 	}
 	restarts, outageDone := 0, b == nil // a real broker has no outage hook
 	var outageAt time.Time
-	settled := func() bool { return handled()+dead.count() >= n && backlog() == 0 }
+	// Settled: every id handled successfully or dead-lettered, and nothing left in the backlog.
+	// (A sum of the two counts would also reach n while a message is still in flight, since
+	// an id can be both; lost would then be counted for a message that was not.)
+	deadSeen := map[string]bool{}
+	deadRead := 0
+	covered := func() int {
+		msgs := dead.wait(t, dead.count(), time.Second)
+		for _, m := range msgs[deadRead:] {
+			if env, err := envelope.Decode(m.Payload()); err == nil {
+				deadSeen[env.Meta.ID] = true
+			}
+		}
+		deadRead = len(msgs)
+		state.mu.Lock()
+		defer state.mu.Unlock()
+		done := len(state.successes)
+		for id := range deadSeen {
+			if state.successes[id] == 0 {
+				done++
+			}
+		}
+		return done
+	}
+	settled := func() bool { return covered() >= n && backlog() == 0 }
 	deadline := time.Now().Add(cmp.Or(plan.settleIn, 10*time.Minute))
 	for !settled() || restarts < 2 || !outageDone {
 		if time.Now().After(deadline) {
