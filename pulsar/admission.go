@@ -138,7 +138,7 @@ func (e *engine) finish(d *Delivery, ev Event) {
 	}
 	d.finished = true
 	if d.txn != nil && !d.acked {
-		e.abortTxn(d.ctx, d) // nothing the attempt wrote becomes visible
+		e.abortTxn(d.ctx, d) // a settlement that does not acknowledge ends its transaction unfulfilled
 	}
 	if ev.Kind == EventNacked {
 		d.failure = ev.Err
