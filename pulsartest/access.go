@@ -2,6 +2,7 @@ package pulsartest
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
@@ -219,8 +220,7 @@ func (t *topic) removeProducerLocked(p *producer, outs []outbound) []outbound {
 // keeps it in the ledger's properties), the exclusive ownership does not.
 func (t *topic) unloadAccessLocked(outs []outbound) []outbound {
 	for _, w := range t.access.waiting {
-		w.c.forgetProducer(w)
-		outs = append(outs, outbound{w.c, w.c.encode(closeProducerCmd(w.id))})
+		outs = append(outs, w.c.closeProducer(w))
 	}
 	t.access.waiting = nil
 	t.access.hasExclusive, t.access.exclusiveName = false, ""
@@ -241,4 +241,39 @@ func (c *conn) forgetProducer(p *producer) {
 		delete(c.producers, p.id)
 	}
 	c.mu.Unlock()
+}
+
+// recentlyClosedFor is how long a SEND for a producer that the broker closed is dropped rather
+// than answered by closing the connection: Apache Pulsar's ServerCnx keeps such ids for
+// keepAliveIntervalSeconds, 30 s by default.
+const recentlyClosedFor = 30 * time.Second
+
+// closeProducer is the broker closing p on its own (termination, unload, backlog quota): p leaves
+// the connection's table, its id is kept for recentlyClosedFor, and the CLOSE_PRODUCER to send
+// is returned. Without the id kept, a SEND the client wrote before it read the CLOSE_PRODUCER
+// closed the whole connection, where Apache Pulsar ignores it.
+func (c *conn) closeProducer(p *producer) outbound {
+	now := c.b.opts.clock.Now()
+	c.mu.Lock()
+	if c.producers[p.id] == p {
+		delete(c.producers, p.id)
+	}
+	for id, at := range c.closedAt {
+		if now.Sub(at) >= recentlyClosedFor {
+			delete(c.closedAt, id)
+		}
+	}
+	c.closedAt[p.id] = now
+	c.mu.Unlock()
+	return outbound{c, c.encode(closeProducerCmd(p.id))}
+}
+
+// recentlyClosed reports whether the broker closed producer id on this connection within
+// recentlyClosedFor.
+func (c *conn) recentlyClosed(id uint64) bool {
+	now := c.b.opts.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.closedAt[id]
+	return ok && now.Sub(at) < recentlyClosedFor
 }

@@ -143,8 +143,7 @@ func (b *Broker) checkQuotas() {
 				t.evictLocked(q.limit)
 			} else {
 				for p := range t.producers {
-					p.c.forgetProducer(p)
-					outs = append(outs, outbound{p.c, p.c.encode(closeProducerCmd(p.id))})
+					outs = append(outs, p.c.closeProducer(p))
 					outs = t.removeProducerLocked(p, outs)
 				}
 			}

@@ -30,9 +30,13 @@ type conn struct {
 	done   chan struct{}
 	once   sync.Once
 
-	mu        sync.Mutex // leaf lock: producers, consumers
+	mu        sync.Mutex // leaf lock: producers, consumers, closedAt
 	producers map[uint64]*producer
 	consumers map[uint64]*consumer
+	// closedAt holds the producers that the broker closed (CLOSE_PRODUCER) in the last
+	// recentlyClosedFor, by id: a SEND for one of them is dropped, not answered by closing the
+	// connection (access.go, closeProducer).
+	closedAt map[uint64]time.Time
 
 	protoVersion  int32     // set by the reader before any other goroutine reads it
 	clientVersion string    // CONNECT.client_version, for the admin stats; set like protoVersion
@@ -75,6 +79,7 @@ func (b *Broker) newConn(nc net.Conn) *conn {
 		outSig:    make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		producers: map[uint64]*producer{},
+		closedAt:  map[uint64]time.Time{},
 		consumers: map[uint64]*consumer{},
 	}
 	b.conns[c] = struct{}{}
@@ -508,6 +513,13 @@ func (c *conn) handleSend(m *wire.CommandSend, payload []byte) {
 	p := c.producers[pid]
 	c.mu.Unlock()
 	if p == nil {
+		if c.recentlyClosed(pid) {
+			// The broker closed this producer a moment ago and the client has not yet read the
+			// CLOSE_PRODUCER: Apache Pulsar drops such a SEND, and the client, which still holds
+			// the message as pending, resends it or fails it when it reconnects.
+			c.log.Debug("pulsartest: send for a producer the broker closed, dropped", "producer", pid)
+			return
+		}
 		// Like a real broker: a SEND for a producer that is not (or no longer) registered closes the
 		// connection, so the client reconnects and resends. A SEND_ERROR would detach the producer for good.
 		c.log.Warn("pulsartest: send for unknown producer, closing the connection", "producer", pid)
@@ -515,6 +527,12 @@ func (c *conn) handleSend(m *wire.CommandSend, payload []byte) {
 		return
 	}
 	if p.t.terminated.Load() {
+		if c.recentlyClosed(pid) {
+			// terminate closed p after the lookup above: the same case as a SEND that arrives
+			// after it, dropped. A SEND_ERROR here is the flake that terminate.go names.
+			c.log.Debug("pulsartest: send raced the topic's termination, dropped", "producer", pid)
+			return
+		}
 		c.sendSendError(pid, seq, TopicTerminatedError, "Topic was already terminated")
 		return
 	}
@@ -536,7 +554,13 @@ func (c *conn) handleSend(m *wire.CommandSend, payload []byte) {
 		return
 	}
 	e := newEntry(payload, md, c.b.opts.clock.Now().UnixMilli())
-	id, outs := p.t.append(e)
+	id, outs, ok := p.t.append(e)
+	if !ok {
+		// The topic was terminated between the check above and the append, and terminate closed
+		// this producer under the same lock: the SEND reached a producer the broker had closed.
+		c.log.Debug("pulsartest: send raced the topic's termination, dropped", "producer", pid)
+		return
+	}
 	c.sendCmd(&wire.BaseCommand{Type: cmdType(wire.BaseCommand_SEND_RECEIPT), SendReceipt: &wire.CommandSendReceipt{
 		ProducerId: ptr(pid), SequenceId: ptr(seq),
 		MessageId:         &wire.MessageIdData{LedgerId: ptr(p.t.ledgerID), EntryId: ptr(uint64(id))}, //nolint:gosec // ids >= 0

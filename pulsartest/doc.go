@@ -132,9 +132,11 @@
 // ("org.apache.pulsar.broker.service.BrokerServiceException$TopicTerminatedException: Topic was already
 // terminated"), MetadataError "Consumer not found" for a command naming a consumer the connection does not have,
 // UnknownError "Failed to recover Transaction Buffer." for GET_LAST_MESSAGE_ID on a non-persistent topic, and
-// the admin API's "Topic persistent://… not found" and "This topic already exists". Texts of what only pulsartest
-// refuses (unsupported features, injected faults, its authentication and authorization) begin with
-// "pulsartest: ". Deliberate limits:
+// the admin API's "Topic persistent://… not found" and "This topic already exists". A SEND for a producer the
+// broker closed in the last 30 s (termination, unload, backlog quota) is dropped without an answer, and a SEND for
+// a producer that never existed closes the connection, as in Pulsar (TestSendToAProducerTheBrokerClosed). Texts
+// of what only pulsartest refuses (unsupported features, injected faults, its authentication and authorization)
+// begin with "pulsartest: ". Deliberate limits:
 //
 //   - Tenants and namespaces exist implicitly for the binary protocol: a producer or consumer in a namespace
 //     that nobody created is accepted, where Pulsar 4.0 refuses the lookup (TopicNotFound "Namespace not found")

@@ -131,6 +131,24 @@ func (fc *frameConn) await(types ...wire.BaseCommand_Type) wire.Frame {
 	}
 }
 
+// awaitClose waits until the broker closes the connection, discarding the frames it sends
+// before that.
+func (fc *frameConn) awaitClose() {
+	fc.t.Helper()
+	fc.stash = nil
+	deadline := time.After(receiveTimeout)
+	for {
+		select {
+		case _, ok := <-fc.frames:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			fc.t.Fatal("the broker kept the connection open")
+		}
+	}
+}
+
 func (fc *frameConn) nextRequestID() uint64 {
 	fc.reqID++
 	return fc.reqID

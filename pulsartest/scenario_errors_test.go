@@ -214,18 +214,66 @@ func TestErrorsOfRawCommands(t *testing.T) {
 	})
 }
 
-// corruptSend is a SEND frame for producer id whose payload's last byte is flipped, so that
-// its checksum does not match.
-func corruptSend(t *testing.T, id uint64) []byte {
+// A SEND for a producer that the broker closed itself (here by terminating its topic) is dropped
+// without an answer and the connection stays open; only a SEND for a producer that never existed
+// closes the connection. Fixed for the flake of the client's own TestTopicTermination on the
+// embedded broker: a SEND that the client wrote before it read the CLOSE_PRODUCER closed the
+// whole connection, or, a moment earlier, was answered TopicTerminatedError, on which
+// pulsar-client-go forgets the producer, ignores the CLOSE_PRODUCER and lets its sends time out.
+func TestSendToAProducerTheBrokerClosed(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, _ apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "terminating a topic")
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(fq)
+		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_PRODUCER.Enum(), Producer: &wire.CommandProducer{
+			Topic: proto.String(fq), ProducerId: proto.Uint64(1), RequestId: proto.Uint64(fc.nextRequestID()),
+		}})
+		fc.await(wire.BaseCommand_PRODUCER_SUCCESS)
+
+		code, body := brokertest.AdminDo(t, http.MethodPost, brokertest.TopicURL(admin, topic)+"/terminate", "")
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		closed := fc.await(wire.BaseCommand_CLOSE_PRODUCER).Cmd.GetCloseProducer()
+		assert.Equal(t, uint64(1), closed.GetProducerId())
+
+		fc.sendFrame(rawSend(t, 1, []byte("late")))
+		fc.sync() // answered: the connection is open
+		for {
+			f, ok := fc.next(rawQuiet)
+			if !ok {
+				break
+			}
+			switch f.Cmd.GetType() {
+			case wire.BaseCommand_SEND_RECEIPT, wire.BaseCommand_SEND_ERROR:
+				t.Errorf("a SEND for the closed producer was answered: %v", f.Cmd)
+			default:
+			}
+		}
+
+		fc.sendFrame(rawSend(t, 77, []byte("nobody")))
+		fc.awaitClose()
+	})
+}
+
+// rawSend is a SEND frame of one message with body for producer id.
+func rawSend(t *testing.T, id uint64, body []byte) []byte {
 	t.Helper()
 	payload, err := wire.BuildPayload(&wire.MessageMetadata{
 		ProducerName: proto.String("p"), SequenceId: proto.Uint64(0), PublishTime: proto.Uint64(1),
-	}, []byte("body"))
+	}, body)
 	require.NoError(t, err)
-	payload[len(payload)-1] ^= 0xff
 	frame, err := wire.EncodePayloadCommand(&wire.BaseCommand{Type: wire.BaseCommand_SEND.Enum(), Send: &wire.CommandSend{
 		ProducerId: proto.Uint64(id), SequenceId: proto.Uint64(0),
 	}}, nil, payload)
 	require.NoError(t, err)
+	return frame
+}
+
+// corruptSend is a SEND frame for producer id whose payload's last byte is flipped, so that
+// its checksum does not match.
+func corruptSend(t *testing.T, id uint64) []byte {
+	t.Helper()
+	frame := rawSend(t, id, []byte("body"))
+	frame[len(frame)-1] ^= 0xff
 	return frame
 }

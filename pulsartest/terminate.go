@@ -22,13 +22,18 @@ func (b *Broker) TerminateTopic(name string) error {
 	return nil
 }
 
+// terminate sets the flag and closes the producers under the topic's lock, so that a SEND racing
+// it is either stored before the last id reported or finds its producer closed (conn.handleSend).
+// Done in two steps, a SEND in between was answered TopicTerminatedError, on which
+// pulsar-client-go v0.19.0 unregisters the producer from the connection and so ignores the
+// CLOSE_PRODUCER that follows: its sends then only time out (the flake of the client's own
+// TestTopicTermination on this broker).
 func (t *topic) terminate() {
-	t.terminated.Store(true)
 	t.mu.Lock()
+	t.terminated.Store(true)
 	var outs []outbound
 	for p := range t.producers {
-		p.c.forgetProducer(p)
-		outs = append(outs, outbound{p.c, p.c.encode(closeProducerCmd(p.id))})
+		outs = append(outs, p.c.closeProducer(p))
 		outs = t.removeProducerLocked(p, outs)
 	}
 	t.mu.Unlock()

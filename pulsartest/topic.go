@@ -120,9 +120,14 @@ func (t *topic) dispatchLocked(outs []outbound) []outbound {
 	return outs
 }
 
-func (t *topic) append(e *entry) (int64, []outbound) {
+// append stores e and returns its entry id, or false when the topic is terminated: terminate
+// sets the flag under the same lock, so nothing is stored after the id that it reports.
+func (t *topic) append(e *entry) (int64, []outbound, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.terminated.Load() {
+		return 0, nil, false
+	}
 	e.id = t.next
 	t.next++
 	t.msgCount += int64(e.numMsgs)
@@ -137,7 +142,7 @@ func (t *topic) append(e *entry) (int64, []outbound) {
 	if t.nonPersistent {
 		t.dropUndeliveredLocked()
 	}
-	return e.id, outs
+	return e.id, outs, true
 }
 
 func (t *topic) busy() bool {
@@ -537,15 +542,7 @@ func (t *topic) unload() {
 	t.mu.Lock()
 	var outs []outbound
 	for p := range t.producers {
-		p.c.mu.Lock()
-		if p.c.producers[p.id] == p {
-			delete(p.c.producers, p.id)
-		}
-		p.c.mu.Unlock()
-		outs = append(outs, outbound{p.c, p.c.encode(&wire.BaseCommand{
-			Type:          cmdType(wire.BaseCommand_CLOSE_PRODUCER),
-			CloseProducer: &wire.CommandCloseProducer{ProducerId: ptr(p.id), RequestId: ptr(uint64(0))},
-		})})
+		outs = append(outs, p.c.closeProducer(p))
 	}
 	t.producers = map[*producer]struct{}{}
 	outs = t.unloadAccessLocked(outs)

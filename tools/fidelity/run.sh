@@ -38,7 +38,15 @@
 #   FIDELITY_RETRIES  how often a failed test is run again before it counts as failed (default 1);
 #                     a test that passes on a retry counts as passed and is listed as flaky, so
 #                     a timing-sensitive client test on a loaded machine (some wait 1 s for a
-#                     reconnect) does not fail the run, while a test that fails every time does
+#                     reconnect) does not fail the run, while a test that fails every time does.
+#                     Known: TestTopicTermination fails about 1 run in 100 on bq broker (4 of 400,
+#                     looping the kept pulsar.test) from a race in pulsar-client-go v0.19.0 itself:
+#                     a Send taken off the producer's queue while the reconnect that meets
+#                     TopicTerminatedError closes the producer is put into the pending queue after
+#                     doClose failed it, and nothing fails it later (failTimeoutMessages stops once
+#                     the producer is closed), so Send waits for ever. The embedded broker answers
+#                     the reconnect in microseconds, which widens the window; Apache Pulsar has the
+#                     same sequence (CLOSE_PRODUCER, then TopicTerminatedError on the PRODUCER)
 #   PULSAR_*          passed on to tools/pulsar/start.sh: PULSAR_M2, PULSAR_MEM, ..., PULSAR_BOOKIE_PORT (13182
 #                     here, so that a broker on tools/pulsar's default ports may run alongside)
 set -euo pipefail
