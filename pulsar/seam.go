@@ -27,6 +27,8 @@ func init() { //nolint:gochecknoinits // the seam's functions are this package's
 	seam.FrontOption = func(f seam.Front) any { return frontOption(f) }
 	seam.WrapConnectError = wrapConnectError
 	seam.Deferral = deferralOf
+	seam.TxnOf = txnOf
+	seam.TransactionsError = transactionsError
 	seam.AddCopyProperties = func(d any, p map[string]string) {
 		if d, ok := d.(*Delivery); ok {
 			d.addCopyProperties(p)

@@ -2,7 +2,7 @@
 // messaging connector in pulsar/connector, the bq command) without making it part of its
 // public API: the types both sides name (Settler, Outgoing) and the functions package
 // pulsar sets when it is initialised (Build, PublishHooks, FrontOption, WrapConnectError, Deferral,
-// AddCopyProperties). Nothing here is for users of the SDK.
+// AddCopyProperties, TxnOf, TransactionsError). Nothing here is for users of the SDK.
 package seam
 
 import (
@@ -91,6 +91,15 @@ var WrapConnectError func(serviceURL string, err error) error
 // *pulsar.Delivery) republishes or dead-letters; it must be called before the settlement,
 // from the goroutine that settles. Set by package pulsar.
 var AddCopyProperties func(d any, p map[string]string)
+
+// TransactionsError wraps an error of opening transactions (creating a transactional client
+// included) with pulsar.ErrTransactions and names the setting to change. Set by package
+// pulsar.
+var TransactionsError func(err error) error
+
+// TxnOf returns the Pulsar transaction a delivery's context carries (a consumer with
+// WithTransactions puts its delivery's in it), or nil. Set by package pulsar.
+var TxnOf func(ctx context.Context) apulsar.Transaction
 
 // NackBackoff adapts a retry.Backoff to apulsar.NackBackoffPolicy, for
 // apulsar.ConsumerOptions.NackBackoffPolicy: the n-th redelivery (the 0-based redelivery

@@ -73,6 +73,7 @@ const (
 	AttrBatchingMaxDelayMicros = "batchingMaxPublishDelayMicros"
 	AttrBatchingMaxMessages    = "batchingMaxMessages"
 	AttrCompressionType        = "compressionType"
+	AttrTransactions           = "transactions"
 )
 
 // Option configures [New]. An option reports a value it refuses as an error wrapping
@@ -263,6 +264,7 @@ func (*Connector) Attributes() []messaging.Attribute {
 		{Name: AttrDLQRetryLetterTopic, Type: str, Directions: dirIn, Description: "native DLQPolicy"},
 		{Name: AttrDLQInitialSubscription, Type: str, Directions: dirIn, Description: "native DLQPolicy"},
 		{Name: AttrBatchIndexAck, Type: boolean, Default: "false", Directions: dirIn, Description: "EnableBatchIndexAcknowledgment"},
+		{Name: AttrTransactions, Type: dur, Default: "0", Directions: dirIn, Description: "settle each message in a Pulsar transaction of this timeout, which a Pulsar sink's write of a message derived from it joins (0: off)"},
 		{Name: AttrSendWindow, Type: integer, Default: "1000", Directions: dirOut, Description: "send window"},
 		{Name: AttrWaitForWrite, Type: boolean, Default: "true", Directions: dirOut, Description: "ack upstream after the broker's receipt"},
 		{Name: AttrProducerName, Type: str, Directions: dirOut, Description: "producer name"},
@@ -327,7 +329,14 @@ func (c *Connector) NewSource(_ context.Context, cc messaging.ChannelConfig) (me
 	if err != nil {
 		return nil, err
 	}
-	client, err := c.client(a)
+	if v := o; o.Transactions > 0 {
+		// Judged before the client: a transactional client connects to the broker's
+		// transaction coordinator as it is created.
+		if err := validateSource(&v); err != nil {
+			return nil, constructorError(cc.Channel(), err)
+		}
+	}
+	client, err := c.client(a, o.Transactions > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -376,6 +385,10 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		Hooks:           c.cfg.hooks,
 		SenderOptions:   senderTimeout(time.Duration(attr[int](a, AttrSendTimeoutMs)) * time.Millisecond),
 		Logger:          c.cfg.logger.With(zap.String("channel", ch)),
+		Transactions:    attr[time.Duration](a, AttrTransactions),
+	}
+	if o.Transactions < 0 {
+		a.invalid("%s must be >= 0, got %s", AttrTransactions, o.Transactions)
 	}
 	if attr[string](a, AttrInitialPosition) == "Latest" {
 		o.InitialPosition = PositionLatest
@@ -548,7 +561,7 @@ func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (mess
 	if f := c.cfg.producerCust[ch]; f != nil {
 		f(&o.Producer)
 	}
-	client, err := c.client(a)
+	client, err := c.client(a, false)
 	if err != nil {
 		return nil, err
 	}
@@ -560,12 +573,14 @@ func (c *Connector) NewSink(_ context.Context, cc messaging.ChannelConfig) (mess
 }
 
 // client returns the shared client, or the connector's client for the channel's client
-// attributes, creating it on first use.
-func (c *Connector) client(a *attrs) (apulsar.Client, error) {
+// attributes, creating it on first use; txn (an incoming channel's transactions) makes it a
+// transactional client.
+func (c *Connector) client(a *attrs, txn bool) (apulsar.Client, error) {
 	if c.cfg.client != nil {
 		return c.cfg.client, nil
 	}
 	co := c.cfg.clientOpts
+	co.EnableTransaction = co.EnableTransaction || txn
 	co.URL = attr[string](a, AttrServiceURL)
 	co.OperationTimeout = time.Duration(attr[int](a, AttrOperationTimeoutMs)) * time.Millisecond
 	co.ConnectionTimeout = time.Duration(attr[int](a, AttrConnectionTimeoutMs)) * time.Millisecond
@@ -594,7 +609,7 @@ func (c *Connector) client(a *attrs) (apulsar.Client, error) {
 	}
 	key := strings.Join([]string{
 		co.URL, co.OperationTimeout.String(), co.ConnectionTimeout.String(), co.TLSTrustCertsFilePath,
-		fmt.Sprint(co.TLSAllowInsecureConnection, co.TLSValidateHostname), plugin, params,
+		fmt.Sprint(co.TLSAllowInsecureConnection, co.TLSValidateHostname, co.EnableTransaction), plugin, params,
 	}, "\x00")
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -606,6 +621,10 @@ func (c *Connector) client(a *attrs) (apulsar.Client, error) {
 	}
 	cl, err := apulsar.NewClient(co)
 	if err != nil {
+		if txn {
+			// A transactional client connects to the coordinator as it is created.
+			err = seam.TransactionsError(err)
+		}
 		return nil, fmt.Errorf("pulsar: connector client for %s: %w", co.URL, err)
 	}
 	c.clients[key] = cl

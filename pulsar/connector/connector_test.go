@@ -183,6 +183,10 @@ func TestConnector_InvalidCombinations(t *testing.T) {
 		{"max-inflight 0", map[string]string{"max-inflight": "0"}, "max-inflight must be >= 1", false},
 		{"bad nack backoff", map[string]string{"negativeAck.redeliveryBackoff": "100,50,2"}, "negativeAck.redeliveryBackoff", false},
 		{"bad enum", map[string]string{"subscriptionType": "Sharded"}, `"Sharded" is not one of`, false},
+		{"transactions with cumulative", map[string]string{"subscriptionType": "Exclusive", "ack-strategy": "cumulative", "transactions": "5s"}, "transactions cannot be combined with cumulative acknowledgement", true},
+		{"transactions with continue", map[string]string{"failure-strategy": "continue", "ackTimeoutMillis": "1000", "transactions": "5s"}, "transactions cannot be combined with failure strategy continue", true},
+		{"transactions with reconsume-later", map[string]string{"failure-strategy": "reconsume-later", "transactions": "5s"}, "transactions cannot be combined with failure strategy reconsume-later", true},
+		{"negative transactions", map[string]string{"transactions": "-1s"}, "transactions must be >= 0", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,8 +38,8 @@
 // reconsume-later), max-attempts, retry-strategy (republish, nack), retry-delay,
 // dead-letter-enabled, dead-letter-topic, negativeAck.redeliveryDelay,
 // negativeAck.redeliveryBackoff (min ms, max ms, multiplier), reconsumeLater.delay,
-// deadLetterPolicy.* (the client's native DLQ policy) and batchIndexAckEnabled on
-// incoming channels; max-inflight-messages (the send window), waitForWriteCompletion,
+// deadLetterPolicy.* (the client's native DLQ policy), batchIndexAckEnabled and
+// transactions on incoming channels; max-inflight-messages (the send window), waitForWriteCompletion,
 // producerName, sendTimeoutMs, maxPendingMessages, batchingEnabled,
 // batchingMaxPublishDelayMicros, batchingMaxMessages and compressionType on outgoing
 // channels. sendTimeoutMs also bounds the sends of an incoming channel's retry and
@@ -91,6 +91,28 @@
 // client: it is not lost (the broker holds it unacknowledged and redelivers it once the
 // consumer reconnects or closes), but the channel waits until then. The other consumers
 // ask for messages only on the notice and are not affected.
+//
+// # Transactions
+//
+// transactions=30s on an incoming channel settles each of its messages in a Pulsar
+// transaction of that timeout (bqpulsar.WithTransactions; [SourceOptions].Transactions):
+// the acknowledgement, or the retry republish or dead-letter copy together with the
+// acknowledgement. An outgoing channel that sends a message derived from such a message
+// (one that keeps its metadata, as a Process stage's output does) sends it inside the same
+// transaction, so the stage's output and the input's acknowledgement are committed together:
+// until the input is acknowledged the output is not visible, and a nacked input aborts the
+// transaction. The acknowledgement must therefore follow the output's write (the default
+// post-processing acknowledgement): an input acknowledged first commits without it, and the
+// sink's send then fails on the ended transaction and nacks the output. The transaction
+// must end within its timeout, the stage's work and the sink's write included. The
+// connector creates the channel's client with ClientOptions.EnableTransaction (a client
+// given with [WithClient] must have it); a broker without its transaction coordinator makes
+// Start fail with an error matching bqpulsar.ErrTransactions that names
+// transactionCoordinatorEnabled. transactions cannot be combined with
+// ack-strategy=cumulative, failure-strategy=continue or failure-strategy=reconsume-later,
+// whose acknowledgements the transaction cannot hold. What an aborted transaction published
+// is still delivered by Apache Pulsar to consumers of the Go client's writes
+// (apache/pulsar-client-go#1498: see bqpulsar.WithTransactions).
 //
 // # Outgoing channels
 //

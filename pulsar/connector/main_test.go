@@ -6,4 +6,6 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
 )
 
-func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
+// The transactional tests' clients leave the client's coordinator goroutines behind
+// (leaktest.TxnClientGoroutines says why).
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m, leaktest.TxnClientGoroutines...) }

@@ -267,6 +267,11 @@ func (s *Sink) message(m messaging.Message[[]byte]) (*apulsar.ProducerMessage, *
 	if hasMD {
 		pm.DisableReplication, pm.ReplicationClusters = md.DisableReplication, md.ReplicationClusters
 	}
+	if t, ok := messaging.MetadataOf[deliveryTxn](m.Metadata()); ok {
+		// Derived from a message of a transactional Source: the write joins its delivery's
+		// transaction and is committed with the incoming acknowledgement.
+		pm.Transaction = t.txn
+	}
 	return pm, o.Env
 }
 

@@ -181,6 +181,9 @@ func (s *Source) consumerOptions(o *SourceOptions, co apulsar.ConsumerOptions) [
 	if o.DeadLetterHook != nil {
 		opts = append(opts, bqpulsar.WithHooks(bqpulsar.Hooks{Delivery: s.deadLettered})) // last: the delivery's own context
 	}
+	if o.Transactions > 0 {
+		opts = append(opts, bqpulsar.WithTransactions(o.Transactions))
+	}
 	return opts
 }
 
@@ -285,6 +288,11 @@ func (s *Source) deadLettered(ctx context.Context, msg apulsar.Message) (context
 		s.hook(ctx, md, st.Err)
 	}
 }
+
+// deliveryTxn is the metadata item of a message received with [SourceOptions.Transactions]:
+// its delivery's transaction, which a [Sink] sending the message (or one derived from it,
+// keeping its metadata) sends inside. It is unexported: only the sink reads it.
+type deliveryTxn struct{ txn apulsar.Transaction }
 
 func metadataOf(msg apulsar.Message, urn string, attempts int) IncomingMetadata {
 	return IncomingMetadata{
@@ -431,10 +439,13 @@ func (s *Source) pump(ctx context.Context) {
 // and, for envelopes, poison were settled by the Consumer and never get here).
 func (s *Source) accept(d *bqpulsar.Delivery) {
 	msg := d.Message()
-	md := metadataOf(msg, d.URN(), d.Attempt()-1)
+	md := messaging.NewMetadata(metadataOf(msg, d.URN(), d.Attempt()-1))
+	if txn := seam.TxnOf(d.Context()); txn != nil {
+		md = md.With(deliveryTxn{txn: txn})
+	}
 	var continued atomic.Bool // nacked under continue: the slot is free, the timeout redelivers
 	m := messaging.NewMessage(msg.Payload(),
-		messaging.WithMetadata(messaging.NewMetadata(md)),
+		messaging.WithMetadata(md),
 		messaging.WithAckFunc(func(context.Context) error {
 			s.stopTimer(d)
 			err := d.Ack()

@@ -154,6 +154,17 @@ type SourceOptions struct {
 	Hooks []bqpulsar.Hooks
 	// Logger receives the source's logs. Default: zap.NewNop().
 	Logger *zap.Logger
+	// Transactions settles every message in a Pulsar transaction of this timeout
+	// (bqpulsar.WithTransactions): the acknowledgement, or the retry republish or
+	// dead-letter copy with the acknowledgement, is committed at once. A [Sink] that sends a
+	// message carrying the incoming message's metadata (a stage's messaging.WithPayload, say)
+	// sends it inside that transaction, so the outgoing write and the incoming
+	// acknowledgement are committed together. The client must be created with
+	// ClientOptions.EnableTransaction and the broker must run its transaction coordinator;
+	// NewSource fails with an error matching bqpulsar.ErrTransactions otherwise. It cannot be
+	// combined with CumulativeAck, [FailureContinue] or [FailureReconsumeLater], whose
+	// acknowledgements the transaction cannot hold. Default: 0, off.
+	Transactions time.Duration
 }
 
 // validateSource validates o and fills its defaults.
@@ -203,6 +214,9 @@ func validateSource(o *SourceOptions) error {
 			return fmt.Errorf("%w: cumulative acknowledgement cannot be combined with reconsume-later", bqpulsar.ErrInvalidOption)
 		}
 	}
+	if err := validateTransactions(o); err != nil {
+		return err
+	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = retry.DefaultMaxAttempts
 	}
@@ -222,5 +236,22 @@ func validateSource(o *SourceOptions) error {
 		o.Logger = zap.NewNop()
 	}
 	// The retry strategy is checked against the subscription type by the Consumer.
+	return nil
+}
+
+// validateTransactions refuses what a transaction cannot settle: a cumulative
+// acknowledgement (the engine acknowledges each message in its own transaction), the ack
+// timeout's redelivery of continue, and the client's own retry topic of reconsume-later.
+func validateTransactions(o *SourceOptions) error {
+	switch {
+	case o.Transactions < 0:
+		return fmt.Errorf("%w: transaction timeout %s is negative", bqpulsar.ErrInvalidOption, o.Transactions)
+	case o.Transactions == 0:
+		return nil
+	case o.CumulativeAck:
+		return fmt.Errorf("%w: transactions cannot be combined with cumulative acknowledgement", bqpulsar.ErrInvalidOption)
+	case o.FailureStrategy == FailureContinue, o.FailureStrategy == FailureReconsumeLater:
+		return fmt.Errorf("%w: transactions cannot be combined with failure strategy %s", bqpulsar.ErrInvalidOption, o.FailureStrategy)
+	}
 	return nil
 }

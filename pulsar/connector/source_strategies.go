@@ -33,6 +33,12 @@ type nackMark struct {
 
 func (t *sourceSettler) Ack(msg apulsar.Message) error { return t.base.Ack(msg) }
 
+// AckWithTxn acknowledges msg inside txn ([SourceOptions.Transactions], which is never
+// cumulative).
+func (t *sourceSettler) AckWithTxn(msg apulsar.Message, txn apulsar.Transaction) error {
+	return t.pc.AckWithTxn(msg, txn) //nolint:wrapcheck // the engine wraps it
+}
+
 func (t *sourceSettler) Nack(msg apulsar.Message) {
 	if v, ok := t.mark.LoadAndDelete(msg); ok {
 		m, _ := v.(nackMark) // only nackMarks are stored
