@@ -1,7 +1,8 @@
 # Shared by .ci/run (sourced, never run): steps with logs, the shuffle seed, and the exit
 # trap that stops what the run started and, when a step failed, ends the output with the
 # step's name and its failing tests (internal/cmd/testfails, built into $logs by the caller)
-# or, when it ran no failing test, its last lines. internal/toolcheck drives it with a
+# or, when it ran no failing test, its last lines; a failed run keeps its logs directory
+# (CI_KEEP_LOGS=0 removes it) and names it on its last line. internal/toolcheck drives it with a
 # failing test to pin that the last 30 lines name the test and its first error line.
 start=$(date +%s)
 seed=${CI_SHUFFLE_SEED:-$(( $(date +%s%N) % 1000000000 ))}
@@ -52,8 +53,12 @@ finish() {
       grep -v '^[[:space:]]*$' "$step_log" | tail -n 20
     fi
     echo "replay the order: CI_SHUFFLE_SEED=$seed bash .ci/run"
+    # Kept for the post-mortem: every step's log and the real broker's log
+    # (pulsar-standalone.log), which a broker that stopped answering leaves the only witness.
+    [ "${CI_KEEP_LOGS:-1}" = 0 ] && rm -rf "$logs" || echo "the run's logs (each step's, the real broker's): $logs"
+  else
+    rm -rf "$logs"
   fi
-  rm -rf "$logs"
   exit "$rc"
 }
 trap finish EXIT

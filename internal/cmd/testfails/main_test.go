@@ -254,8 +254,8 @@ echo "not reached"
 `
 
 // TestCIEndsWithTheFailure pins what .ci/run promises when a step fails: its last 30 lines
-// name the step and each failing test with the line that says why, the services it started
-// are stopped and no process it started outlives it.
+// name the step and each failing test with the line that says why, its last line names the
+// logs it keeps, the services it started are stopped and no process it started outlives it.
 func TestCIEndsWithTheFailure(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -272,7 +272,8 @@ func TestCIEndsWithTheFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bash, "-c", ciScript)
-	cmd.Env = append(os.Environ(), "REPO="+repo, "MOD="+writeModule(t), "OUT="+out, "GOFLAGS=-mod=mod", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "REPO="+repo, "MOD="+writeModule(t), "OUT="+out, "GOFLAGS=-mod=mod", "GOWORK=off",
+		"TMPDIR="+out, "CI_KEEP_LOGS=1")
 	got, err := cmd.CombinedOutput()
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() == 0 {
@@ -287,6 +288,13 @@ func TestCIEndsWithTheFailure(t *testing.T) {
 	}
 	if strings.Contains(string(got), "not reached") {
 		t.Error("the script went on after the failing step")
+	}
+	// The last line names the logs directory, kept with the failing step's log in it.
+	const kept = "the run's logs (each step's, the real broker's): "
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, kept) {
+		t.Errorf("the last line does not name the kept logs: %q", last)
+	} else if logs, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(last, kept), "*.log")); len(logs) < 2 {
+		t.Errorf("the kept logs directory lacks the steps' logs: %v", logs)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "service")); err != nil || string(b) != "stopped\n" {
 		t.Errorf("the service's stop command did not run: %q, %v", b, err)
