@@ -2,6 +2,8 @@ package bqotel_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -323,33 +326,98 @@ func TestACallerTraceparentWins(t *testing.T) {
 	assert.Equal(t, "b7ad6b7169203331", consumer.Parent().SpanID().String())
 }
 
-func TestWithoutTraceparentTheConsumerSpanIsARootLinkedToTheTraceID(t *testing.T) {
+// TestWithoutTraceparentTheConsumerSpanJoinsTheTraceID: a message without a traceparent
+// (a peer that writes only trace_id) gets a consumer span in the trace its trace_id names,
+// by the Go core's rule: the child of a remote parent whose trace id is the UUID's 16 bytes
+// (or, for another trace_id, its SHA-256's first 16) and whose span id is the first 8 bytes
+// of the SHA-256 of "babelqueue-span:"+trace_id; it is linked to that parent too.
+func TestWithoutTraceparentTheConsumerSpanJoinsTheTraceID(t *testing.T) {
+	t.Parallel()
+	for _, traceID := range []string{"4BF92F35-77B3-4DA6-A3CE-929D0E0E4736", "order-42"} {
+		t.Run(traceID, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			done := make(chan struct{})
+			f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+				close(done)
+				return nil
+			})
+			// A publisher without the hook: no traceparent, only bq-trace-id.
+			p, err := bqpulsar.NewPublisher(f.client, f.topic)
+			require.NoError(t, err)
+			defer func() { assert.NoError(t, p.Close()) }()
+			_, err = p.Publish(context.Background(), orderURN, nil, bqpulsar.WithTraceID(traceID))
+			require.NoError(t, err)
+			select {
+			case <-done:
+			case <-time.After(waitLong):
+				t.Fatal("the handler was not called")
+			}
+			consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+			spanSum := sha256.Sum256([]byte("babelqueue-span:" + traceID))
+			parent := consumer.Parent()
+			require.True(t, parent.IsValid(), "a child of the trace_id's parent, not a root")
+			assert.True(t, parent.IsRemote())
+			assert.Equal(t, goCoreTraceID(traceID), parent.TraceID().String())
+			assert.Equal(t, hex.EncodeToString(spanSum[:8]), parent.SpanID().String())
+			assert.Equal(t, parent.TraceID(), consumer.SpanContext().TraceID(), "in the trace_id's trace")
+			require.Len(t, consumer.Links(), 1)
+			link := consumer.Links()[0]
+			assert.Equal(t, parent.TraceID(), link.SpanContext.TraceID())
+			assert.Contains(t, link.Attributes, bqotel.AttrLinkSource.String("trace_id"))
+			assert.Equal(t, traceID, attrOf(consumer, bqotel.AttrTraceID).AsString())
+		})
+	}
+}
+
+// TestPublishInsideASpanContinuesItsTrace: a Publisher called inside an active span writes
+// that trace's id as the envelope's trace_id (UUID-shaped), even without the publish hook,
+// so that a consumer which reads only trace_id (no traceparent) lands in the producer's
+// trace; outside a span trace_id stays a random UUID of its own trace; WithTraceID wins.
+func TestPublishInsideASpanContinuesItsTrace(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	done := make(chan struct{})
-	f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error {
-		close(done)
+	got := make(chan *envelope.Envelope, 3)
+	f.consumer(t, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+		got <- env
 		return nil
 	})
-	// A publisher without the hook: no traceparent, only bq-trace-id.
-	p, err := bqpulsar.NewPublisher(f.client, f.topic)
+	p, err := bqpulsar.NewPublisher(f.client, f.topic) // no hook: no traceparent
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, p.Close()) }()
-	const traceID = "4BF92F35-77B3-4DA6-A3CE-929D0E0E4736"
-	_, err = p.Publish(context.Background(), orderURN, nil, bqpulsar.WithTraceID(traceID))
+	ctx, span := f.tp.Tracer("test").Start(context.Background(), "request")
+	tid := span.SpanContext().TraceID()
+	_, err = p.Publish(ctx, orderURN, nil)
 	require.NoError(t, err)
-	select {
-	case <-done:
-	case <-time.After(waitLong):
-		t.Fatal("the handler was not called")
+	_, err = p.Publish(ctx, orderURN, nil, bqpulsar.WithTraceID("order-7"))
+	require.NoError(t, err)
+	span.End()
+	_, err = p.Publish(context.Background(), orderURN, nil)
+	require.NoError(t, err)
+	var envs []*envelope.Envelope
+	for range 3 {
+		select {
+		case e := <-got:
+			envs = append(envs, e)
+		case <-time.After(waitLong):
+			t.Fatal("a message was not handled")
+		}
 	}
-	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
-	assert.False(t, consumer.Parent().IsValid(), "a root span")
-	require.Len(t, consumer.Links(), 1)
-	link := consumer.Links()[0]
-	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", link.SpanContext.TraceID().String())
-	assert.Contains(t, link.Attributes, bqotel.AttrLinkSource.String("trace_id"))
-	assert.Equal(t, traceID, attrOf(consumer, bqotel.AttrTraceID).AsString())
+	h := tid.String()
+	want := h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	assert.Equal(t, want, envs[0].TraceID, "the active trace, UUID-shaped")
+	assert.Equal(t, "order-7", envs[1].TraceID, "WithTraceID wins")
+	assert.NotEqual(t, want, envs[2].TraceID, "outside a span: a trace of its own")
+	_, err = uuid.Parse(envs[2].TraceID)
+	require.NoError(t, err, "outside a span: a random UUID")
+	consumers := f.ended(t, trace.SpanKindConsumer, 3)
+	var inTrace int
+	for _, c := range consumers {
+		if c.SpanContext().TraceID() == tid {
+			inTrace++
+		}
+	}
+	assert.Equal(t, 1, inTrace, "the consumer of the first message is in the producer's trace")
 }
 
 func TestPoisonAndGateRejectionGetSpanEventsAndCounters(t *testing.T) {

@@ -41,12 +41,25 @@
 // Every delivery gets a span of kind CONSUMER named "process <topic>", opened before the
 // schema-version gate and ended when the delivery is settled. Its parent is the span the
 // message's traceparent names (the producer span), which it is also linked to
-// (babelqueue.link.source=traceparent). A message without a usable traceparent gets a root
-// span, linked to the trace its trace_id names when it names one: a UUID trace_id's 32 hex
-// digits (or a trace_id of 32 hex digits) are the trace id of the link, whose span id is
-// unknown (zero); the link carries babelqueue.link.source=trace_id and babelqueue.trace_id.
-// This is the rule [TraceIDFrom] implements, the same by which the connector's sink derives
-// a traceparent from a trace_id.
+// (babelqueue.link.source=traceparent). A message without a usable traceparent joins the
+// trace its trace_id names, as the contract asks and by the Go core's rule ([TraceIDFrom]):
+// a trace_id of 32 hex digits once its hyphens are removed (a UUID) names the trace of those
+// 16 bytes, any other the trace of the first 16 bytes of its SHA-256. The span is the child
+// of a remote parent in that trace whose span id is the first 8 bytes of the SHA-256 of
+// "babelqueue-span:"+trace_id (the Go core's, so that every SDK names the same parent; no
+// span of that id is recorded), and it is linked to that parent with
+// babelqueue.link.source=trace_id and babelqueue.trace_id. For a UUID it is the trace of the
+// connector sink's derived traceparent. Only a message without a trace_id gets a root span.
+//
+// # trace_id continues the active trace
+//
+// In a program that imports this package, a pulsar.Publisher called inside an active span
+// (with or without this package's hooks) writes that span's trace id as the envelope's
+// trace_id, UUID-shaped (4bf92f3577b34da6a3ce929d0e0e4736 becomes
+// 4bf92f35-77b3-4da6-a3ce-929d0e0e4736), so that a peer SDK that reads only trace_id lands in
+// the producer's trace; outside a span it stays a random UUID, and pulsar.WithTraceID wins.
+// Package pulsar reads no span itself (it has no OpenTelemetry dependency): importing this
+// package turns the rule on.
 //
 // Attributes: messaging.system, messaging.operation.name and .type (process),
 // messaging.destination.name (and .partition.id), messaging.destination.subscription.name,

@@ -2,6 +2,7 @@ package bqotel
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -118,13 +119,19 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 		// messaging conventions ask of the creation context, a link too.
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: remote, Attributes: []attribute.KeyValue{AttrLinkSource.String("traceparent")}}))
 	default:
-		// No producer context: a root span, whatever the consumer's context carries,
-		// linked to the trace the envelope's trace_id names when it names one.
+		// No producer context: the span joins the trace the envelope's trace_id names, as a
+		// child of a remote parent derived from it (trace_id continues the trace across
+		// SDKs), and is linked to it; without a trace_id, a root span. Whatever the
+		// consumer's own context carries is not the parent.
 		pctx = ctx
-		opts = append(opts, trace.WithNewRoot())
 		if tid, ok := TraceIDFrom(traceID); ok {
-			sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, Remote: true})
+			sc := trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: tid, SpanID: parentSpanIDFrom(traceID), TraceFlags: trace.FlagsSampled, Remote: true,
+			})
+			pctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{AttrLinkSource.String("trace_id"), AttrTraceID.String(traceID)}}))
+		} else {
+			opts = append(opts, trace.WithNewRoot())
 		}
 	}
 	ctx, d.span = t.tracer.Start(pctx, "process "+dest, opts...)
@@ -292,38 +299,49 @@ func (c writeCarrier) Set(key, value string) {
 
 func (c writeCarrier) Keys() []string { return readCarrier(c.m.Properties).Keys() }
 
-// TraceIDFrom returns the OpenTelemetry trace id a BabelQueue trace_id names: a UUID (36
-// characters, hyphens at 8, 13, 18 and 23) or 32 hex digits, in either case, gives those 32
-// hex digits as the trace id. Anything else, and the all-zero id, names none (ok false).
-// It is the rule by which a consumer span without a traceparent is linked to the trace of
-// its trace_id, and it matches the connector sink's traceparent, whose trace id is the
-// UUID's 32 hex digits.
+// TraceIDFrom returns the OpenTelemetry trace id a BabelQueue trace_id names, by the Go
+// core's rule (its otel helper's TraceIDOf), so that every SDK puts the hops that share a
+// trace_id in one trace: with its hyphens removed, a trace_id of 32 hex digits (a UUID, in
+// either case) names the trace of those 16 bytes; any other trace_id, and the all-zero UUID,
+// names the trace of the first 16 bytes of its SHA-256. Only "" names none (ok false). For a
+// UUID it matches the connector sink's traceparent, whose trace id is the UUID's 32 hex
+// digits, and it inverts the Publisher's trace_id inside an active trace.
 func TraceIDFrom(traceID string) (trace.TraceID, bool) {
 	var id trace.TraceID
-	var digits [32]byte
-	switch len(traceID) {
-	case 32:
-		copy(digits[:], traceID)
-	case 36:
-		if traceID[8] != '-' || traceID[13] != '-' || traceID[18] != '-' || traceID[23] != '-' {
-			return id, false
-		}
-		n := 0
-		for i := 0; i < 36; i++ {
-			if i == 8 || i == 13 || i == 18 || i == 23 {
-				continue
+	if traceID == "" {
+		return id, false
+	}
+	var buf [32]byte
+	digits, long := buf[:0], false
+	for i := range len(traceID) {
+		if c := traceID[i]; c != '-' {
+			if len(digits) == cap(digits) {
+				long = true
+				break
 			}
-			digits[n] = traceID[i]
-			n++
+			digits = append(digits, c)
 		}
-	default:
-		return id, false
 	}
-	if _, err := hex.Decode(id[:], digits[:]); err != nil {
-		return trace.TraceID{}, false
+	if !long && len(digits) == len(buf) {
+		if _, err := hex.Decode(id[:], digits); err == nil && id.IsValid() {
+			return id, true
+		}
 	}
-	if !id.IsValid() {
-		return id, false
-	}
+	sum := sha256.Sum256([]byte(traceID))
+	copy(id[:], sum[:len(id)])
 	return id, true
+}
+
+// parentSpanIDFrom is the span id of the remote parent a consumer span without a traceparent
+// gets in the trace of its trace_id: the first 8 bytes of the SHA-256 of
+// "babelqueue-span:"+traceID (never zero), the Go core's rule, so that the parent is the same
+// in every SDK. No span of that id is ever recorded.
+func parentSpanIDFrom(traceID string) trace.SpanID {
+	sum := sha256.Sum256([]byte("babelqueue-span:" + traceID))
+	var s trace.SpanID
+	copy(s[:], sum[:len(s)])
+	if !s.IsValid() {
+		s[len(s)-1] = 1
+	}
+	return s
 }

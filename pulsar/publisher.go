@@ -176,7 +176,7 @@ func (p *Publisher) Topic() string { return p.topic }
 // ErrInvalidURN/ErrInvalidData, or the send's error.
 func (p *Publisher) Publish(ctx context.Context, urn string, data any, opts ...PublishOption) (string, error) {
 	var po publishOptions
-	env, err := p.build(&po, urn, data, opts)
+	env, err := p.build(ctx, &po, urn, data, opts)
 	if err != nil {
 		return "", err
 	}
@@ -217,7 +217,7 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 		return err
 	}
 	var po publishOptions
-	env, err := p.build(&po, urn, data, opts)
+	env, err := p.build(ctx, &po, urn, data, opts)
 	if err != nil {
 		return err
 	}
@@ -295,9 +295,14 @@ func applyPublishOptions(po *publishOptions, opts []PublishOption) error {
 	return nil
 }
 
-func (p *Publisher) build(po *publishOptions, urn string, data any, opts []PublishOption) (*envelope.Envelope, error) {
+// build makes the envelope of a publish. Its trace_id is WithTraceID's, else the active
+// trace's of ctx (seam.ActiveTraceID, which package bqotel sets), else a fresh random UUID.
+func (p *Publisher) build(ctx context.Context, po *publishOptions, urn string, data any, opts []PublishOption) (*envelope.Envelope, error) {
 	if err := applyPublishOptions(po, opts); err != nil {
 		return nil, err
+	}
+	if po.traceID == "" && seam.ActiveTraceID != nil {
+		po.traceID = seam.ActiveTraceID(ctx)
 	}
 	mo := p.queueOpt // the common case: no per-message option, nothing to allocate
 	if po.queue != "" || po.traceID != "" || po.messageID != "" {

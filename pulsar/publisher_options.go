@@ -162,9 +162,13 @@ type publishOptionFunc func(o *publishOptions) error
 
 func (f publishOptionFunc) applyPublish(o *publishOptions) error { return f(o) }
 
-// WithTraceID continues a trace: the envelope's trace_id (and bq-trace-id) is id instead of
-// a fresh random UUID. Default: a new trace. A blank id is refused. Ignored by
-// [Publisher.PublishEnvelope], whose envelope already has its trace id.
+// WithTraceID continues a trace: the envelope's trace_id (and bq-trace-id) is id. Default:
+// in a program that imports package bqotel, the active trace of the publish's ctx when it
+// carries an OpenTelemetry span context (its trace id as a UUID-shaped string:
+// 4bf92f3577b34da6a3ce929d0e0e4736 is written 4bf92f35-77b3-4da6-a3ce-929d0e0e4736); else a
+// fresh random UUID, a new trace. A blank id
+// is refused. Ignored by [Publisher.PublishEnvelope], whose envelope already has its trace
+// id.
 func WithTraceID(id string) PublishOption {
 	return idOption{id: id, trace: true}
 }

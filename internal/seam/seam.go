@@ -2,7 +2,8 @@
 // messaging connector in pulsar/connector, the bq command) without making it part of its
 // public API: the types both sides name (Settler, Outgoing) and the functions package
 // pulsar sets when it is initialised (Build, PublishHooks, FrontOption, WrapConnectError, Deferral,
-// AddCopyProperties, TxnOf, TransactionsError). Nothing here is for users of the SDK.
+// AddCopyProperties, TxnOf, TransactionsError), and ActiveTraceID, which package bqotel sets.
+// Nothing here is for users of the SDK.
 package seam
 
 import (
@@ -91,6 +92,12 @@ var WrapConnectError func(serviceURL string, err error) error
 // *pulsar.Delivery) republishes or dead-letters; it must be called before the settlement,
 // from the goroutine that settles. Set by package pulsar.
 var AddCopyProperties func(d any, p map[string]string)
+
+// ActiveTraceID returns the trace_id that continues the active trace of ctx, or "" when
+// ctx carries none; the Publisher uses it for an envelope without WithTraceID. Set by
+// package bqotel when a program imports it (package pulsar has no OpenTelemetry
+// dependency); nil otherwise.
+var ActiveTraceID func(ctx context.Context) string
 
 // TransactionsError wraps an error of opening transactions (creating a transactional client
 // included) with pulsar.ErrTransactions and names the setting to change. Set by package
