@@ -238,14 +238,21 @@ func (p *pythonPeer) exec(t *testing.T, cmd string, spec, out any) error {
 	ctx, cancel := context.WithTimeout(t.Context(), peerTimeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, p.python, p.script, cmd, specPath, outPath)
-	c.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8")
+	// PYTHONFAULTHANDLER: a crash of the Pulsar client's native code (a segmentation fault of
+	// pulsar-client 3.13.0 failed one CI run, with no output at all) prints the Python stack
+	// of every thread, so the failure says which call crashed.
+	c.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8", "PYTHONFAULTHANDLER=1")
 	var output bytes.Buffer
 	c.Stdout, c.Stderr = &output, &output
 	start := time.Now()
 	err = c.Run()
 	took := time.Since(start).Round(time.Millisecond)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w after %s\n%s", filepath.Base(p.script), cmd, err, took, tail(output.Bytes(), 4000))
+		when := "before it wrote its result"
+		if _, serr := os.Stat(outPath); serr == nil {
+			when = "after it wrote its result (on its way out)"
+		}
+		return fmt.Errorf("%s %s: %w after %s, %s\n%s", filepath.Base(p.script), cmd, err, took, when, tail(output.Bytes(), 4000))
 	}
 	if s := strings.TrimSpace(output.String()); s != "" {
 		t.Logf("python peer %s (%s) said:\n%s", cmd, took, tail([]byte(s), 4000))
