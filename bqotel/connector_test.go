@@ -80,7 +80,9 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 
 	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
 	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
-	assert.Equal(t, env.Meta.ID, attrOf(producer, "messaging.message.id").AsString())
+	assert.Equal(t, env.Meta.ID, attrOf(producer, bqotel.AttrMetaID).AsString())
+	assert.Equal(t, attrOf(producer, "messaging.message.id").AsString(), attrOf(consumer, "messaging.message.id").AsString(),
+		"the id Pulsar assigned, on both sides")
 	assert.Equal(t, producer.SpanContext().SpanID(), consumer.Parent().SpanID())
 	assert.Equal(t, producer.SpanContext().TraceID(), consumer.SpanContext().TraceID())
 	assert.Equal(t, "invoicing", attrOf(consumer, "messaging.destination.subscription.name").AsString())

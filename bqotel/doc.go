@@ -28,8 +28,9 @@
 // conventions' attributes: messaging.system=pulsar, messaging.operation.name=send,
 // messaging.operation.type=send, messaging.destination.name (the topic, without a
 // "-partition-N" suffix, which goes to messaging.destination.partition.id),
-// messaging.message.id (the envelope's meta.id), messaging.message.body.size, and
-// babelqueue.urn and babelqueue.trace_id. Its context is injected into the message
+// messaging.message.id (the id Pulsar assigned, set at the receipt), babelqueue.message.id
+// (the envelope's meta.id), messaging.message.body.size, and babelqueue.urn and
+// babelqueue.trace_id. Its context is injected into the message
 // properties (traceparent and tracestate with the default W3C propagator; see
 // [WithPropagator]). A property the caller already set, with pulsar.WithHeaders say, is
 // never overwritten: an explicit traceparent wins, and the consumer span is then the child
@@ -63,7 +64,8 @@
 //
 // Attributes: messaging.system, messaging.operation.name and .type (process),
 // messaging.destination.name (and .partition.id), messaging.destination.subscription.name,
-// messaging.message.id (meta.id, from the bq-message-id property), messaging.message.body.size,
+// messaging.message.id (the id Pulsar assigned), babelqueue.message.id (meta.id, from the
+// bq-message-id property), messaging.message.body.size,
 // babelqueue.urn, babelqueue.trace_id, babelqueue.redelivery_count (Pulsar's count), and
 // at settlement babelqueue.attempt (the counted delivery, 1 for the first),
 // babelqueue.outcome (acked, retried, dead_lettered, dropped, nacked) and
@@ -87,7 +89,8 @@
 //	name                                  kind       unit        attributes
 //	messaging.client.sent.messages        counter    {message}   destination, operation.name=send, babelqueue.outcome (ok, error), error.type on failure
 //	messaging.client.consumed.messages    counter    {message}   destination, subscription, operation.name=process
-//	messaging.process.duration            histogram  s           destination, subscription, babelqueue.outcome (handled, failed)
+//	messaging.client.operation.duration   histogram  s           destination, operation.name=send, babelqueue.outcome (ok, error), error.type on failure
+//	messaging.process.duration            histogram  s           destination, subscription, babelqueue.outcome (acked, retried, dead_lettered, dropped, nacked), error.type unless acked
 //	babelqueue.consumer.handled           counter    {message}   destination, subscription
 //	babelqueue.consumer.failed            counter    {message}   destination, subscription
 //	babelqueue.consumer.retried           counter    {message}   destination, subscription
@@ -104,13 +107,30 @@
 // destination is messaging.destination.name (the topic without its partition suffix) and
 // subscription messaging.destination.subscription.name. Every attribute is bounded by the
 // application's topics and subscriptions; the routing URN (babelqueue.urn) is added only
-// with [WithURNMetricAttribute]. The duration buckets run from 1 ms to 60 s. With the
+// with [WithURNMetricAttribute] (on messaging.client.consumed.messages it is the bq-job
+// property's URN, the only one known before decoding). messaging.process.duration is a
+// delivery's consumer span's duration, from its receipt to its settlement (the span's start
+// and end use the same two instants), not the handler's alone;
+// messaging.client.operation.duration is a send's, from the publish to the broker's receipt.
+// Both histograms use the conventions' recommended buckets, 5 ms to 10 s. With the
 // OpenTelemetry Prometheus exporter the names become messaging_client_sent_messages_total,
 // messaging_process_duration_seconds, babelqueue_consumer_retried_total and so on.
 //
 // The counters add up per message: a message whose handler fails on each of three
 // deliveries (WithMaxAttempts(3)) counts consumed 3, failed 3, retried 2, dead_lettered 1
 // and settled 3.
+//
+// # Semantic conventions: what is not followed yet
+//
+//   - server.address and server.port (Conditionally Required, "if available") are not set:
+//     the hooks are not given the client's service URL.
+//   - messaging.destination.subscription.name is set when the delivery's first event arrives,
+//     before the handler runs but after the span started, so a sampler does not see it: the
+//     Delivery hook is given the message alone.
+//   - A consumer that runs inside an ambient span does not link it.
+//   - The consumer's own retry and dead-letter republishes are not counted as sent, and a
+//     producer span of a partitioned topic names no partition (the client picks it after the
+//     hook ran).
 //
 // # Cost
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -18,6 +19,7 @@ const (
 	MetricSent          = "messaging.client.sent.messages"
 	MetricConsumed      = "messaging.client.consumed.messages"
 	MetricProcess       = "messaging.process.duration"
+	MetricOperation     = "messaging.client.operation.duration"
 	MetricHandled       = "babelqueue.consumer.handled"
 	MetricFailed        = "babelqueue.consumer.failed"
 	MetricRetried       = "babelqueue.consumer.retried"
@@ -32,9 +34,9 @@ const (
 	MetricPublisherPend = "babelqueue.publisher.pending"
 )
 
-// durationBuckets are the handler-duration histogram's bounds, in seconds: from 1 ms to
-// 1 min, as handlers range from an in-memory update to a slow remote call.
-var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+// durationBuckets are the bounds of the duration histograms, in seconds: the messaging
+// semantic conventions' recommended boundaries, 5 ms to 10 s.
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
 type instruments struct {
 	urn bool
@@ -42,7 +44,7 @@ type instruments struct {
 	sent, consumed                                        metric.Int64Counter
 	handled, failed, retried, deadLettered, dropped       metric.Int64Counter
 	poison, gateRejected, unknownURN, truncated, settledC metric.Int64Counter
-	process                                               metric.Float64Histogram
+	process, operation                                    metric.Float64Histogram
 	inFlight, pending                                     metric.Int64ObservableGauge
 
 	mu   sync.RWMutex
@@ -85,7 +87,11 @@ func newInstruments(m metric.Meter, t *Telemetry) (*instruments, error) {
 	in.settledC = counter(MetricSettled, "{delivery}", "Deliveries settled, by outcome.")
 	var err error
 	in.process, err = m.Float64Histogram(MetricProcess, metric.WithUnit("s"),
-		metric.WithDescription("Duration of the handler (with its middleware) per delivery."),
+		metric.WithDescription("Duration of a delivery's processing, from its receipt to its settlement: its consumer span's duration."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	errs = append(errs, err)
+	in.operation, err = m.Float64Histogram(MetricOperation, metric.WithUnit("s"),
+		metric.WithDescription("Duration of a send, from the publish to the broker's receipt."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	errs = append(errs, err)
 	in.inFlight, err = m.Int64ObservableGauge(MetricInFlight, metric.WithUnit("{message}"),
@@ -124,8 +130,13 @@ func (in *instruments) set(k setKey) metric.MeasurementOption {
 		if k.etype != "" {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(k.etype))
 		}
-	case kindOutcome, kindProcess:
+	case kindOutcome:
 		attrs = append(attrs, AttrOutcome.String(k.outcome))
+	case kindProcess:
+		attrs = append(attrs, AttrOutcome.String(k.outcome))
+		if k.etype != "" {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(k.etype))
+		}
 	case kindReason:
 		attrs = append(attrs, AttrReason.String(k.outcome))
 	default:
@@ -168,16 +179,14 @@ func (in *instruments) event(e bqpulsar.Event) {
 	var c metric.Int64Counter
 	switch e.Kind {
 	case bqpulsar.EventReceived:
+		// Before decoding, the URN known is the bq-job property's.
+		if in.urn && e.Message != nil {
+			k.urn = e.Message.Properties()[bqpulsar.PropJob]
+		}
 		c = in.consumed
 	case bqpulsar.EventHandled:
-		k.kind, k.outcome = kindProcess, "handled"
-		in.process.Record(ctx, e.Latency.Seconds(), in.set(k))
-		k.kind, k.outcome = kindConsumer, ""
 		c = in.handled
 	case bqpulsar.EventFailed:
-		k.kind, k.outcome = kindProcess, "failed"
-		in.process.Record(ctx, e.Latency.Seconds(), in.set(k))
-		k.kind, k.outcome = kindConsumer, ""
 		c = in.failed
 	case bqpulsar.EventRetried:
 		c = in.retried
@@ -201,12 +210,23 @@ func (in *instruments) event(e bqpulsar.Event) {
 	c.Add(ctx, 1, in.set(k))
 }
 
-func (in *instruments) settlement(d *delivery, s bqpulsar.Event) {
+// settlement counts d's settlement and records its processing duration, from the delivery
+// hook (where its consumer span starts) to now (where the span ends), with error.type when
+// the outcome is not acked.
+func (in *instruments) settlement(d *delivery, s bqpulsar.Event, now time.Time) {
 	topic, _ := splitPartition(d.topic)
-	in.settledC.Add(d.ctx, 1, in.set(setKey{kind: kindOutcome, topic: topic, sub: d.subscription, urn: in.urnOf(s.URN), outcome: s.Kind.String()}))
+	k := setKey{kind: kindOutcome, topic: topic, sub: d.subscription, urn: in.urnOf(s.URN), outcome: s.Kind.String()}
+	in.settledC.Add(d.ctx, 1, in.set(k))
+	k.kind = kindProcess
+	if s.Kind != bqpulsar.EventAcked {
+		k.etype = errorType(s.Err, s.Kind.String())
+	}
+	in.process.Record(d.ctx, now.Sub(d.start).Seconds(), in.set(k))
 }
 
-func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessage, err error) {
+// published counts a send and records its duration (messaging.client.operation.duration)
+// since start.
+func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessage, err error, start time.Time) {
 	topic, _ := splitPartition(m.Topic)
 	k := setKey{kind: kindSent, topic: topic, outcome: "ok"}
 	if err != nil {
@@ -215,7 +235,9 @@ func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessag
 	if m.Envelope != nil {
 		k.urn = in.urnOf(m.Envelope.URN())
 	}
-	in.sent.Add(ctx, 1, in.set(k))
+	set := in.set(k)
+	in.sent.Add(ctx, 1, set)
+	in.operation.Record(ctx, time.Since(start).Seconds(), set)
 }
 
 // event is the Event hook: it counts the consume pipeline's events, records the handler

@@ -39,7 +39,7 @@ func (t *Telemetry) Redrive(ctx context.Context, client apulsar.Client, opts dlq
 		}
 		attrs := []attribute.KeyValue{AttrLinkSource.String("traceparent"), AttrURN.String(m.RoutingURN)}
 		if m.Envelope != nil {
-			attrs = append(attrs, semconv.MessagingMessageID(m.Envelope.Meta.ID))
+			attrs = append(attrs, AttrMetaID.String(m.Envelope.Meta.ID))
 		}
 		span.AddLink(trace.Link{SpanContext: sc, Attributes: attrs})
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.opentelemetry.io/otel/attribute"
@@ -21,6 +22,9 @@ import (
 const (
 	// AttrURN is the routing URN.
 	AttrURN = attribute.Key("babelqueue.urn")
+	// AttrMetaID is the envelope's meta.id, the message's idempotency key
+	// (messaging.message.id is the id Pulsar assigned).
+	AttrMetaID = attribute.Key("babelqueue.message.id")
 	// AttrTraceID is the envelope's trace_id.
 	AttrTraceID = attribute.Key("babelqueue.trace_id")
 	// AttrAttempt is the counted delivery number (1 for the first delivery).
@@ -66,6 +70,7 @@ type delivery struct {
 	ctx          context.Context //nolint:containedctx // the delivery's, for its settlement's measurement; it lives as long as the delivery
 	topic        string
 	subscription string
+	start        time.Time // when the delivery hook ran: the consumer span's start
 }
 
 func deliveryFrom(ctx context.Context) *delivery {
@@ -81,7 +86,7 @@ func deliveryFrom(ctx context.Context) *delivery {
 // settlement. The handler's context carries the span, so spans the handler starts are its
 // children.
 func (t *Telemetry) delivery(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Event)) {
-	d := &delivery{topic: msg.Topic()}
+	d := &delivery{topic: msg.Topic(), start: time.Now()}
 	if t.cfg.tracing {
 		ctx = t.startConsumerSpan(ctx, msg, d)
 	}
@@ -102,8 +107,9 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 	if partition != "" {
 		attrs = append(attrs, semconv.MessagingDestinationPartitionID(partition))
 	}
+	attrs = append(attrs, semconv.MessagingMessageID(msg.ID().String()))
 	if id := props[bqpulsar.PropMessageID]; id != "" {
-		attrs = append(attrs, semconv.MessagingMessageID(id))
+		attrs = append(attrs, AttrMetaID.String(id))
 	}
 	if urn := props[bqpulsar.PropJob]; urn != "" {
 		attrs = append(attrs, AttrURN.String(urn))
@@ -112,7 +118,7 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 	if traceID != "" {
 		attrs = append(attrs, AttrTraceID.String(traceID))
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...), trace.WithTimestamp(d.start)}
 	switch {
 	case remote.IsValid() && remote.IsRemote():
 		// The producer span is the parent (one message per process span) and, as the
@@ -177,8 +183,9 @@ func errorMessage(err error) attribute.KeyValue {
 
 // settled ends the delivery's span and counts the settlement.
 func (t *Telemetry) settled(d *delivery, s bqpulsar.Event) {
+	now := time.Now() // the span's end and the process duration's, so that the two agree
 	if t.m != nil {
-		t.m.settlement(d, s)
+		t.m.settlement(d, s, now)
 	}
 	if d.span == nil {
 		return
@@ -199,7 +206,7 @@ func (t *Telemetry) settled(d *delivery, s bqpulsar.Event) {
 		d.span.SetStatus(codes.Error, desc)
 	}
 	d.span.SetAttributes(attrs...)
-	d.span.End()
+	d.span.End(trace.WithTimestamp(now))
 }
 
 // errorType is the error.type of a failure: the Go type of err, or fallback without one.
@@ -215,6 +222,7 @@ func errorType(err error, fallback string) string {
 // (traceparent and tracestate, with the default propagator; a property the caller set is
 // kept) and counts the send.
 func (t *Telemetry) publish(ctx context.Context, m *bqpulsar.OutgoingMessage) func(apulsar.MessageID, error) {
+	start := time.Now()
 	var span trace.Span
 	if t.cfg.tracing {
 		dest, partition := splitPartition(m.Topic)
@@ -227,7 +235,7 @@ func (t *Telemetry) publish(ctx context.Context, m *bqpulsar.OutgoingMessage) fu
 			attrs = append(attrs, semconv.MessagingMessageBodySize(len(m.Message.Payload)))
 		}
 		if e := m.Envelope; e != nil {
-			attrs = append(attrs, semconv.MessagingMessageID(e.Meta.ID), AttrURN.String(e.URN()), AttrTraceID.String(e.TraceID))
+			attrs = append(attrs, AttrMetaID.String(e.Meta.ID), AttrURN.String(e.URN()), AttrTraceID.String(e.TraceID))
 		}
 		ctx, span = t.tracer.Start(ctx, "send "+dest, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 		if m.Message != nil {
@@ -237,12 +245,15 @@ func (t *Telemetry) publish(ctx context.Context, m *bqpulsar.OutgoingMessage) fu
 	if span == nil && t.m == nil {
 		return nil
 	}
-	return func(_ apulsar.MessageID, err error) {
+	return func(id apulsar.MessageID, err error) {
 		if t.m != nil {
-			t.m.published(ctx, m, err)
+			t.m.published(ctx, m, err, start)
 		}
 		if span == nil {
 			return
+		}
+		if id != nil {
+			span.SetAttributes(semconv.MessagingMessageID(id.String())) // the id Pulsar assigned, known at the receipt
 		}
 		if err != nil {
 			span.RecordError(err)
