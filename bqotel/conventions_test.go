@@ -117,3 +117,41 @@ func TestMetricsFollowTheMessagingConventions(t *testing.T) {
 	}
 	assert.Equal(t, 2, consumed)
 }
+
+// TestAConsumerInsideASpanLinksIt: a consumer run with a context that carries a span of its
+// own (a worker's) gets consumer spans linked to it (babelqueue.link.source=ambient); the
+// producer span stays the parent.
+func TestAConsumerInsideASpanLinksIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c, err := bqpulsar.NewConsumer(f.client, append([]bqpulsar.ConsumerOption{
+		bqpulsar.WithTopic(f.topic),
+		bqpulsar.WithSubscription("billing", apulsar.Shared),
+		bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
+		bqpulsar.Handle(orderURN, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }),
+	}, f.tel.ConsumerOptions()...)...)
+	require.NoError(t, err)
+	worker, span := f.tp.Tracer("app").Start(context.Background(), "worker")
+	defer span.End()
+	ctx, cancel := context.WithCancel(worker)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+		assert.NoError(t, c.Close())
+	})
+	_, err = f.publisher(t).Publish(context.Background(), orderURN, nil)
+	require.NoError(t, err)
+	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
+	assert.Equal(t, producer.SpanContext().SpanID(), consumer.Parent().SpanID(), "the producer span is the parent")
+	var ambient int
+	for _, l := range consumer.Links() {
+		if l.SpanContext.SpanID() == span.SpanContext().SpanID() {
+			ambient++
+			assert.Contains(t, l.Attributes, bqotel.AttrLinkSource.String("ambient"))
+		}
+	}
+	assert.Equal(t, 1, ambient, "linked to the worker's span once")
+}

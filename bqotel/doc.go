@@ -51,6 +51,8 @@
 // span of that id is recorded), and it is linked to that parent with
 // babelqueue.link.source=trace_id and babelqueue.trace_id. For a UUID it is the trace of the
 // connector sink's derived traceparent. Only a message without a trace_id gets a root span.
+// A consumer run with a context that carries a span of its own (a worker's) links every
+// consumer span to it (babelqueue.link.source=ambient); it is never the parent.
 //
 // # trace_id continues the active trace
 //
@@ -127,7 +129,6 @@
 //   - messaging.destination.subscription.name is set when the delivery's first event arrives,
 //     before the handler runs but after the span started, so a sampler does not see it: the
 //     Delivery hook is given the message alone.
-//   - A consumer that runs inside an ambient span does not link it.
 //   - The consumer's own retry and dead-letter republishes are not counted as sent, and a
 //     producer span of a partitioned topic names no partition (the client picks it after the
 //     hook ran).

@@ -37,8 +37,8 @@ const (
 	// AttrReason is the dead-letter reason (failed, poison, …).
 	AttrReason = attribute.Key("babelqueue.dead_letter.reason")
 	// AttrLinkSource says where a link of a consumer span comes from: "traceparent" (the
-	// producer span, also the parent) or "trace_id" (the trace derived from the
-	// envelope's trace_id, see [TraceIDFrom]).
+	// producer span, also the parent), "trace_id" (the trace derived from the envelope's
+	// trace_id, see [TraceIDFrom]) or "ambient" (the span the consumer itself runs in).
 	AttrLinkSource = attribute.Key("babelqueue.link.source")
 )
 
@@ -139,6 +139,11 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 		} else {
 			opts = append(opts, trace.WithNewRoot())
 		}
+	}
+	if amb := trace.SpanContextFromContext(ctx); amb.IsValid() && !amb.Equal(remote) {
+		// The consumer runs inside a span of its own (a worker's, say): never the parent,
+		// but linked, as the conventions recommend.
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: amb, Attributes: []attribute.KeyValue{AttrLinkSource.String("ambient")}}))
 	}
 	ctx, d.span = t.tracer.Start(pctx, "process "+dest, opts...)
 	return ctx
