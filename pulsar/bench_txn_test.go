@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkConsumeTransactions: what WithTransactions costs per message on a real Apache
-// Pulsar (PULSAR_URL; the embedded broker refuses transactions). Two consumers of the SDK,
+// Pulsar (PULSAR_URL; the embedded broker's coordinator says nothing of its cost). Two consumers of the SDK,
 // one plain and one with WithTransactions, each with a no-op handler, concurrency 1, on
 // topics of their own; each round fills both topics and then lets the plain and the
 // transactional consumer handle their messages in turn (alternating which goes first).

@@ -88,18 +88,15 @@ func TestChaosShort(t *testing.T) {
 // TestChaosTransactions is TestChaosShort with 1,000 messages, WithTransactions and a handler that first
 // publishes, through a Publisher with its ctx, one message per call to an output topic (so
 // that a failed or aborted call has published too). Its figures add the output topic's
-// view: the ids with more than one message there. Only the real half runs while the embedded
-// broker refuses transactions.
+// view: the ids with more than one message there. The embedded broker runs WithTransactions.
 func TestChaosTransactions(t *testing.T) {
 	t.Parallel()
-	t.Run("real", func(t *testing.T) {
-		t.Parallel()
-		tg := brokertest.RealBroker(t)
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
 		runChaos(t, tg, apulsar.Shared, chaosPlan{
 			n: 1000, keys: 100, faultEvery: time.Second, maxFaults: 20,
 			settleIn: 4 * time.Minute, txn: true,
 		})
-	})
+	}, pulsartest.WithTransactions())
 }
 
 // chaosPlan sizes a chaos run; its faults come from the target.

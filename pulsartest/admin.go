@@ -43,7 +43,8 @@ func (b *Broker) startAdmin(ln net.Listener) {
 	mux.HandleFunc("GET "+base+"/{topic}/partitions", a.getPartitioned)
 	mux.HandleFunc("DELETE "+base+"/{topic}/partitions", a.deletePartitioned)
 	mux.HandleFunc("GET "+base+"/{topic}/subscriptions", a.listSubscriptions)
-	a.registerMore(mux, base) // admin_namespaces.go
+	a.registerMore(mux, base)                                                                              // admin_namespaces.go
+	mux.HandleFunc("GET /admin/v3/transactions/transactionMetadata/{most}/{least}", a.transactionMetadata) // txn.go
 	mux.HandleFunc("POST "+base+"/{topic}/terminate", a.terminateTopic)
 	mux.HandleFunc("POST "+base+"/{topic}/partitions/terminate", a.terminatePartitioned)
 	a.registerPeek(mux, base) // admin_peek.go

@@ -48,8 +48,10 @@ type Broker struct {
 	failSends   map[string]*sendFault
 	failAttach  map[string]*sendFault // FailNextAttaches
 	failLookups int
-	lookupErr   ServerError
-	paused      map[string]bool
+
+	tc        *coordinator // WithTransactions (txn.go); nil without
+	lookupErr ServerError
+	paused    map[string]bool
 
 	gcStop func() bool // guarded by mu
 	admin  *adminServer
@@ -113,6 +115,9 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 		failSends:   map[string]*sendFault{},
 		failAttach:  map[string]*sendFault{},
 		paused:      map[string]bool{},
+	}
+	if o.transactions {
+		b.tc = newCoordinator(b)
 	}
 	adminTLS, err := b.listenTLS(ctx, &lc)
 	if err != nil {
@@ -206,6 +211,9 @@ func (b *Broker) Close() error {
 		}
 		for _, t := range topics {
 			t.stopTimers()
+		}
+		if b.tc != nil {
+			b.tc.close()
 		}
 		b.wg.Wait()
 		b.mu.Lock()
@@ -676,6 +684,9 @@ func (b *Broker) topicsOfNamespace(ns string) []string {
 }
 
 func (b *Broker) partitions(fq string) int {
+	if b.tc != nil && fq == tcAssignTopic {
+		return numCoordinators
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.partitioned[fq]

@@ -149,7 +149,7 @@ func TestUnsupportedFeaturesAnswerAnError(t *testing.T) {
 	t.Parallel()
 	b := pulsartest.NewBroker(t)
 	rc := dialRaw(t, b)
-	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_NEW_TXN.Enum(), NewTxn: &wire.CommandRequestIDOnly{RequestId: proto.Uint64(7)}})
+	rc.send(&wire.BaseCommand{Type: wire.BaseCommand_NEW_TXN.Enum(), NewTxn: &wire.CommandNewTxn{RequestId: proto.Uint64(7)}})
 	f := rc.read()
 	require.Equal(t, wire.BaseCommand_ERROR, f.Cmd.GetType())
 	assert.Equal(t, uint64(7), f.Cmd.GetError().GetRequestId())

@@ -336,16 +336,9 @@ func (c *conn) handle(f wire.Frame) {
 		c.handleGetSchema(cmd.GetGetSchema())
 	case wire.BaseCommand_GET_OR_CREATE_SCHEMA:
 		c.handleGetOrCreateSchema(cmd.GetGetOrCreateSchema())
-	case wire.BaseCommand_TC_CLIENT_CONNECT_REQUEST:
-		c.sendError(cmd.GetTcClientConnectRequest().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
-	case wire.BaseCommand_NEW_TXN:
-		c.sendError(cmd.GetNewTxn().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
-	case wire.BaseCommand_ADD_PARTITION_TO_TXN:
-		c.sendError(cmd.GetAddPartitionToTxn().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
-	case wire.BaseCommand_ADD_SUBSCRIPTION_TO_TXN:
-		c.sendError(cmd.GetAddSubscriptionToTxn().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
-	case wire.BaseCommand_END_TXN:
-		c.sendError(cmd.GetEndTxn().GetRequestId(), NotAllowedError, "pulsartest: transactions are not supported")
+	case wire.BaseCommand_TC_CLIENT_CONNECT_REQUEST, wire.BaseCommand_NEW_TXN, wire.BaseCommand_ADD_PARTITION_TO_TXN,
+		wire.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, wire.BaseCommand_END_TXN:
+		c.handleTxnCommand(cmd) // txn.go
 	case wire.BaseCommand_WATCH_TOPIC_LIST:
 		c.sendError(cmd.GetWatchTopicList().GetRequestId(), NotAllowedError, "pulsartest: topic list watchers are not supported")
 	case wire.BaseCommand_CONSUMER_STATS:
@@ -553,8 +546,16 @@ func (c *conn) handleSend(m *wire.CommandSend, payload []byte) {
 		c.sendSendError(pid, seq, code, msg)
 		return
 	}
+	var txn *txnID
+	if x, ok := txnOf(m.TxnidMostBits, m.TxnidLeastBits); ok {
+		if c.b.tc == nil {
+			c.sendSendError(pid, seq, NotAllowedError, txnRefused)
+			return
+		}
+		txn = &x
+	}
 	e := newEntry(payload, md, c.b.opts.clock.Now().UnixMilli())
-	id, outs, ok := p.t.append(e)
+	id, outs, ok := p.t.append(e, txn)
 	if !ok {
 		// The topic was terminated between the check above and the append, and terminate closed
 		// this producer under the same lock: the SEND reached a producer the broker had closed.
@@ -636,6 +637,10 @@ func (c *conn) handleSubscribe(m *wire.CommandSubscribe) {
 
 func (c *conn) handleAck(m *wire.CommandAck) {
 	k := c.consumer(m.GetConsumerId())
+	if x, ok := txnOf(m.TxnidMostBits, m.TxnidLeastBits); ok && k != nil {
+		c.handleTxnAck(k, m, x)
+		return
+	}
 	if k != nil {
 		k.sub.t.ack(k, m)
 	}

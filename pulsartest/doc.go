@@ -18,12 +18,56 @@
 // WithBatchIndexAck, ACK_RESPONSE), REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK by id and by time, GET_LAST_MESSAGE_ID,
 // UNSUBSCRIBE, CLOSE_PRODUCER and CLOSE_CONSUMER in both directions, GET_SCHEMA and GET_OR_CREATE_SCHEMA (an in-memory
 // registry), GET_TOPICS_OF_NAMESPACE, non-persistent:// topics, read_compacted, topic termination and namespace
-// backlog quotas, over plain TCP and TLS, with token, basic and client-certificate authentication.
+// backlog quotas, over plain TCP and TLS, with token, basic and client-certificate authentication, and with
+// WithTransactions the transaction coordinator subset below.
+//
+// # Transactions
+//
+// WithTransactions (bq broker --transactions) runs one transaction coordinator, as a Pulsar standalone with
+// transactionCoordinatorEnabled=true does: the partitioned metadata of
+// persistent://pulsar/system/transaction_coordinator_assign answers one partition, over the binary protocol and
+// the admin API, and LOOKUP of its partition this broker. It answers TC_CLIENT_CONNECT_REQUEST, NEW_TXN (the
+// field txn_ttl_seconds holds milliseconds, as every client sends it; at the timeout the coordinator aborts the
+// transaction), ADD_PARTITION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN and END_TXN (commit or abort), and GET
+// /admin/v3/transactions/transactionMetadata/{most}/{least} for an open transaction. A transaction that ended,
+// committed, aborted or timed out, is forgotten, as in Pulsar: a further END_TXN or ADD_*_TO_TXN for it, like
+// one for an id never opened, answers TransactionNotFound ("The transaction with this txdID `(0,5)`not
+// found "), the admin API 404; a coordinator id other than 0 answers TransactionCoordinatorNotFound on NEW_TXN
+// and ServiceNotReady on TC_CLIENT_CONNECT_REQUEST (TestTxnErrorCodes).
+//
+// The rules, checked against Apache Pulsar 4.0.7 by the dual-target tests (scenario_txn_test.go):
+//
+//   - A SEND with a transaction id is stored and receipted at once but delivered to no subscription until the
+//     transaction ends, and neither is anything stored after it: reads stop before the first entry of the
+//     oldest open transaction on the topic (Pulsar's maxReadPosition), which GET_LAST_MESSAGE_ID reports too.
+//   - A commit releases the entries. An abort releases them as well; only an entry whose MessageMetadata carries
+//     the aborted transaction's id (txnid_most_bits and txnid_least_bits) is skipped, and acknowledged for the
+//     subscription, as Pulsar's dispatcher does (it reads the id from the entry's metadata, not from the
+//     SEND). pulsar-client-go v0.19.0 puts the id on CommandSend only (apache/pulsar-client-go#1498), so what
+//     an aborted transaction of the Go client sent is delivered, on Pulsar and here alike; the Java client
+//     writes the id into the metadata, and its aborted messages are never delivered.
+//   - An ACK with a transaction id makes its entries pending on the subscription: not acknowledged (backlogs
+//     count them), not delivered to any consumer, also not after their consumer left. A commit acknowledges
+//     them, an abort (or the timeout) gives them back for redelivery, with the redelivery count raised on
+//     Shared and Key_Shared, by a rewind on Exclusive and Failover. Acknowledging inside a transaction what
+//     another transaction holds, or what is acknowledged already, answers ACK_RESPONSE with
+//     TransactionConflict and Pulsar's text ("… try to ack message:L:E (ackSet is null) in pending ack
+//     status." or "… already acked before."). A plain acknowledgement of a pending entry acknowledges it.
+//
+// Deliberate limits: no commit and abort markers are written into the topics (Pulsar appends one entry per
+// ended transaction to every partition it sent to, which the dispatcher skips; message ids after a transaction
+// therefore differ from Pulsar's); cumulative and batch-index acknowledgements inside a transaction answer
+// NotAllowedError (pulsar-client-go sends neither); an ACK or SEND naming a transaction the coordinator does not
+// know as open is refused (the ACK with its TransactionNotFound answer) or stored as a plain entry (the SEND),
+// where Pulsar's buffer, which does not ask the coordinator, would hold the topic back; a transaction ends on
+// every topic it sent to and every subscription it acknowledged on, whether or not ADD_*_TO_TXN named them;
+// nothing survives Close. Without WithTransactions the broker behaves as Pulsar with its coordinator off: the
+// coordinator topic has no partitions, so pulsar-client-go's NewClient with EnableTransaction fails with
+// ErrTransactionCoordinatorNotEnabled ("The broker doesn't enable the transaction coordinator"), and the
+// coordinator's commands answer ERROR (NotAllowedError) naming the option.
 //
 // # Still refused, and why
 //
-//   - Transactions (TC_CLIENT_CONNECT_REQUEST, NEW_TXN, ADD_*_TO_TXN, END_TXN): they need a transaction
-//     coordinator and a transaction buffer with their own storage and recovery, a second broker inside this one.
 //   - Geo-replication (SUBSCRIBE.replicate_subscription_state): there is one cluster; replicate_to and
 //     replicated_from pass through untouched.
 //   - Topic-list watchers and consumer stats (WATCH_TOPIC_LIST, CONSUMER_STATS): the Go client never sends them.
@@ -156,7 +200,7 @@
 //     (create, delete, list, topics, backlog quotas), HTTP lookup and schemas; other endpoints answer 404, the
 //     out-of-scope ones 501.
 //   - Measured with pulsar-client-go v0.19.0's own package tests (tools/fidelity, make fidelity): every test
-//     that does not need transactions or a Pulsar container of its own passes.
+//     that does not need a Pulsar container of its own passes, the 11 TestTxn_ ones included.
 //   - Everything lives in the pulsartest package apart from the generated protocol types in internal/wire.
 //   - The broker never pings idle clients (optional in the spec); it answers the client's PINGs.
 //   - Consumer.Seek(id) with the Go client resumes after id, because the client filters the sought entry that

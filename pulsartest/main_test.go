@@ -12,7 +12,7 @@ import (
 // the ignored ones belong to pulsar-client-go v0.19.0 (the shared list of leaktest, plus the
 // ones below).
 func TestMain(m *testing.M) {
-	leaktest.VerifyTestMain(m,
+	leaktest.VerifyTestMain(m, append([]goleak.Option{
 		// After Consumer.Unsubscribe the partition consumer is marked closed, so Close returns
 		// early and never stops these three (scenario 15).
 		goleak.IgnoreTopFunction("github.com/apache/pulsar-client-go/pulsar.(*partitionConsumer).dispatcher"),
@@ -21,5 +21,5 @@ func TestMain(m *testing.M) {
 		// A producer the client closes itself after ProducerFenced (doClose) never cancels its context, so
 		// the reconnect loop outlives Producer.Close (access-mode tests).
 		goleak.IgnoreTopFunction("github.com/apache/pulsar-client-go/pulsar.(*partitionProducer).runEventsLoop.func1"),
-	)
+	}, leaktest.TxnClientGoroutines...)...) // the transaction tests' clients (scenario_txn_test.go)
 }

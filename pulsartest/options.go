@@ -53,6 +53,7 @@ type options struct {
 	quotaCheck             time.Duration // backlog_quota.go
 	hook                   func(CommandInfo) Verdict
 	batchIndexAck          bool
+	transactions           bool // txn.go
 	clusterName            string
 	authToken              string
 	logger                 *slog.Logger
@@ -184,3 +185,11 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 const realisticDelay = time.Second
+
+// WithTransactions runs the transaction coordinator subset that pulsar-client-go uses (one
+// coordinator, TC_CLIENT_CONNECT_REQUEST, NEW_TXN with its timeout, ADD_PARTITION_TO_TXN,
+// ADD_SUBSCRIPTION_TO_TXN, END_TXN, sends and acknowledgements inside a transaction), as a Pulsar
+// broker with transactionCoordinatorEnabled=true; see the package documentation for the rules
+// and limits. Default: off, as in Pulsar, where a client created with EnableTransaction fails
+// with "The broker doesn't enable the transaction coordinator".
+func WithTransactions() Option { return func(o *options) { o.transactions = true } }

@@ -88,13 +88,15 @@ type subscription struct {
 	ring         []ringPoint
 	splits       []splitRange // AutoSplitHashRange: ranges by end, ascending
 	holds        map[uint32]*hashHold
+
+	txnAcks map[int64]txnID // txn.go: entries acknowledged inside an open transaction
 }
 
 func (t *topic) newSubscription(name string, durable bool, typ wire.CommandSubscribe_SubType, ks *wire.KeySharedMeta) *subscription {
 	s := &subscription{
 		t: t, name: name, durable: durable, subType: typ,
 		ksMode: ks.GetKeySharedMode(), allowOOO: ks.GetAllowOutOfOrderDelivery(),
-		acked: map[int64]struct{}{}, batchAcks: map[int64][]int64{},
+		acked: map[int64]struct{}{}, batchAcks: map[int64][]int64{}, txnAcks: map[int64]txnID{},
 	}
 	s.resetDispatch()
 	return s
@@ -187,6 +189,7 @@ func (s *subscription) forget(id int64) {
 	delete(s.redelivery, id)
 	delete(s.delayed, id)
 	delete(s.batchAcks, id)
+	delete(s.txnAcks, id) // a plain acknowledgement wins over a transaction's, as in Pulsar
 }
 
 func (s *subscription) fullAck(id int64) {
@@ -310,10 +313,11 @@ func (s *subscription) dispatchSingle(outs []outbound) []outbound {
 		return outs
 	}
 	s.readPos = max(s.readPos, s.markDelete+1, s.t.first)
-	for a.permits > 0 && s.readPos < s.t.next {
+	limit := s.t.readLimit()
+	for a.permits > 0 && s.readPos < limit {
 		id := s.readPos
 		s.readPos++
-		if s.isAcked(id) {
+		if s.isAcked(id) || s.txnHeld(id) || s.skipAborted(s.t.entry(id)) {
 			continue
 		}
 		if o := s.message(a, s.t.entry(id), 0); o.c != nil {
@@ -350,7 +354,7 @@ func (s *subscription) dispatchMulti(now int64, outs []outbound) []outbound {
 	if len(s.replay) > 0 {
 		for _, id := range sortedIDs(s.replay) {
 			e := s.t.entry(id)
-			if e == nil || s.isAcked(id) {
+			if e == nil || s.isAcked(id) || s.txnHeld(id) {
 				s.delReplay(id)
 				continue
 			}
@@ -373,10 +377,11 @@ func (s *subscription) dispatchMulti(now int64, outs []outbound) []outbound {
 		}
 	}
 	s.readPos = max(s.readPos, s.markDelete+1, s.t.first)
-	for s.readPos < s.t.next {
+	limit := s.t.readLimit()
+	for s.readPos < limit {
 		id := s.readPos
 		e := s.t.entry(id)
-		if s.isAcked(id) {
+		if s.isAcked(id) || s.txnHeld(id) || s.skipAborted(e) {
 			s.readPos++
 			continue
 		}

@@ -27,6 +27,7 @@ type entry struct {
 	index       int64 // broker entry index: index of the entry's last message in the topic
 	uuid        string
 	lastChunk   bool
+	txn         *txnID // the transaction its metadata names (txnid_*), by which an abort hides it
 }
 
 const noneKey = "NONE_KEY"
@@ -40,6 +41,9 @@ func newEntry(raw []byte, md *wire.MessageMetadata, now int64) *entry {
 		publishTime: int64(md.GetPublishTime()), //nolint:gosec // ms timestamps
 		brokerTime:  now,
 		uuid:        md.GetUuid(),
+	}
+	if md.TxnidMostBits != nil && md.TxnidLeastBits != nil {
+		e.txn = &txnID{most: md.GetTxnidMostBits(), least: md.GetTxnidLeastBits()}
 	}
 	if e.uuid != "" {
 		e.lastChunk = md.GetChunkId() >= md.GetNumChunksFromMsg()-1
@@ -83,12 +87,16 @@ type topic struct {
 	subs      map[string]*subscription
 	producers map[*producer]struct{}
 	access    producerAccess // exclusive-producer state (access.go)
+
+	openTxns    map[txnID]int64    // txn.go: first entry of each open transaction sent to the topic
+	abortedTxns map[txnID]struct{} // txn.go: transactions aborted on the topic
 }
 
 func newTopic(b *Broker, name, base string, partition int32, ledger uint64) *topic {
 	return &topic{
 		b: b, name: name, base: base, partition: partition, ledgerID: ledger, nonPersistent: isNonPersistent(name),
 		subs: map[string]*subscription{}, producers: map[*producer]struct{}{},
+		openTxns: map[txnID]int64{}, abortedTxns: map[txnID]struct{}{},
 	}
 }
 
@@ -122,13 +130,16 @@ func (t *topic) dispatchLocked(outs []outbound) []outbound {
 
 // append stores e and returns its entry id, or false when the topic is terminated: terminate
 // sets the flag under the same lock, so nothing is stored after the id that it reports.
-func (t *topic) append(e *entry) (int64, []outbound, bool) {
+func (t *topic) append(e *entry, txn *txnID) (int64, []outbound, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.terminated.Load() {
 		return 0, nil, false
 	}
 	e.id = t.next
+	if txn != nil {
+		t.joinTxnLocked(*txn, e)
+	}
 	t.next++
 	t.msgCount += int64(e.numMsgs)
 	e.index = t.msgCount - 1
@@ -527,7 +538,13 @@ func (t *topic) lastMessageID(s *subscription) (*wire.MessageIdData, *wire.Messa
 		}
 	default: // the last entry written, although a trim may have removed it from a non-persistent topic
 		last = &wire.MessageIdData{LedgerId: ptr(t.ledgerID), EntryId: ptr(uint64(math.MaxUint64)), Partition: ptr(t.partition)}
-		if t.next > 0 {
+		if lim := t.readLimit(); lim < t.next {
+			// An open transaction holds entries back: the last readable one (Pulsar's maxReadPosition).
+			last.EntryId = ptr(uint64(lim - 1)) //nolint:gosec // -1 wraps as on the wire
+			if e := t.entry(lim - 1); e != nil && e.hasBatch {
+				last.BatchIndex = ptr(e.numMsgs - 1)
+			}
+		} else if t.next > 0 {
 			last.EntryId = ptr(uint64(t.next - 1))
 			if t.lastBatch >= 0 {
 				last.BatchIndex = ptr(t.lastBatch)

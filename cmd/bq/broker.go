@@ -52,6 +52,7 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	redeliver := fs.Bool("redelivery-on-disconnect", false, "count a redelivery when a Shared consumer leaves (Pulsar 2.x behaviour)")
 	adminAddr := fs.String("admin-addr", "", "also serve the admin REST subset (topics, partitioned topics) on `host:port`")
 	batchAck := fs.Bool("batch-index-ack", false, "honour batch-index acknowledgements")
+	txns := fs.Bool("transactions", false, "run the transaction coordinator (Pulsar's transactionCoordinatorEnabled=true)")
 	ksSelector := fs.String("key-shared-selector", "consistent-hashing",
 		"how Key_Shared (AUTO_SPLIT) maps key hashes to consumers: `consistent-hashing` (Pulsar's default) or auto-split")
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -addr (there is no authentication)")
@@ -117,6 +118,9 @@ Flags:
 		pulsartest.WithKeySharedSelector(selector),
 		pulsartest.WithBacklogQuotaCheck(*quotaCheck),
 		pulsartest.WithTrimInterval(*trimEvery),
+	}
+	if *txns {
+		opts = append(opts, pulsartest.WithTransactions())
 	}
 	secOpts, err := sec.options()
 	if err != nil {

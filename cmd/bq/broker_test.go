@@ -105,6 +105,20 @@ func TestBrokerCommandServesARealClient(t *testing.T) {
 	assert.Contains(t, b.stderr.String(), "admin REST subset")
 }
 
+// TestBrokerCommandTransactions: with --transactions a client created with EnableTransaction
+// opens and commits a transaction (without it, NewClient fails with
+// ErrTransactionCoordinatorNotEnabled, which pulsartest's tests pin).
+func TestBrokerCommandTransactions(t *testing.T) {
+	b := startBrokerCommand(t, "-addr", "127.0.0.1:0", "--transactions")
+	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: b.url(t, "pulsar://"), Logger: plog.DefaultNopLogger(), EnableTransaction: true})
+	require.NoError(t, err)
+	txn, err := client.NewTransaction(time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, txn.Commit(t.Context()))
+	client.Close()
+	b.stop()
+}
+
 func TestBrokerCommandFlags(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, exitUsage, runBroker(t.Context(), []string{"-addr", "10.1.2.3:6650"}, &out, &errOut))

@@ -14,7 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	leaktest.VerifyTestMain(m,
+	leaktest.VerifyTestMain(m, append(leaktest.TxnClientGoroutines, // TestBrokerCommandTransactions
 		// After a failed connection probe (refused handshake, timeout), the client's lookup
 		// goroutine retries until its OperationTimeout (the --timeout) before it sees that
 		// the client is closed, as pulsar.Connect documents; the bq process exits anyway.
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 		goleak.Cleanup(func(code int) {
 			removeBuiltBQ()
 			os.Exit(code)
-		}))
+		}))...)
 }
 
 func runBQ(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -147,6 +147,7 @@ start_embedded() {
 		--anonymous-role anonymous --super-user localhost --super-user superUser --super-user admin \
 		--grant private/auth=token-principal --grant public/default=anonymous \
 		--max-message-size 1048576 --batch-index-ack --key-shared-selector auto-split --backlog-quota-check-interval 5s \
+		--transactions \
 		>"$tmp/broker.out" 2>"$tmp/broker.log" &
 	broker_pid=$!
 	for _ in $(seq 100); do
