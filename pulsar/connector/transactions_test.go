@@ -14,13 +14,14 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 )
 
 // holdQuiet is how long a held settlement is watched for an output that must not appear.
 const holdQuiet = time.Second
 
-// TestConnector_TransactionsCommitTheWriteWithTheAck: with SourceOptions.Transactions, a sink
+// TestConnector_TransactionsCommitTheWriteWithTheAck (on both brokers): with SourceOptions.Transactions, a sink
 // that sends a message derived from an incoming one sends it inside the incoming delivery's
 // transaction. The derived message's acknowledgement, which the sink calls once the broker
 // has the write, is held: while it is, the write is not visible to a consumer of the
@@ -29,15 +30,11 @@ const holdQuiet = time.Second
 // would see if the sink sent outside the transaction.
 func TestConnector_TransactionsCommitTheWriteWithTheAck(t *testing.T) {
 	t.Parallel()
-	// The real half only, while the embedded broker refuses transactions (see pulsartest's
-	// package documentation).
-	t.Run("real", func(t *testing.T) {
-		t.Parallel()
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
 		for _, txn := range []bool{true, false} {
 			name := map[bool]string{true: "transactional", false: "plain"}[txn]
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				tg := brokertest.RealBroker(t)
 				client := tg.TxnClient(t)
 				in, out := tg.Topic(t, "ctx-in"), tg.Topic(t, "ctx-out")
 				sunk := collect(t, client, out)
@@ -88,7 +85,7 @@ func TestConnector_TransactionsCommitTheWriteWithTheAck(t *testing.T) {
 				assert.Never(t, func() bool { return sunk.count() > 1 }, holdQuiet, 50*time.Millisecond, "written once")
 			})
 		}
-	})
+	}, pulsartest.WithTransactions())
 }
 
 // TestConnector_TransactionalProcess: a Process stage between two Pulsar channels, the
@@ -96,9 +93,7 @@ func TestConnector_TransactionsCommitTheWriteWithTheAck(t *testing.T) {
 // transactional client for it, every output is written once and every input acknowledged.
 func TestConnector_TransactionalProcess(t *testing.T) {
 	t.Parallel()
-	t.Run("real", func(t *testing.T) {
-		t.Parallel()
-		tg := brokertest.RealBroker(t)
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
 		client := tg.Client(t)
 		in, out := tg.Topic(t, "proc-in"), tg.Topic(t, "proc-out")
 		sunk := collect(t, client, out)
@@ -119,7 +114,7 @@ func TestConnector_TransactionalProcess(t *testing.T) {
 			return brokertest.Backlog(t, tg.AdminURL, in, "svc") == 0
 		}, "every input acknowledged")
 		assert.Never(t, func() bool { return sunk.count() > n }, holdQuiet, 50*time.Millisecond, "each output written once")
-	})
+	}, pulsartest.WithTransactions())
 }
 
 // closeWithin calls a Close that takes a context, bounded by a few seconds.
