@@ -514,29 +514,17 @@ func TestURNMetricAttributeIsOptIn(t *testing.T) {
 			f := newFixture(t, opts...)
 			_, err := f.publisher(t).Publish(context.Background(), orderURN, nil)
 			require.NoError(t, err)
-			var rm metricdata.ResourceMetrics
-			require.NoError(t, f.reader.Collect(context.Background(), &rm))
-			var found bool
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					if m.Name != bqotel.MetricSent {
-						continue
-					}
-					sum, ok := m.Data.(metricdata.Sum[int64])
-					require.True(t, ok)
-					for _, dp := range sum.DataPoints {
-						v, ok := dp.Attributes.Value(bqotel.AttrURN)
-						assert.Equal(t, optIn, ok)
-						if ok {
-							assert.Equal(t, orderURN, v.AsString())
-						}
-						o, _ := dp.Attributes.Value(bqotel.AttrOutcome)
-						assert.Equal(t, "ok", o.AsString())
-						found = true
-					}
+			points := f.sums(t, bqotel.MetricSent)
+			require.NotEmpty(t, points)
+			for _, dp := range points {
+				v, ok := dp.Attributes.Value(bqotel.AttrURN)
+				assert.Equal(t, optIn, ok)
+				if ok {
+					assert.Equal(t, orderURN, v.AsString())
 				}
+				o, _ := dp.Attributes.Value(bqotel.AttrOutcome)
+				assert.Equal(t, "ok", o.AsString())
 			}
-			assert.True(t, found)
 		})
 	}
 }

@@ -40,6 +40,24 @@ func (f *fixture) histogram(t *testing.T, name string) []metricdata.HistogramDat
 	return nil
 }
 
+// sums returns the data points of the int64 counter name (none when it has none yet).
+func (f *fixture) sums(t *testing.T, name string) []metricdata.DataPoint[int64] {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, f.reader.Collect(context.Background(), &rm))
+	var out []metricdata.DataPoint[int64]
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				sum, ok := m.Data.(metricdata.Sum[int64])
+				require.True(t, ok, "%s is an int64 counter", name)
+				out = append(out, sum.DataPoints...)
+			}
+		}
+	}
+	return out
+}
+
 func value(set attribute.Set, k attribute.Key) string {
 	v, _ := set.Value(k)
 	return v.String()
@@ -99,21 +117,10 @@ func TestMetricsFollowTheMessagingConventions(t *testing.T) {
 	assert.Equal(t, "send", value(ops[0].Attributes, semconv.MessagingOperationNameKey))
 	assert.Equal(t, "pulsar", value(ops[0].Attributes, semconv.MessagingSystemKey))
 
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, f.reader.Collect(context.Background(), &rm))
 	var consumed int
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != bqotel.MetricConsumed {
-				continue
-			}
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			require.True(t, ok)
-			for _, dp := range sum.DataPoints {
-				assert.Equal(t, orderURN, value(dp.Attributes, bqotel.AttrURN), "WithURNMetricAttribute on consumed")
-				consumed += int(dp.Value)
-			}
-		}
+	for _, dp := range f.sums(t, bqotel.MetricConsumed) {
+		assert.Equal(t, orderURN, value(dp.Attributes, bqotel.AttrURN), "WithURNMetricAttribute on consumed")
+		consumed += int(dp.Value)
 	}
 	assert.Equal(t, 2, consumed)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -48,16 +47,7 @@ func eachTxnTarget(t *testing.T, scenario func(t *testing.T, tg target, c apulsa
 
 func newTxnClient(t *testing.T, url string) apulsar.Client {
 	t.Helper()
-	c, err := apulsar.NewClient(apulsar.ClientOptions{
-		URL:               url,
-		OperationTimeout:  5 * time.Second,
-		ConnectionTimeout: 5 * time.Second,
-		Logger:            plog.DefaultNopLogger(),
-		EnableTransaction: true,
-	})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	return c
+	return newClientOf(t, url, true)
 }
 
 func newTxn(t *testing.T, c apulsar.Client, timeout time.Duration) apulsar.Transaction {

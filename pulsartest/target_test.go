@@ -163,11 +163,18 @@ func targets() []targetCase {
 
 func newClient(t *testing.T, url string) apulsar.Client {
 	t.Helper()
+	return newClientOf(t, url, false)
+}
+
+// newClientOf returns a client for url, closed when the test ends; txn enables transactions.
+func newClientOf(t *testing.T, url string, txn bool) apulsar.Client {
+	t.Helper()
 	c, err := apulsar.NewClient(apulsar.ClientOptions{
 		URL:               url,
 		OperationTimeout:  5 * time.Second,
 		ConnectionTimeout: 5 * time.Second,
 		Logger:            plog.DefaultNopLogger(),
+		EnableTransaction: txn,
 	})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
