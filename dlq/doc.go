@@ -74,6 +74,7 @@
 // [Purge] acknowledges matching dead letters without republishing them. Both read with an
 // Exclusive consumer, to which the broker gives no redelivery counts, so what a run leaves
 // is seen unchanged by the next.
+// [RedriveOptions.Progress] is called for each message a run reads, for a progress display.
 //
 //	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{
 //		Topic: "persistent://public/default/orders.dlq",
