@@ -16,7 +16,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 )
 
-const dlqUsage = `Usage: bq dlq <list|peek|redrive|purge> --topic DLQ-TOPIC [flags]
+const dlqUsage = `Usage: bq dlq <list|peek|stats|redrive|purge> --topic DLQ-TOPIC [flags]
 
 Inspects, redrives and purges the dead letters of a queue ("<queue>.dlq"), as they stand on
 its retention subscription (--subscription, default bq-dlq): the durable subscription a
@@ -24,19 +24,23 @@ consumer creates before its first dead letter, so that the broker keeps them.
 
 	list     one line per pending dead letter: kind, reason, URN, attempts, original queue, error
 	peek     the pending dead letters in full (properties and pretty-printed payload)
+	stats    the pending dead letters at a glance: counts by URN and reason with a bar
+	         chart, and the ages of the oldest and the newest (their dead_letter.failed_at,
+	         else their publish time); --json prints the same as one JSON document
 	redrive  move annotated messages back to their queue (dead_letter block removed,
 	         attempts reset to 0, bq-job kept, everything else byte for byte) and
 	         acknowledge each on the subscription once it is republished; poison and raw
 	         copies are reported and left in place
 	purge    acknowledge dead letters on the subscription without republishing them (--yes)
 
-list, peek and redrive --dry-run are strictly read-only: they read through the admin API
+list, peek, stats and redrive --dry-run are strictly read-only: they read through the admin API
 (--admin-url) and create, acknowledge and redeliver nothing. Dead letters already redriven
 or purged are not shown.
 
 Examples:
 
 	bq dlq list --topic orders.dlq --admin-url http://localhost:8080
+	bq dlq stats --topic orders.dlq --json
 	bq dlq redrive --topic orders.dlq --urn urn:babel:orders:created --dry-run
 	bq dlq purge --topic orders.dlq --reason poison --yes
 `
@@ -56,6 +60,8 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "list", "peek":
 		return runDLQRead(ctx, args[0], args[1:], stdout, stderr)
+	case "stats":
+		return runDLQStats(ctx, args[1:], stdout, stderr)
 	case "redrive":
 		return runDLQRedrive(ctx, args[1:], stdout, stderr)
 	case "purge":
@@ -64,7 +70,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, dlqUsage)
 		return exitOK
 	default:
-		return usageLine(stderr, "bq dlq", "unknown subcommand %q (list, peek, redrive or purge); see `bq dlq --help`", args[0])
+		return usageLine(stderr, "bq dlq", "unknown subcommand %q (list, peek, stats, redrive or purge); see `bq dlq --help`", args[0])
 	}
 }
 
