@@ -319,3 +319,74 @@ func parseEntryID(s string) (ledger, entry int64, err error) {
 	}
 	return ledger, entry, nil
 }
+
+// Backlog returns the number of messages pending on subscription sub of topic (summed over
+// the partitions of a partitioned topic): the msgBacklog of the topic stats, read through the
+// admin API, which changes nothing. It returns a *[SubscriptionError] wrapping
+// [ErrSubscriptionNotFound] when the topic or the subscription does not exist.
+func (a *Admin) Backlog(ctx context.Context, topic, sub string) (int64, error) {
+	targets, err := a.partitions(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("dlq: backlog of %q: %w", topic, err)
+	}
+	var total int64
+	for _, t := range targets {
+		p, err := restPath(t)
+		if err != nil {
+			return 0, err
+		}
+		body, err := a.getBody(ctx, p+"/stats")
+		if isNotFound(err) {
+			return 0, notRetained(t, sub, false)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("dlq: backlog of %q: %w", t, err)
+		}
+		n, found, err := parseBacklog(body, sub)
+		if err != nil {
+			return 0, fmt.Errorf("%w: GET %s/stats: %w", ErrAdmin, p, err)
+		}
+		if !found {
+			return 0, notRetained(t, sub, true)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// getBody returns the body of a successful GET, at most 16 MiB of it.
+func (a *Admin) getBody(ctx context.Context, path string) ([]byte, error) {
+	resp, err := a.get(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("dlq: admin GET %s: %w", path, err)
+	}
+	return body, nil
+}
+
+// parseBacklog reads the msgBacklog of subscription sub from a topic stats answer; found is
+// false when the topic has no such subscription.
+func parseBacklog(body []byte, sub string) (n int64, found bool, err error) {
+	var st struct {
+		Subscriptions map[string]struct {
+			MsgBacklog *int64 `json:"msgBacklog"`
+		} `json:"subscriptions"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return 0, false, fmt.Errorf("topic stats: %w", err)
+	}
+	s, ok := st.Subscriptions[sub]
+	switch {
+	case !ok:
+		return 0, false, nil
+	case s.MsgBacklog == nil:
+		return 0, true, fmt.Errorf("topic stats: subscription %q has no msgBacklog", sub)
+	case *s.MsgBacklog < 0:
+		return 0, true, fmt.Errorf("topic stats: subscription %q has a negative msgBacklog %d", sub, *s.MsgBacklog)
+	}
+	return *s.MsgBacklog, true, nil
+}

@@ -58,6 +58,10 @@
 //	admin, err := dlq.NewAdmin("http://localhost:8080")
 //	msgs, err := dlq.Peek(ctx, admin, dlq.PeekOptions{Topic: "persistent://public/default/orders.dlq"})
 //
+// [Summarize] reads the same way and counts what is pending by URN and reason, with the
+// oldest and the newest dead letter ([Message.DeadLetteredAt]: dead_letter.failed_at, else
+// the publish time). [Admin.Backlog] reads a subscription's backlog from the topic stats.
+//
 // # Redriving and purging
 //
 // [Redrive] moves annotated messages back to their queue (the dead-letter topic without
@@ -70,6 +74,7 @@
 // [Purge] acknowledges matching dead letters without republishing them. Both read with an
 // Exclusive consumer, to which the broker gives no redelivery counts, so what a run leaves
 // is seen unchanged by the next.
+// [RedriveOptions.Progress] is called for each message a run reads, for a progress display.
 //
 //	rep, err := dlq.Redrive(ctx, client, dlq.RedriveOptions{
 //		Topic: "persistent://public/default/orders.dlq",

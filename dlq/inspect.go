@@ -163,16 +163,9 @@ func Peek(ctx context.Context, admin *Admin, opts PeekOptions) ([]Message, error
 // pending calls visit with each message pending on sub of topic (every partition), until
 // visit returns false or none is left.
 func (a *Admin) pending(ctx context.Context, topic, sub string, visit func(Message) bool) error {
-	parts, err := a.Partitions(ctx, topic)
+	targets, err := a.partitions(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("dlq: peek %q: %w", topic, err)
-	}
-	targets := []string{topic}
-	if parts > 0 {
-		targets = make([]string, parts)
-		for i := range parts {
-			targets[i] = topic + "-partition-" + strconv.Itoa(i)
-		}
 	}
 	for _, t := range targets {
 		subs, found, err := a.Subscriptions(ctx, t)
@@ -200,6 +193,22 @@ func (a *Admin) pending(ctx context.Context, topic, sub string, visit func(Messa
 		}
 	}
 	return nil
+}
+
+// partitions returns the partitions of topic, or topic itself when it is not partitioned.
+func (a *Admin) partitions(ctx context.Context, topic string) ([]string, error) {
+	parts, err := a.Partitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if parts == 0 {
+		return []string{topic}, nil
+	}
+	targets := make([]string, parts)
+	for i := range parts {
+		targets[i] = topic + "-partition-" + strconv.Itoa(i)
+	}
+	return targets, nil
 }
 
 func notRetained(topic, sub string, topicFound bool) error {

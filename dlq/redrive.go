@@ -53,6 +53,11 @@ type RedriveOptions struct {
 	// IdleTimeout ends a run (not a dry run) when no further message arrives for that long.
 	// Default (0): [DefaultIdleTimeout].
 	IdleTimeout time.Duration
+	// Progress, when not nil, is called once for each message the run has read and dealt
+	// with (moved, or with DryRun found movable: moved is true; skipped by the filters, or
+	// left as a poison or raw copy: false), in order, from the goroutine that called
+	// Redrive, so that a caller can show progress. Default (nil): no call.
+	Progress func(m Message, moved bool)
 }
 
 // RedriveReport says what [Redrive] did.
@@ -112,9 +117,11 @@ func Redrive(ctx context.Context, client apulsar.Client, opts RedriveOptions) (R
 	}
 	if opts.DryRun {
 		err := opts.Admin.pending(ctx, opts.Topic, sub, func(dm Message) bool {
-			if rep.sort(dm, opts.URN, opts.Reason) {
+			moved := rep.sort(dm, opts.URN, opts.Reason)
+			if moved {
 				rep.Moved = append(rep.Moved, dm)
 			}
+			opts.progress(dm, moved)
 			return opts.Limit <= 0 || len(rep.Moved) < opts.Limit
 		})
 		return rep, err
@@ -145,6 +152,7 @@ func Redrive(ctx context.Context, client apulsar.Client, opts RedriveOptions) (R
 		}
 		dm := classify(m)
 		if !rep.sort(dm, opts.URN, opts.Reason) {
+			opts.progress(dm, false)
 			continue
 		}
 		pm, err := redriveMessage(dm)
@@ -160,8 +168,15 @@ func Redrive(ctx context.Context, client apulsar.Client, opts RedriveOptions) (R
 			return rep, fmt.Errorf("dlq: redrive %q: ack after publish: %w", opts.Topic, err)
 		}
 		rep.Moved = append(rep.Moved, dm)
+		opts.progress(dm, true)
 	}
 	return rep, nil
+}
+
+func (o RedriveOptions) progress(m Message, moved bool) {
+	if o.Progress != nil {
+		o.Progress(m, moved)
+	}
 }
 
 func (o RedriveOptions) validate(client apulsar.Client) (string, error) {

@@ -350,3 +350,27 @@ func TestRedriveAndPeekRefuseBadOptions(t *testing.T) {
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
 	assert.Equal(t, "poison", dlq.KindPoison.String())
 }
+
+func TestRedriveReportsProgress(t *testing.T) {
+	eachTarget(t, redriveReportsProgress)
+}
+
+// redriveReportsProgress: Progress sees every message a run reads, in order, and whether
+// it moved, in a dry run and in a real one alike.
+func redriveReportsProgress(t *testing.T, f *fixture) {
+	f.seed(t)
+	type step struct {
+		kind  dlq.Kind
+		moved bool
+	}
+	want := []step{{dlq.KindAnnotated, true}, {dlq.KindAnnotated, false}, {dlq.KindPoison, false}, {dlq.KindRaw, false}}
+	for _, dry := range []bool{true, false} {
+		var got []step
+		_, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{
+			Topic: f.dlq, URN: urnA, DryRun: dry, Admin: f.admin, IdleTimeout: 300 * time.Millisecond,
+			Progress: func(m dlq.Message, moved bool) { got = append(got, step{m.Kind, moved}) },
+		})
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "dry run %v", dry)
+	}
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 )
 
-const dlqUsage = `Usage: bq dlq <list|peek|redrive|purge> --topic DLQ-TOPIC [flags]
+const dlqUsage = `Usage: bq dlq <list|peek|stats|redrive|purge> --topic DLQ-TOPIC [flags]
 
 Inspects, redrives and purges the dead letters of a queue ("<queue>.dlq"), as they stand on
 its retention subscription (--subscription, default bq-dlq): the durable subscription a
@@ -24,19 +24,24 @@ consumer creates before its first dead letter, so that the broker keeps them.
 
 	list     one line per pending dead letter: kind, reason, URN, attempts, original queue, error
 	peek     the pending dead letters in full (properties and pretty-printed payload)
+	stats    the pending dead letters at a glance: counts by URN and reason with a bar
+	         chart, and the ages of the oldest and the newest (their dead_letter.failed_at,
+	         else their publish time); --json prints the same as one JSON document
 	redrive  move annotated messages back to their queue (dead_letter block removed,
 	         attempts reset to 0, bq-job kept, everything else byte for byte) and
 	         acknowledge each on the subscription once it is republished; poison and raw
-	         copies are reported and left in place
+	         copies are reported and left in place; when stderr is a terminal, a
+	         progress bar there shows the rate and the time left
 	purge    acknowledge dead letters on the subscription without republishing them (--yes)
 
-list, peek and redrive --dry-run are strictly read-only: they read through the admin API
+list, peek, stats and redrive --dry-run are strictly read-only: they read through the admin API
 (--admin-url) and create, acknowledge and redeliver nothing. Dead letters already redriven
 or purged are not shown.
 
 Examples:
 
 	bq dlq list --topic orders.dlq --admin-url http://localhost:8080
+	bq dlq stats --topic orders.dlq --json
 	bq dlq redrive --topic orders.dlq --urn urn:babel:orders:created --dry-run
 	bq dlq purge --topic orders.dlq --reason poison --yes
 `
@@ -56,6 +61,8 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "list", "peek":
 		return runDLQRead(ctx, args[0], args[1:], stdout, stderr)
+	case "stats":
+		return runDLQStats(ctx, args[1:], stdout, stderr)
 	case "redrive":
 		return runDLQRedrive(ctx, args[1:], stdout, stderr)
 	case "purge":
@@ -64,7 +71,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, dlqUsage)
 		return exitOK
 	default:
-		return usageLine(stderr, "bq dlq", "unknown subcommand %q (list, peek, redrive or purge); see `bq dlq --help`", args[0])
+		return usageLine(stderr, "bq dlq", "unknown subcommand %q (list, peek, stats, redrive or purge); see `bq dlq --help`", args[0])
 	}
 }
 
@@ -252,14 +259,22 @@ func runDLQRedrive(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if opts.Admin, err = adm.admin(&conn); err != nil {
 			return failLine(stderr, name, err)
 		}
+		bar := redriveProgress(ctx, stderr, opts.Admin, &opts)
 		report, err = dlq.Redrive(ctx, nil, opts)
+		bar.done()
 	} else {
 		client, cerr := conn.connect(ctx, stderr)
 		if cerr != nil {
 			return failLine(stderr, name, cerr)
 		}
 		defer client.Close()
+		var admin *dlq.Admin
+		if isTerminal(stderr) {
+			admin, _ = adm.admin(&conn) // only for the bar's total: without it, a spinner
+		}
+		bar := redriveProgress(ctx, stderr, admin, &opts)
 		report, err = dlq.Redrive(ctx, client, opts)
+		bar.done()
 	}
 	if errors.Is(err, dlq.ErrInvalidOptions) {
 		return failLine(stderr, name, usageError{err})
@@ -283,6 +298,34 @@ func runDLQRedrive(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return failLine(stderr, name, err)
 	}
 	return exitOK
+}
+
+// backlogTimeout bounds the admin API call that gives redrive's progress bar its total.
+const backlogTimeout = 5 * time.Second
+
+// redriveProgress returns the progress bar of a redrive when stderr is a terminal (nil
+// otherwise) and makes opts count each message the run reads on it. The total is the backlog
+// of the subscription, every message the run may read, when admin is not nil and answers
+// within backlogTimeout; otherwise the bar is an indeterminate spinner.
+func redriveProgress(ctx context.Context, stderr io.Writer, admin *dlq.Admin, opts *dlq.RedriveOptions) *progress {
+	if !isTerminal(stderr) {
+		return nil
+	}
+	var total int64
+	if admin != nil {
+		bctx, cancel := context.WithTimeout(ctx, backlogTimeout)
+		if n, err := admin.Backlog(bctx, opts.Topic, opts.Subscription); err == nil {
+			total = n
+		}
+		cancel()
+	}
+	verb := "redrive"
+	if opts.DryRun {
+		verb = "redrive --dry-run"
+	}
+	bar := newProgress(stderr, verb, total)
+	opts.Progress = func(dlq.Message, bool) { bar.step() }
+	return bar
 }
 
 func runDLQPurge(ctx context.Context, args []string, stdout, stderr io.Writer) int {

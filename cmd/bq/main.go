@@ -9,7 +9,7 @@
 //	conformance  run a BabelQueue conformance suite against this SDK
 //	publish      publish a BabelQueue envelope
 //	tail         print the messages of a topic with the consumer's verdict
-//	dlq          list, peek, redrive and purge dead letters
+//	dlq          list, peek, count (stats), redrive and purge dead letters
 //	subscription create a durable subscription, so the broker keeps what is written
 //	broker       run the embedded Pulsar-protocol broker for local development
 //	version      print the versions of bq and of the Pulsar client
@@ -81,7 +81,7 @@ Commands:
 	conformance  run a BabelQueue conformance suite against this SDK
 	publish      publish a BabelQueue envelope
 	tail         print the messages of a topic with the consumer's verdict
-	dlq          list, peek, redrive and purge dead letters
+	dlq          list, peek, count (stats), redrive and purge dead letters
 	subscription create a durable subscription, so the broker keeps what is written
 	broker       run the embedded Pulsar-protocol broker for local development
 	version      print the versions of bq and of the Pulsar client
