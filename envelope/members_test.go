@@ -2,11 +2,9 @@ package envelope_test
 
 import (
 	"bytes"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,43 +25,6 @@ func unknownKeysBody(n int) []byte {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
-}
-
-// classifyTime returns how long one Classify of payload takes, starting after a collection
-// so that it does not pay for the garbage of the run before.
-func classifyTime(t *testing.T, payload []byte) time.Duration {
-	t.Helper()
-	runtime.GC()
-	start := time.Now()
-	_, err := envelope.Classify(payload)
-	d := time.Since(start)
-	require.NoError(t, err)
-	return d
-}
-
-// TestClassifyUnknownKeysIsLinear guards the quadratic-decode fix: before it, 100,000
-// unknown keys took about 19 s (each key was compared with every earlier one, 5·10⁹
-// comparisons). It checks the growth only: twice the keys must cost under 3× (linear is 2×,
-// quadratic 4×). Both sizes are timed in the same rounds, so load on a shared machine slows
-// both; each figure is the fastest of up to 30 rounds, which stop as soon as the bound holds.
-// The absolute cost is the benchmark's (BenchmarkClassifyUnknownKeys, in the README's codec
-// table): an absolute bound here (50 ms for 100,000 keys) failed a CI run beside three others
-// with 70 ms, though the decoder was linear.
-func TestClassifyUnknownKeysIsLinear(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a 1.5 MB body")
-	}
-	small, large := unknownKeysBody(50_000), unknownKeysBody(100_000)
-	tSmall, tLarge := time.Duration(1<<63-1), time.Duration(1<<63-1)
-	for range 30 {
-		tSmall = min(tSmall, classifyTime(t, small))
-		tLarge = min(tLarge, classifyTime(t, large))
-		if tLarge < 3*tSmall {
-			break
-		}
-	}
-	t.Logf("50k keys %v, 100k keys %v (%.2f×)", tSmall, tLarge, float64(tLarge)/float64(tSmall))
-	assert.Less(t, tLarge, 3*tSmall, "twice the keys cost 3× or more: decoding is not linear")
 }
 
 func TestDecodeManyUnknownKeysKeepOrderAndLastWins(t *testing.T) {
