@@ -96,16 +96,24 @@ func (e *dlqEnv) stored(t *testing.T, topic string) int {
 	}
 }
 
+// seedProducer returns a plain producer on topic, whose client and producer close when the
+// test ends: what the seeding helpers write dead letters with.
+func seedProducer(t *testing.T, url, topic string) apulsar.Producer {
+	t.Helper()
+	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: url, Logger: bqpulsar.NewClientLogger(nil)})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
 // seedDeadLetters writes two annotated copies (different URNs) and one poison copy to
 // topic, as a consumer would.
 func seedDeadLetters(t *testing.T, url, topic string) {
 	t.Helper()
-	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: url, Logger: bqpulsar.NewClientLogger(nil)})
-	require.NoError(t, err)
-	defer client.Close()
-	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic})
-	require.NoError(t, err)
-	defer p.Close()
+	p := seedProducer(t, url, topic)
 	ctx := context.Background()
 	at := time.UnixMilli(1767225600000)
 	for i, urn := range []string{"urn:babel:orders:created", "urn:babel:orders:cancelled"} {

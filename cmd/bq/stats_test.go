@@ -25,12 +25,7 @@ var sevenAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // failed ×3, cancelled unknown_urn ×2, created unknown_urn ×1, refunded failed ×1.
 func seedSeven(t *testing.T, url, topic string) {
 	t.Helper()
-	client, err := apulsar.NewClient(apulsar.ClientOptions{URL: url, Logger: bqpulsar.NewClientLogger(nil)})
-	require.NoError(t, err)
-	defer client.Close()
-	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic})
-	require.NoError(t, err)
-	defer p.Close()
+	p := seedProducer(t, url, topic)
 	const created, cancelled, refunded = "urn:babel:orders:created", "urn:babel:orders:cancelled", "urn:babel:orders:refunded"
 	for i, l := range []struct {
 		urn    string
