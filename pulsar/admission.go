@@ -89,7 +89,7 @@ func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer
 		d = &Delivery{eng: e, owner: owner, msg: msg, props: msg.Properties()}
 		owner.pulled(d)
 	}
-	d.ctx, d.finishers = e.cfg.Hooks.startDelivery(ctx, msg, d.finishers)
+	d.ctx, d.finishers = e.cfg.Hooks.startDelivery(withConsumerInfo(ctx, e.info), msg, d.finishers)
 	e.observe(d, Event{Kind: EventReceived})
 	if e.cfg.Txns != nil && !e.openTxn(d) {
 		return nil

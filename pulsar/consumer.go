@@ -235,6 +235,7 @@ func newConsumer(cfg consumerConfig, recv seam.Receiver, settler seam.Settler, f
 	}
 	eng := newEngine(engineConfig{
 		Subscription:   cfg.subscription,
+		Type:           cfg.subType,
 		MaxAttempts:    maxAttempts,
 		Policy:         cfg.policy,
 		BrokerDelay:    cfg.subType == apulsar.Shared || cfg.subType == apulsar.KeyShared,
@@ -304,6 +305,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// Work outlives ctx so that in-flight messages are settled; the drain deadline, which
 	// starts when the receive loop is told to stop, ends it.
 	wctx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	wctx = withConsumerInfo(wctx, c.eng.info) // once per Run: admission then adds nothing
 	defer cancelWork()
 	var timerMu sync.Mutex
 	var drainTimer *time.Timer

@@ -153,8 +153,10 @@
 // hooks (packages idempotency and schema).
 //
 // A Delivery hook opens a context per delivery before the gate (a tracing span, say) and
-// receives its settlement; the context reaches the handler, the settlement writes and the
-// [Event.Context] of the delivery's events. A Publish hook is its publishing twin. Package
+// receives its settlement; the context it is given names the consumer ([ConsumerInfoFrom]),
+// and the one it returns reaches the handler, the settlement writes and the
+// [Event.Context] of the delivery's events. A Publish hook is its publishing twin: it sees
+// every send of a Publisher and every retry or dead-letter write of a consumer. Package
 // bqotel is all three.
 //
 // # Exactly-once settlement

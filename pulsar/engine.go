@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
@@ -33,8 +34,11 @@ const (
 
 // engineConfig configures an [engine].
 type engineConfig struct {
-	// Subscription names the subscription in events and logs ("" when unknown).
+	// Subscription names the subscription in events, logs and the deliveries' contexts
+	// ("" when unknown).
 	Subscription string
+	// Type is the subscription's type (ConsumerInfo).
+	Type apulsar.SubscriptionType
 	// MaxAttempts is the number of deliveries in total, the first included (≥ 1).
 	MaxAttempts int
 	// Policy is the retry policy: its Strategy and Backoff are used.
@@ -82,8 +86,9 @@ type engine struct {
 	senders *senderCache
 	health  healthState
 
-	retained sync.Map // dead-letter topic → struct{}: retention subscription ensured
-	timers   timerSet // delayed negative acks
+	info     *ConsumerInfo // what ConsumerInfoFrom reports in a delivery's context
+	retained sync.Map      // dead-letter topic → struct{}: retention subscription ensured
+	timers   timerSet      // delayed negative acks
 }
 
 // newEngine returns an engine that settles through settler.
@@ -97,7 +102,7 @@ func newEngine(cfg engineConfig, settler seam.Settler) *engine {
 	if cfg.MaxMessageSize <= 0 {
 		cfg.MaxMessageSize = defaultMaxMessageSize
 	}
-	e := &engine{cfg: cfg, settler: settler}
+	e := &engine{cfg: cfg, settler: settler, info: &ConsumerInfo{Subscription: cfg.Subscription, Type: cfg.Type}}
 	e.senders = newSenderCache(cfg.Senders)
 	e.health.init()
 	return e

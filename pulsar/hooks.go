@@ -13,8 +13,8 @@ import (
 // (package pulsar/connector) call as their work goes on: for tracing, metrics, error
 // reports and handler middleware, without the SDK importing any of them. Set the fields you
 // need and leave the others nil, as with net/http/httptrace.ClientTrace; give them with
-// [WithHooks]. A field that does not apply to what it is given to (Publish to a consumer,
-// say) is never called.
+// [WithHooks]. A field that does not apply to what it is given to (Delivery to a
+// publisher, say) is never called.
 //
 // Hooks are called synchronously from the goroutine doing the work, possibly from several
 // goroutines at once: they must be fast and safe for concurrent use. A panic in a hook is
@@ -23,7 +23,8 @@ import (
 // was).
 type Hooks struct {
 	// Delivery is called for every received message, before the schema-version gate, with
-	// the consumer's context (under [Consumer.Next], the ctx given to Next). It returns the
+	// the consumer's context (under [Consumer.Next], the ctx given to Next), which names
+	// the consumer ([ConsumerInfoFrom]: its subscription, known before anything else runs). It returns the
 	// context the delivery runs with (the handler, the Handler hooks, the settlement writes
 	// and the Context of the delivery's events; nil keeps ctx), and a function called
 	// exactly once with the delivery's settlement (nil for none): an [Event] whose Kind is
@@ -49,11 +50,50 @@ type Hooks struct {
 	Event func(Event)
 
 	// Publish is called for every message a [Publisher] (or the connector's sink) sends,
-	// after the message is built and before it is handed to the producer, with the context
-	// of the call. It returns a function called exactly once with the outcome of the send
+	// and for every retry republish and dead-letter copy a [Consumer] (or the connector's
+	// source) writes, after the message is built and before it is handed to the producer,
+	// with the context of the call (for a consumer's write, the delivery's context). It returns a function called exactly once with the outcome of the send
 	// (nil for none). Tracing opens a producer span here and injects its context into the
 	// message's properties.
 	Publish func(ctx context.Context, m *OutgoingMessage) func(id apulsar.MessageID, err error)
+}
+
+// ConsumerInfo names the consumer a delivery belongs to, for the hooks and handlers that
+// need it before any [Event] says so (a tracing sampler deciding at span start, say): read
+// it with [ConsumerInfoFrom].
+type ConsumerInfo struct {
+	// Subscription is the subscription's name ("" for a wrapped consumer without
+	// [WithSubscription]).
+	Subscription string
+	// Type is the subscription's type as declared with [WithSubscription] (Exclusive when
+	// undeclared).
+	Type apulsar.SubscriptionType
+}
+
+// consumerInfoKey is the context key of a delivery's [ConsumerInfo].
+type consumerInfoKey struct{}
+
+// ConsumerInfoFrom returns the consumer of the delivery whose context ctx is, or derives
+// from: the context a [Hooks] Delivery function is given, a handler's and a Handler hook's
+// context, and a pulled [Delivery]'s Context. ok is false for any other context.
+func ConsumerInfoFrom(ctx context.Context) (info ConsumerInfo, ok bool) {
+	if ctx == nil {
+		return ConsumerInfo{}, false
+	}
+	p, ok := ctx.Value(consumerInfoKey{}).(*ConsumerInfo)
+	if !ok || p == nil {
+		return ConsumerInfo{}, false
+	}
+	return *p, true
+}
+
+// withConsumerInfo returns ctx carrying info (ConsumerInfoFrom), or ctx itself when it
+// already carries it.
+func withConsumerInfo(ctx context.Context, info *ConsumerInfo) context.Context {
+	if p, _ := ctx.Value(consumerInfoKey{}).(*ConsumerInfo); p == info {
+		return ctx
+	}
+	return context.WithValue(ctx, consumerInfoKey{}, info)
 }
 
 // OutgoingMessage is a message about to be sent by a [Publisher] (or the connector's sink),
@@ -62,8 +102,17 @@ type OutgoingMessage struct {
 	// Topic is the destination topic.
 	Topic string
 	// Envelope is the envelope being sent (nil for a sink payload that is not an envelope);
-	// do not modify it.
+	// for a consumer's retry or dead-letter write it is the delivery's envelope, which the
+	// copy repeats with another attempts count and, for a dead letter, its annotations
+	// (nil for poison). Do not modify it.
 	Envelope *envelope.Envelope
+	// Partitioned is true when Topic is a partitioned topic, whose producer picks the
+	// partition after the hooks ran: the outcome's MessageID names it (PartitionIdx). A
+	// [Publisher] asks the broker once, at [NewPublisher] and only with a Publish hook; a
+	// Publisher over a wrapped producer cannot tell and says false, and so do the
+	// connector's sink and a consumer's dead-letter write. A consumer's retry is true when the message came from a
+	// partition.
+	Partitioned bool
 	// Message is the Pulsar message: its Properties already hold the bq-* projection and
 	// the caller's headers. A hook may add properties (a W3C traceparent, say); a property
 	// already present was given by the caller and should be left as it is.
@@ -126,6 +175,9 @@ func (s *hookSet) recovered(what string, f func()) bool {
 	}
 	return true
 }
+
+// publishes reports whether a Publish hook is set.
+func (s *hookSet) publishes() bool { return s != nil && len(s.publish) > 0 }
 
 // observing reports whether an Event hook is set (so that a caller can skip building an
 // event, or reading the clock, for nobody).

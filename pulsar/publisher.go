@@ -30,7 +30,10 @@ type Publisher struct {
 	pending  chan struct{}         // semaphore of PublishAsync's sends in flight
 	queueOpt []envelope.MakeOption // envelope.WithQueue(queue), built once
 	hooks    *hookSet              // nil without Publish hooks
-	initial  *initialSubscriptions // nil without WithInitialSubscription
+	// partitioned is true when topic is a partitioned topic (asked only with hooks, for
+	// OutgoingMessage.Partitioned).
+	partitioned bool
+	initial     *initialSubscriptions // nil without WithInitialSubscription
 
 	// recycle is true when the outgoing messages may be reused once the client is done with
 	// them: the Publisher created the producer (so its Send waits for the receipt unless ctx
@@ -75,10 +78,31 @@ func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) 
 	}
 	pub := newPublisher(p, p.Close, topic, cfg)
 	pub.recycle = !po.EnableChunking && po.Interceptors == nil && pub.hooks == nil
+	if pub.hooks != nil {
+		pub.partitioned = isPartitioned(client, topic)
+	}
 	if len(cfg.initialSubs) > 0 {
 		pub.initial = &initialSubscriptions{client: client, names: cfg.initialSubs}
 	}
 	return pub, nil
+}
+
+// isPartitioned reports whether topic is a partitioned topic, by the client's lookup of its
+// partitions (a topic named as one partition is not: its producer has no choice to make). A
+// failed lookup says false: the topic's producer was just created, so it is not expected.
+func isPartitioned(client apulsar.Client, topic string) bool {
+	if isPartition(topic) {
+		return false
+	}
+	parts, err := client.TopicPartitions(topic)
+	return err == nil && len(parts) > 0 && isPartition(parts[0])
+}
+
+// isPartition reports whether topic names one partition of a partitioned topic
+// ("…-partition-<n>").
+func isPartition(topic string) bool {
+	parent, err := dlq.ParentTopic(topic)
+	return err == nil && parent != topic
 }
 
 // initialSubscriptions are the durable subscriptions [WithInitialSubscription] makes sure of
@@ -430,7 +454,7 @@ func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg 
 	if p.hooks == nil {
 		return nil // and no OutgoingMessage to allocate
 	}
-	return p.hooks.publishing(ctx, &OutgoingMessage{Topic: p.topic, Envelope: env, Message: msg})
+	return p.hooks.publishing(ctx, &OutgoingMessage{Topic: p.topic, Envelope: env, Message: msg, Partitioned: p.partitioned})
 }
 
 // Close stops the publisher, in this order: new publishes fail with [ErrClosed]; pending

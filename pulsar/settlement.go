@@ -225,7 +225,7 @@ func (e *engine) republish(d *Delivery, cause error, attempts int) {
 		e.exhaust(d, envelope.ReasonFailed, cause)
 		return
 	}
-	if err := e.send(d.ctx, topic, pm); err != nil {
+	if err := e.send(d, topic, pm, isPartition(d.msg.Topic())); err != nil {
 		if permanentForMessage(err) {
 			// The queue will never take this copy (too big, not allowed, terminated): no
 			// retry can help, so the message goes to its dead-letter topic.
@@ -343,9 +343,9 @@ func (e *engine) deadLetterWith(d *Delivery, pm *apulsar.ProducerMessage, reason
 		e.nackAfter(d, &SendError{Op: ErrDeadLetterWrite, Topic: dlt, Err: err}, cause)
 		return
 	}
-	err := e.send(d.ctx, dlt, pm)
+	err := e.send(d, dlt, pm, false)
 	if err != nil && again != nil && again(err) {
-		err = e.send(d.ctx, dlt, pm)
+		err = e.send(d, dlt, pm, false)
 	}
 	if d.finished {
 		return // again settled it (a copy that cannot be built is nacked)
@@ -396,7 +396,11 @@ func (e *engine) deadLetterTopic(d *Delivery) (string, bool) {
 	return dlt, on
 }
 
-func (e *engine) send(ctx context.Context, topic string, pm *apulsar.ProducerMessage) error {
+// send writes pm, one of d's settlement writes (a retry republish or a dead-letter copy),
+// to topic, inside d's transaction if it has one, and reports it to the Publish hooks;
+// partitioned says that topic is partitioned (OutgoingMessage.Partitioned).
+func (e *engine) send(d *Delivery, topic string, pm *apulsar.ProducerMessage, partitioned bool) error {
+	ctx := d.ctx
 	s, release, err := e.senders.get(ctx, topic)
 	if err != nil {
 		e.settleResult(err)
@@ -405,7 +409,16 @@ func (e *engine) send(ctx context.Context, topic string, pm *apulsar.ProducerMes
 	if txn := txnOf(ctx); txn != nil {
 		pm.Transaction = txn // the delivery's transaction (WithTransactions)
 	}
-	_, err = s.Send(ctx, pm)
+	var sent func(apulsar.MessageID, error)
+	if e.cfg.Hooks.publishes() {
+		// The consumer's own writes are sends too: the Publish hooks see them (a producer
+		// span, a sent count) as they see a Publisher's.
+		sent = e.cfg.Hooks.publishing(ctx, &OutgoingMessage{Topic: topic, Envelope: d.env, Message: pm, Partitioned: partitioned})
+	}
+	id, err := s.Send(ctx, pm)
+	if sent != nil {
+		sent(id, err)
+	}
 	if err != nil && ctx.Err() == nil && producerBroken(err) {
 		// The producer cannot send again (closed, fenced, a send timeout after the broker
 		// refused it): the next settlement creates a fresh one. It is closed once every
