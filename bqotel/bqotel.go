@@ -3,11 +3,16 @@ package bqotel
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
@@ -31,6 +36,7 @@ type config struct {
 	urnMetrics bool
 	tracing    bool
 	metrics    bool
+	server     []attribute.KeyValue // server.address and server.port (WithServiceURL)
 }
 
 // WithTracerProvider sets the tracer provider spans are created with. Default: the global
@@ -71,6 +77,50 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 		c.prop = p
 		return nil
 	}
+}
+
+// WithServiceURL names the broker the consumers and publishers talk to: the client's
+// service URL (apulsar.ClientOptions.URL), which the hooks are not given. Its first host
+// becomes server.address and its port server.port (6650 for pulsar://, 6651 for
+// pulsar+ssl://, 80 and 443 for http:// and https:// when the URL names none) on every span
+// and metric point, as the messaging conventions ask when the address is available. A URL
+// that names no host is refused. Default: no server attributes.
+func WithServiceURL(serviceURL string) Option {
+	return func(c *config) error {
+		host, port, err := parseServiceURL(serviceURL)
+		if err != nil {
+			return fmt.Errorf("%w: service URL %q: %w", ErrInvalidOption, serviceURL, err)
+		}
+		c.server = []attribute.KeyValue{semconv.ServerAddress(host), semconv.ServerPort(port)}
+		return nil
+	}
+}
+
+// parseServiceURL returns the first host of a Pulsar service URL
+// (scheme://host[:port][,host[:port]…][/path]) and its port, or the scheme's default.
+func parseServiceURL(s string) (string, int, error) {
+	scheme, rest, ok := strings.Cut(s, "://")
+	defaults := map[string]int{"pulsar": 6650, "pulsar+ssl": 6651, "http": 80, "https": 443}
+	port, known := defaults[strings.ToLower(scheme)]
+	if !ok || !known {
+		return "", 0, errors.New("the scheme is not pulsar://, pulsar+ssl://, http:// or https://")
+	}
+	hosts, _, _ := strings.Cut(rest, "/")
+	first, _, _ := strings.Cut(hosts, ",")
+	var host string
+	if h, p, err := net.SplitHostPort(first); err == nil {
+		n, perr := strconv.ParseUint(p, 10, 16)
+		if perr != nil || n == 0 {
+			return "", 0, fmt.Errorf("bad port %q", p)
+		}
+		host, port = h, int(n)
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(first, "["), "]")
+	}
+	if host == "" {
+		return "", 0, errors.New("no host")
+	}
+	return host, port, nil
 }
 
 // WithURNMetricAttribute adds the routing URN (babelqueue.urn) to the metrics' attributes.

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
@@ -48,6 +49,7 @@ var topicSeq atomic.Int64
 // fixture is a broker, a client, an in-memory span recorder and a manual metric reader,
 // with a Telemetry over them.
 type fixture struct {
+	broker *pulsartest.Broker
 	client apulsar.Client
 	spans  *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
@@ -65,7 +67,7 @@ func newFixture(t *testing.T, opts ...bqotel.Option) *fixture {
 	})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	f := &fixture{client: c, spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
+	f := &fixture{broker: b, client: c, spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
 	f.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
 	t.Cleanup(func() {
@@ -267,7 +269,21 @@ func TestFailedTwiceThenDeadLetteredHasThreeConsumerSpansAndCountersThatAddUp(t 
 	require.NoError(t, err)
 	require.NoError(t, dl.Ack(dead))
 
-	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
+	// The publisher's producer span (a root), and one per write of the consumer's own: the
+	// two retry republishes and the dead-letter copy, each the child of the consumer span
+	// of the delivery that wrote it.
+	producers := f.ended(t, trace.SpanKindProducer, 4)
+	require.Len(t, producers, 4)
+	var producer sdktrace.ReadOnlySpan
+	writes := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range producers {
+		if !s.Parent().IsValid() {
+			producer = s
+			continue
+		}
+		writes[s.Parent().SpanID()] = s
+	}
+	require.NotNil(t, producer, "the publisher's producer span is a root")
 	psc := producer.SpanContext()
 	want := fmt.Sprintf("00-%s-%s-01", psc.TraceID(), psc.SpanID())
 	// The retry copies and the dead-letter copy keep the trace context.
@@ -294,6 +310,14 @@ func TestFailedTwiceThenDeadLetteredHasThreeConsumerSpansAndCountersThatAddUp(t 
 	assert.Contains(t, eventNames(spans[2]), bqotel.EventDeadLetter)
 	assert.NotContains(t, eventNames(spans[2]), bqotel.EventRetry)
 	assert.Equal(t, "failed", attrOf(spans[2], bqotel.AttrReason).AsString())
+	for i, dest := range []string{f.topic, f.topic, dlqTopic} {
+		w, ok := writes[spans[i].SpanContext().SpanID()]
+		if assert.True(t, ok, "delivery %d's write has a producer span, its child", i+1) {
+			assert.Equal(t, "send "+dest, w.Name(), "delivery %d", i+1)
+			assert.Equal(t, dest, attrOf(w, semconv.MessagingDestinationNameKey).AsString(), "delivery %d", i+1)
+			assert.NotEmpty(t, attrOf(w, semconv.MessagingMessageIDKey).AsString(), "delivery %d: the receipt's id", i+1)
+		}
+	}
 
 	c := f.counters(t)
 	assert.Equal(t, int64(3), c[bqotel.MetricConsumed], "received")
@@ -302,9 +326,14 @@ func TestFailedTwiceThenDeadLetteredHasThreeConsumerSpansAndCountersThatAddUp(t 
 	assert.Equal(t, int64(1), c[bqotel.MetricDeadLettered], "dead-lettered")
 	assert.Zero(t, c[bqotel.MetricHandled], "handled")
 	assert.Equal(t, int64(3), c[bqotel.MetricSettled], "settled")
-	// The two retry copies and the dead-letter copy were sent by the consumer's own
-	// producers, not by an instrumented publisher: one send is counted.
-	assert.Equal(t, int64(1), c[bqotel.MetricSent], "sent")
+	// The publish, the two retry copies and the dead-letter copy: the consumer's own writes
+	// are sends too.
+	assert.Equal(t, int64(4), c[bqotel.MetricSent], "sent")
+	sent := map[string]int64{}
+	for _, dp := range f.sums(t, bqotel.MetricSent) {
+		sent[value(dp.Attributes, semconv.MessagingDestinationNameKey)] += dp.Value
+	}
+	assert.Equal(t, map[string]int64{f.topic: 3, dlqTopic: 1}, sent, "sent, by destination")
 }
 
 func TestACallerTraceparentWins(t *testing.T) {

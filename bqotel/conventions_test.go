@@ -3,17 +3,22 @@ package bqotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/bqotel"
+	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
@@ -109,13 +114,20 @@ func TestMetricsFollowTheMessagingConventions(t *testing.T) {
 		}
 	}
 
+	// Two publishes to the topic, and the consumer's dead-letter write.
 	ops := f.histogram(t, bqotel.MetricOperation)
-	require.Len(t, ops, 1)
-	assert.Equal(t, uint64(2), ops[0].Count, "one point per send")
-	assert.Positive(t, ops[0].Sum)
-	assert.Equal(t, recommendedBuckets, ops[0].Bounds)
-	assert.Equal(t, "send", value(ops[0].Attributes, semconv.MessagingOperationNameKey))
-	assert.Equal(t, "pulsar", value(ops[0].Attributes, semconv.MessagingSystemKey))
+	require.Len(t, ops, 2, "one series per destination")
+	counts := map[string]uint64{}
+	for _, op := range ops {
+		counts[value(op.Attributes, semconv.MessagingDestinationNameKey)] = op.Count
+		assert.Positive(t, op.Sum)
+		assert.Equal(t, recommendedBuckets, op.Bounds)
+		assert.Equal(t, "send", value(op.Attributes, semconv.MessagingOperationNameKey))
+		assert.Equal(t, "pulsar", value(op.Attributes, semconv.MessagingSystemKey))
+	}
+	dlqTopic, err := dlq.TopicFor(f.topic)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]uint64{f.topic: 2, dlqTopic: 1}, counts, "one point per send")
 
 	var consumed int
 	for _, dp := range f.sums(t, bqotel.MetricConsumed) {
@@ -161,4 +173,123 @@ func TestAConsumerInsideASpanLinksIt(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, ambient, "linked to the worker's span once")
+}
+
+// startRecorder is a sampler that samples everything and keeps what each span was started
+// with: what a sampler can decide on.
+type startRecorder struct {
+	mu   sync.Mutex
+	seen []sdktrace.SamplingParameters
+}
+
+func (r *startRecorder) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	r.mu.Lock()
+	r.seen = append(r.seen, p)
+	r.mu.Unlock()
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: trace.SpanContextFromContext(p.ParentContext).TraceState()}
+}
+
+func (*startRecorder) Description() string { return "startRecorder" }
+
+// started returns the attributes the first span of kind k named name started with.
+func (r *startRecorder) started(k trace.SpanKind, name string) ([]attribute.KeyValue, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.seen {
+		if p.Kind == k && p.Name == name {
+			return p.Attributes, true
+		}
+	}
+	return nil, false
+}
+
+// TestASamplerSeesTheSubscriptionAndTheServer: messaging.destination.subscription.name
+// (Conditionally Required) is given when the consumer span starts, so that a sampler can
+// decide on it, and WithServiceURL puts server.address and server.port (Conditionally
+// Required when available, and Recommended) on the producer and consumer spans and on the
+// metric points.
+func TestASamplerSeesTheSubscriptionAndTheServer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sampler := &startRecorder{}
+	f.tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSpanProcessor(f.spans))
+	t.Cleanup(func() { assert.NoError(t, f.tp.Shutdown(context.Background())) })
+	f.reader = sdkmetric.NewManualReader() // a reader serves one provider
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
+	t.Cleanup(func() { assert.NoError(t, mp.Shutdown(context.Background())) })
+	var err error
+	f.tel, err = bqotel.New(bqotel.WithTracerProvider(f.tp), bqotel.WithMeterProvider(mp),
+		bqotel.WithServiceURL("pulsar://broker-0.example:16650,broker-1.example:16650"))
+	require.NoError(t, err)
+	f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil })
+	_, err = f.publisher(t).Publish(context.Background(), orderURN, nil)
+	require.NoError(t, err)
+	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
+
+	attrs, ok := sampler.started(trace.SpanKindConsumer, "process "+f.topic)
+	require.True(t, ok, "the sampler saw the consumer span")
+	assert.Contains(t, attrs, semconv.MessagingDestinationSubscriptionName("billing"), "known at the start")
+	server := []attribute.KeyValue{semconv.ServerAddress("broker-0.example"), semconv.ServerPort(16650)}
+	assert.Subset(t, attrs, server, "the consumer span starts with the server")
+	attrs, ok = sampler.started(trace.SpanKindProducer, "send "+f.topic)
+	require.True(t, ok, "the sampler saw the producer span")
+	assert.Subset(t, attrs, server, "the producer span starts with the server")
+	for _, s := range []sdktrace.ReadOnlySpan{consumer, producer} {
+		assert.Equal(t, "broker-0.example", attrOf(s, semconv.ServerAddressKey).AsString(), s.Name())
+		assert.Equal(t, int64(16650), attrOf(s, semconv.ServerPortKey).AsInt64(), s.Name())
+	}
+	assert.Equal(t, "billing", attrOf(consumer, semconv.MessagingDestinationSubscriptionNameKey).AsString())
+
+	points := f.sums(t, bqotel.MetricSent)
+	points = append(points, f.sums(t, bqotel.MetricConsumed)...)
+	require.NotEmpty(t, points)
+	for _, dp := range points {
+		assert.Equal(t, "broker-0.example", value(dp.Attributes, semconv.ServerAddressKey))
+		assert.Equal(t, "16650", value(dp.Attributes, semconv.ServerPortKey))
+	}
+	for _, dp := range f.histogram(t, bqotel.MetricProcess) {
+		assert.Equal(t, "broker-0.example", value(dp.Attributes, semconv.ServerAddressKey))
+	}
+}
+
+// TestWithServiceURLRefusesAURLWithoutABroker: a URL of another scheme, without a host or
+// with a bad port is refused when the Telemetry is built, not at the first span.
+func TestWithServiceURLRefusesAURLWithoutABroker(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"", "broker:6650", "kafka://broker:9092", "pulsar://", "pulsar://:6650", "pulsar://broker:0", "pulsar://broker:70000", "pulsar://broker:x"} {
+		_, err := bqotel.New(bqotel.WithServiceURL(u))
+		require.ErrorIs(t, err, bqotel.ErrInvalidOption, "%q", u)
+		assert.Contains(t, err.Error(), fmt.Sprintf("%q", u))
+	}
+}
+
+// TestAProducerSpanOfAPartitionedTopicNamesThePartition: the producer picks the partition
+// after the Publish hook ran; the receipt names it, and the span carries it as
+// messaging.destination.partition.id (Recommended), while messaging.destination.name stays
+// the topic.
+func TestAProducerSpanOfAPartitionedTopicNamesThePartition(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	require.NoError(t, f.broker.CreatePartitionedTopic(f.topic, 3))
+	pub := f.publisher(t)
+	for i := range 6 {
+		_, err := pub.Publish(context.Background(), orderURN, map[string]any{"n": i}, bqpulsar.WithKey(fmt.Sprintf("key-%d", i)))
+		require.NoError(t, err)
+	}
+	seen := map[string]bool{}
+	for _, s := range f.ended(t, trace.SpanKindProducer, 6) {
+		assert.Equal(t, f.topic, attrOf(s, semconv.MessagingDestinationNameKey).AsString())
+		p := attrOf(s, semconv.MessagingDestinationPartitionIDKey).AsString()
+		assert.Contains(t, []string{"0", "1", "2"}, p, "a partition of three")
+		seen[p] = true
+	}
+	assert.NotEmpty(t, seen)
+
+	// A topic that is not partitioned names none.
+	g := newFixture(t)
+	_, err := g.publisher(t).Publish(context.Background(), orderURN, nil)
+	require.NoError(t, err)
+	s := g.ended(t, trace.SpanKindProducer, 1)[0]
+	assert.Equal(t, attribute.EMPTY, attrOf(s, semconv.MessagingDestinationPartitionIDKey).Type(), "no partition id")
 }

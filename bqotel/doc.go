@@ -27,7 +27,8 @@
 // child of the span in the context given to Publish, with the messaging semantic
 // conventions' attributes: messaging.system=pulsar, messaging.operation.name=send,
 // messaging.operation.type=send, messaging.destination.name (the topic, without a
-// "-partition-N" suffix, which goes to messaging.destination.partition.id),
+// "-partition-N" suffix, which goes to messaging.destination.partition.id, as does the
+// partition the client picked for a Publisher's partitioned topic, at the receipt),
 // messaging.message.id (the id Pulsar assigned, set at the receipt), babelqueue.message.id
 // (the envelope's meta.id), messaging.message.body.size, and babelqueue.urn and
 // babelqueue.trace_id. Its context is injected into the message
@@ -86,7 +87,8 @@
 //
 // # Metrics
 //
-// The instruments, with the attributes of their data points (all have messaging.system):
+// The instruments, with the attributes of their data points (all have messaging.system,
+// and server.address and server.port with [WithServiceURL]):
 //
 //	name                                  kind       unit        attributes
 //	messaging.client.sent.messages        counter    {message}   destination, operation.name=send, babelqueue.outcome (ok, error), error.type on failure
@@ -119,19 +121,25 @@
 // messaging_process_duration_seconds, babelqueue_consumer_retried_total and so on.
 //
 // The counters add up per message: a message whose handler fails on each of three
-// deliveries (WithMaxAttempts(3)) counts consumed 3, failed 3, retried 2, dead_lettered 1
-// and settled 3.
+// deliveries (WithMaxAttempts(3), retries by republish) counts consumed 3, failed 3,
+// retried 2, dead_lettered 1 and settled 3, and sent 4 when its publisher is instrumented
+// too (the publish, the two republishes and the dead-letter copy).
 //
-// # Semantic conventions: what is not followed yet
+// # Server, subscription, partition and the consumer's own writes
 //
-//   - server.address and server.port (Conditionally Required, "if available") are not set:
-//     the hooks are not given the client's service URL.
-//   - messaging.destination.subscription.name is set when the delivery's first event arrives,
-//     before the handler runs but after the span started, so a sampler does not see it: the
-//     Delivery hook is given the message alone.
-//   - The consumer's own retry and dead-letter republishes are not counted as sent, and a
-//     producer span of a partitioned topic names no partition (the client picks it after the
-//     hook ran).
+// With [WithServiceURL] (the client's service URL, which the hooks are not given) every span
+// and metric point carries server.address and server.port, as the conventions ask when the
+// address is available; without it they are left out. The consumer span starts with
+// messaging.destination.subscription.name (the Delivery hook's context names the consumer,
+// pulsar.ConsumerInfoFrom), so a sampler sees it. A producer span of a partitioned topic
+// gets messaging.destination.partition.id at the receipt, which names the partition the
+// client picked (a Publisher asks the broker once whether its topic is partitioned). The
+// consumer's own writes, its retry republishes and dead-letter copies, are sends: each gets
+// a producer span, the child of the consumer span of the delivery that wrote it, and is
+// counted in messaging.client.sent.messages and messaging.client.operation.duration under
+// its destination (the queue's topic, or its dead-letter topic). The copy keeps the
+// original's traceparent, so the redelivery's consumer span is still the child of the
+// original producer span.
 //
 // # Cost
 //

@@ -39,7 +39,8 @@ const (
 var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
 type instruments struct {
-	urn bool
+	urn    bool
+	server []attribute.KeyValue // WithServiceURL's, on every point
 
 	sent, consumed                                        metric.Int64Counter
 	handled, failed, retried, deadLettered, dropped       metric.Int64Counter
@@ -66,7 +67,7 @@ const (
 )
 
 func newInstruments(m metric.Meter, t *Telemetry) (*instruments, error) {
-	in := &instruments{urn: t.cfg.urnMetrics, sets: map[setKey]metric.MeasurementOption{}}
+	in := &instruments{urn: t.cfg.urnMetrics, server: t.cfg.server, sets: map[setKey]metric.MeasurementOption{}}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -122,8 +123,9 @@ func (in *instruments) set(k setKey) metric.MeasurementOption {
 	if ok {
 		return o
 	}
-	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs := make([]attribute.KeyValue, 0, 9)
 	attrs = append(attrs, attrSystem, semconv.MessagingDestinationName(k.topic))
+	attrs = append(attrs, in.server...)
 	switch k.kind {
 	case kindSent:
 		attrs = append(attrs, attrNameSend, AttrOutcome.String(k.outcome))
@@ -244,11 +246,7 @@ func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessag
 // durations and adds the span events (retry, dead letter, poison, gate rejection, …) to the
 // delivery's consumer span.
 func (t *Telemetry) event(e bqpulsar.Event) {
-	d := deliveryFrom(e.Context)
-	if d != nil {
-		if e.Kind == bqpulsar.EventReceived {
-			d.subscription = e.Subscription
-		}
+	if d := deliveryFrom(e.Context); d != nil {
 		spanEvent(d, e)
 	}
 	if t.m != nil {
@@ -279,7 +277,7 @@ func (t *Telemetry) RegisterConsumer(subscription string, c InFlightReporter) (f
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil consumer", ErrInvalidOption)
 	}
-	attrs := []attribute.KeyValue{attrSystem, semconv.MessagingDestinationSubscriptionName(subscription)}
+	attrs := append([]attribute.KeyValue{attrSystem, semconv.MessagingDestinationSubscriptionName(subscription)}, t.cfg.server...)
 	return t.register(t.consumers, &gaugeEntry{value: c.InFlight, opt: metric.WithAttributeSet(attribute.NewSet(attrs...))}), nil
 }
 
@@ -291,7 +289,7 @@ func (t *Telemetry) RegisterPublisher(p PendingReporter) (func(), error) {
 		return nil, fmt.Errorf("%w: nil publisher", ErrInvalidOption)
 	}
 	topic, _ := splitPartition(p.Topic())
-	attrs := []attribute.KeyValue{attrSystem, semconv.MessagingDestinationName(topic)}
+	attrs := append([]attribute.KeyValue{attrSystem, semconv.MessagingDestinationName(topic)}, t.cfg.server...)
 	return t.register(t.publishers, &gaugeEntry{value: p.Pending, opt: metric.WithAttributeSet(attribute.NewSet(attrs...))}), nil
 }
 

@@ -87,6 +87,9 @@ func deliveryFrom(ctx context.Context) *delivery {
 // children.
 func (t *Telemetry) delivery(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Event)) {
 	d := &delivery{topic: msg.Topic(), start: time.Now()}
+	if info, ok := bqpulsar.ConsumerInfoFrom(ctx); ok {
+		d.subscription = info.Subscription // known at the span's start, for samplers
+	}
 	if t.cfg.tracing {
 		ctx = t.startConsumerSpan(ctx, msg, d)
 	}
@@ -100,10 +103,14 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 	pctx := t.cfg.prop.Extract(ctx, readCarrier(props))
 	remote := trace.SpanContextFromContext(pctx)
 	dest, partition := splitPartition(d.topic)
-	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs := make([]attribute.KeyValue, 0, 14)
 	attrs = append(attrs, attrSystem, attrOpProcess, attrNameProcess, semconv.MessagingDestinationName(dest),
 		semconv.MessagingMessageBodySize(len(msg.Payload())),
 		AttrRedeliveryCount.Int64(int64(msg.RedeliveryCount())))
+	attrs = append(attrs, t.cfg.server...)
+	if d.subscription != "" {
+		attrs = append(attrs, semconv.MessagingDestinationSubscriptionName(d.subscription))
+	}
 	if partition != "" {
 		attrs = append(attrs, semconv.MessagingDestinationPartitionID(partition))
 	}
@@ -155,10 +162,6 @@ func spanEvent(d *delivery, e bqpulsar.Event) {
 		return
 	}
 	switch e.Kind {
-	case bqpulsar.EventReceived:
-		if e.Subscription != "" {
-			d.span.SetAttributes(semconv.MessagingDestinationSubscriptionName(e.Subscription))
-		}
 	case bqpulsar.EventFailed:
 		d.span.RecordError(e.Err, trace.WithAttributes(AttrAttempt.Int(e.Attempt)))
 	case bqpulsar.EventRetried:
@@ -231,8 +234,9 @@ func (t *Telemetry) publish(ctx context.Context, m *bqpulsar.OutgoingMessage) fu
 	var span trace.Span
 	if t.cfg.tracing {
 		dest, partition := splitPartition(m.Topic)
-		attrs := make([]attribute.KeyValue, 0, 9)
+		attrs := make([]attribute.KeyValue, 0, 11)
 		attrs = append(attrs, attrSystem, attrOpSend, attrNameSend, semconv.MessagingDestinationName(dest))
+		attrs = append(attrs, t.cfg.server...)
 		if partition != "" {
 			attrs = append(attrs, semconv.MessagingDestinationPartitionID(partition))
 		}
@@ -259,6 +263,10 @@ func (t *Telemetry) publish(ctx context.Context, m *bqpulsar.OutgoingMessage) fu
 		}
 		if id != nil {
 			span.SetAttributes(semconv.MessagingMessageID(id.String())) // the id Pulsar assigned, known at the receipt
+			if m.Partitioned {
+				// The producer picked the partition after this hook ran; the receipt names it.
+				span.SetAttributes(semconv.MessagingDestinationPartitionID(strconv.Itoa(int(id.PartitionIdx()))))
+			}
 		}
 		if err != nil {
 			span.RecordError(err)
