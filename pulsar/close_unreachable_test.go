@@ -14,6 +14,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
@@ -70,29 +71,41 @@ func waitTeardown(t *testing.T, c *bqpulsar.Consumer) {
 
 // TestCloseReturnsWithinTheCloseTimeoutWhenTheBrokerIsGone: the client's Close of a
 // consumer whose broker is gone waits for its reconnection attempts, up to the operation
-// timeout (5 s here, 30 s by default); the consumer's Close must return within its close
-// timeout plus 1 s anyway. Without the bound, Close took about the operation timeout.
+// timeout (15 s here, 30 s by default); the consumer's Close must not wait for it, and
+// returns at its close timeout with a CloseTimeoutError naming what was left running.
+//
+// The proof is an order of events, not a clock: Close has returned while the teardown it
+// started (the client's Close) is still running. This test once asserted "within the close
+// timeout + 1 s" and failed on a loaded 2-core CI machine (2.5 s); without the bound, Close
+// would take the operation timeout, return nil, and find the teardown done.
 func TestCloseReturnsWithinTheCloseTimeoutWhenTheBrokerIsGone(t *testing.T) {
 	t.Parallel()
-	const closeTimeout = time.Second
 	b := pulsartest.NewBroker(t)
-	client := newClient(t, b)
-	c, runDone := connectedConsumer(t, b, client, uniqueTopic(t, "closegone"), bqpulsar.WithCloseTimeout(closeTimeout))
+	client, err := apulsar.NewClient(apulsar.ClientOptions{
+		URL: b.URL(), OperationTimeout: 15 * time.Second, ConnectionTimeout: 5 * time.Second,
+		Logger: bqpulsar.NewClientLogger(zap.NewNop()),
+	})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	c, runDone := connectedConsumer(t, b, client, uniqueTopic(t, "closegone"), bqpulsar.WithCloseTimeout(time.Second))
 
 	require.NoError(t, b.Close())
 	time.Sleep(200 * time.Millisecond) // the client notices the lost connection and reconnects
 
 	start := time.Now()
-	err := c.Close()
-	elapsed := time.Since(start)
-	t.Logf("Close with the broker gone returned after %s: %v", elapsed.Round(time.Millisecond), err)
-	assert.Less(t, elapsed, closeTimeout+time.Second, "Close did not return within the close timeout + 1 s")
-	if err != nil {
-		require.ErrorIs(t, err, bqpulsar.ErrCloseTimeout)
-		var cte *bqpulsar.CloseTimeoutError
-		require.ErrorAs(t, err, &cte)
-		assert.NotEmpty(t, cte.Pending)
+	err = c.Close()
+	teardownRunning := true
+	select {
+	case <-c.TeardownDone():
+		teardownRunning = false
+	default:
 	}
+	t.Logf("Close with the broker gone returned after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	require.ErrorIs(t, err, bqpulsar.ErrCloseTimeout, "Close returned at its close timeout, not the client's")
+	var cte *bqpulsar.CloseTimeoutError
+	require.ErrorAs(t, err, &cte)
+	assert.NotEmpty(t, cte.Pending)
+	assert.True(t, teardownRunning, "Close returned while the client's Close was still waiting for the broker")
 	require.ErrorIs(t, <-runDone, bqpulsar.ErrClosed)
 	require.Equal(t, err, c.Close(), "a second Close returns the first one's result")
 	waitTeardown(t, c)
@@ -152,10 +165,7 @@ wait:
 	mu.Unlock()
 	assert.True(t, hooked, "the error hook did not hear of the unreachable broker")
 
-	start := time.Now()
-	err := c.Close()
-	assert.Less(t, time.Since(start), 2*time.Second)
-	t.Logf("Close: %v", err)
+	t.Logf("Close: %v", c.Close()) // its bound is TestCloseReturnsWithinTheCloseTimeoutWhenTheBrokerIsGone's
 	waitTeardown(t, c)
 }
 
