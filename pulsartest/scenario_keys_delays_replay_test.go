@@ -95,6 +95,12 @@ func TestScenario10KeyShared(t *testing.T) {
 }
 
 // 11. delayed delivery: Shared waits; Exclusive and Failover deliver immediately.
+//
+// That Exclusive and Failover do not wait is proven with a message delayed by an hour, which
+// they must deliver with the others, not with a clock: the test once asserted that they
+// received within the 1.5 s delay, which a loaded 2-core CI machine can miss. Only lower
+// bounds are timed (a late delivery under load is not a failure; the receive's own timeout
+// bounds it).
 func TestScenario11DelayedDelivery(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
 		shared := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "shared", Type: apulsar.Shared})
@@ -105,20 +111,21 @@ func TestScenario11DelayedDelivery(t *testing.T) {
 		sent := time.Now()
 		_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("later"), DeliverAfter: delay})
 		require.NoError(t, err)
+		_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("in an hour"), DeliverAfter: time.Hour})
+		require.NoError(t, err)
 		sendAll(t, p, "now")
 
-		// Exclusive and Failover ignore deliver_at_time: both messages, in order, right away.
+		// Exclusive and Failover ignore deliver_at_time: all three, in order, the one due in
+		// an hour included.
 		for _, k := range []apulsar.Consumer{excl, fail} {
-			assert.Equal(t, []string{"later", "now"}, payloads(receiveN(t, k, 2)))
+			assert.Equal(t, []string{"later", "in an hour", "now"}, payloads(receiveN(t, k, 3)))
 		}
-		assert.Less(t, time.Since(sent), delay, "exclusive and failover did not wait")
 		// Shared delivers the undelayed message first and the delayed one not before its time (±1 s on a
-		// real broker, whose tick may deliver early).
+		// real broker, whose tick may deliver early); the one due in an hour stays back.
 		assert.Equal(t, "now", string(receive(t, shared).Payload()))
 		m := receive(t, shared)
 		assert.Equal(t, "later", string(m.Payload()))
 		assert.GreaterOrEqual(t, time.Since(sent), delay-time.Second)
-		assert.Less(t, time.Since(sent), delay+3*time.Second)
 	})
 }
 
