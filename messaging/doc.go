@@ -72,6 +72,12 @@
 // when the output is acked downstream, and nacked when the function fails or
 // the output is nacked. Return [NackWith] to pass nack options.
 //
+// A stage function's ctx is the runtime's, with the values of the message's
+// own context in front when it carries a [ContextMetadata] (as MicroProfile's
+// TracingMetadata carries an OpenTelemetry context): a connector's source
+// attaches its delivery's, so the spans a stage starts nest under the
+// consumer span. Its cancellation stays the runtime's ([MessageContext]).
+//
 // Typed channels: declare orders := ChannelOf[Order]("orders") once and
 // register with the On functions (ProcessOn, ConsumeOn, NewEmitterOn, …): a
 // payload type mismatch between two stages is then a compile error. The

@@ -34,7 +34,7 @@ func NewProcessMessageStage(ctx context.Context) reactive.Processor[Message[int]
 // NewFlatMapStage is the processor of FlatMap (one output per input).
 func NewFlatMapStage(ctx context.Context) reactive.Processor[Message[int], Message[int]] {
 	return newFlatMapProcessor(ctx, AckPre, nil, func(m Message[int]) { _ = m.Ack(ctx) },
-		func(p int) reactive.Publisher[int] { return reactive.FromSlice(p) })
+		func(_ context.Context, p int) reactive.Publisher[int] { return reactive.FromSlice(p) })
 }
 
 // NewTransformStage is the processor of Transform with the identity function.

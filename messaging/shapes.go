@@ -178,7 +178,7 @@ func newFlatMapMessageProcessor[I, O any](ctx context.Context, s stageEnv, obs *
 	}, nil, obs)
 	tail := reactive.FlatMap[Message[I], Message[O]](head, func(m Message[I]) reactive.Publisher[Message[O]] {
 		var pub reactive.Publisher[Message[O]]
-		err := callSafely(s.name, func() error { pub = f(ctx, m); return nil })
+		err := callSafely(s.name, func() error { pub = f(MessageContext(ctx, m.Metadata()), m); return nil })
 		if err == nil && isNilValue(pub) {
 			err = fmt.Errorf("%w: %s returned a nil publisher", ErrNilArgument, s.name)
 		}

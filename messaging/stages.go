@@ -367,7 +367,7 @@ func consumeInvoke[T any](ctx context.Context, s stageEnv, h func(ctx context.Co
 		if s.ack == AckPre {
 			s.settled("ack", m.Ack(ctx))
 		}
-		err := callSafely(s.name, func() error { return h(ctx, m.Payload()) })
+		err := callSafely(s.name, func() error { return h(MessageContext(ctx, m.Metadata()), m.Payload()) })
 		if err != nil {
 			s.failed(err)
 		}
@@ -402,7 +402,7 @@ func consumeMessageInvoke[T any](ctx context.Context, s stageEnv, h func(ctx con
 		if s.ack == AckPre {
 			s.settled("ack", m.Ack(ctx))
 		}
-		err := callSafely(s.name, func() error { return h(ctx, m) })
+		err := callSafely(s.name, func() error { return h(MessageContext(ctx, m.Metadata()), m) })
 		if err != nil {
 			s.failed(err)
 		}
@@ -530,7 +530,7 @@ func processInvoke[I, O any](ctx context.Context, s stageEnv, f func(ctx context
 			s.settled("ack", m.Ack(ctx))
 		}
 		var v O
-		err := callSafely(s.name, func() (err error) { v, err = f(ctx, m.Payload()); return err })
+		err := callSafely(s.name, func() (err error) { v, err = f(MessageContext(ctx, m.Metadata()), m.Payload()); return err })
 		if err != nil {
 			s.failed(err)
 			if s.ack == AckPost {
@@ -567,7 +567,7 @@ func processMessageInvoke[I, O any](ctx context.Context, s stageEnv, f func(ctx 
 			s.settled("ack", m.Ack(ctx))
 		}
 		var res Message[O]
-		err := callSafely(s.name, func() (err error) { res, err = f(ctx, m); return err })
+		err := callSafely(s.name, func() (err error) { res, err = f(MessageContext(ctx, m.Metadata()), m); return err })
 		if err == nil && res == nil {
 			err = fmt.Errorf("%w from %s", ErrNilMessage, s.name)
 		}
@@ -616,7 +616,7 @@ func FlatMap[I, O any](r *Runtime, in, out string, f func(ctx context.Context, p
 		}
 		p := newFlatMapProcessor(ctx, n.ack, b.state(in), func(m Message[I]) {
 			b.acked(n, m.Ack(ctx))
-		}, func(p I) reactive.Publisher[O] {
+		}, func(ctx context.Context, p I) reactive.Publisher[O] {
 			var pub reactive.Publisher[O]
 			err := callSafely(n.name, func() error { pub = f(ctx, p); return nil })
 			if err != nil {
@@ -629,7 +629,7 @@ func FlatMap[I, O any](r *Runtime, in, out string, f func(ctx context.Context, p
 	r.register(n)
 }
 
-func newFlatMapProcessor[I, O any](_ context.Context, ack AckStrategy, obs *chanState, ackFn func(Message[I]), f func(I) reactive.Publisher[O]) *opProcessor[I, O] {
+func newFlatMapProcessor[I, O any](ctx context.Context, ack AckStrategy, obs *chanState, ackFn func(Message[I]), f func(context.Context, I) reactive.Publisher[O]) *opProcessor[I, O] {
 	head := newGate(func(m Message[I]) (Message[I], bool) {
 		if ack == AckPre {
 			ackFn(m)
@@ -637,7 +637,7 @@ func newFlatMapProcessor[I, O any](_ context.Context, ack AckStrategy, obs *chan
 		return m, true
 	}, nil, obs)
 	tail := reactive.FlatMap[Message[I], Message[O]](head, func(m Message[I]) reactive.Publisher[Message[O]] {
-		pub := f(m.Payload())
+		pub := f(MessageContext(ctx, m.Metadata()), m.Payload())
 		if pub == nil {
 			return reactive.Empty[Message[O]]()
 		}
