@@ -8,6 +8,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/bqotel"
@@ -91,4 +92,65 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 	c := f.counters(t)
 	assert.Equal(t, int64(1), c[bqotel.MetricSent])
 	assert.Equal(t, int64(1), c[bqotel.MetricConsumed])
+}
+
+// A stage of the runtime gets the delivery's context with the message
+// (messaging.ContextMetadata): the span it starts is the child of the source's consumer
+// span, and when it puts its own context on the message it returns, the sink's producer
+// span is the child of the stage's span, so that one trace runs through the whole pipeline.
+func TestAStageSpanNestsBetweenTheSourceAndTheSink(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, err := f.publisher(t).Publish(context.Background(), orderURN, map[string]any{"order_id": 11})
+	require.NoError(t, err)
+	src, err := connector.NewSource(f.client, connector.SourceOptions{
+		Consumer: apulsar.ConsumerOptions{
+			Topic: f.topic, SubscriptionName: "enrich", Type: apulsar.Shared,
+			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+		},
+		Hooks: []bqpulsar.Hooks{f.tel.Hooks()},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, src.Close(context.Background())) })
+	col := &collector{}
+	src.Subscribe(col)
+	testwait.Eventually(t, waitLong, func() bool { return len(col.received()) == 1 }, "nothing delivered")
+	in := col.received()[0]
+
+	// What a Process stage's function does with the ctx the runtime gives it.
+	ctx := messaging.MessageContext(context.Background(), in.Metadata())
+	stageCtx, stage := f.tp.Tracer("app").Start(ctx, "enrich order")
+	out := messaging.WithMetadataItems(messaging.WithPayload(in, in.Payload()), messaging.ContextMetadata{Context: stageCtx})
+	stage.End()
+
+	sink, err := connector.NewSink(f.client, connector.SinkOptions{
+		Producer: apulsar.ProducerOptions{Topic: f.topic + "-enriched"},
+		Hooks:    []bqpulsar.Hooks{f.tel.Hooks()},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, sink.Close(context.Background())) })
+	reactive.FromSlice(out).Subscribe(sink) // the sink acks the input once sent
+
+	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+	stageSpan, sinkSpan := spanNamed(t, f, "enrich order"), spanNamed(t, f, "send "+f.topic+"-enriched")
+	assert.Equal(t, consumer.SpanContext().SpanID(), stageSpan.Parent().SpanID(), "the stage's span is the consumer span's child")
+	assert.Equal(t, stageSpan.SpanContext().SpanID(), sinkSpan.Parent().SpanID(), "the sink's producer span is the stage span's child")
+	assert.Equal(t, consumer.SpanContext().TraceID(), sinkSpan.SpanContext().TraceID(), "one trace")
+	assert.Equal(t, "acked", attrOf(consumer, bqotel.AttrOutcome).AsString(), "the sink's send acked the input")
+}
+
+// spanNamed waits for the ended span named name.
+func spanNamed(t *testing.T, f *fixture, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	var got sdktrace.ReadOnlySpan
+	testwait.Eventually(t, waitLong, func() bool {
+		for _, s := range f.spans.Ended() {
+			if s.Name() == name {
+				got = s
+				return true
+			}
+		}
+		return false
+	}, "no ended span %q", name)
+	return got
 }

@@ -17,7 +17,12 @@
 //
 //	connector.New(connector.WithHooks(tel.Hooks()))
 //
-// (or SourceOptions.Hooks and SinkOptions.Hooks). The sink runs
+// (or SourceOptions.Hooks and SinkOptions.Hooks). A source's message carries its delivery's
+// context (messaging.ContextMetadata), so a runtime stage's function gets the consumer
+// span in its ctx and the spans it starts nest under it; the sink starts its producer span
+// from the message's context, so it is the child of the consumer span, or of the stage's
+// span when the stage put its own ctx on the message it returned
+// (messaging.WithMetadataItems(m, messaging.ContextMetadata{Context: ctx})). The sink runs
 // its publish hooks before its own tracing-enabled derivation, so the producer span's
 // traceparent is the one sent, and downstream consumer spans are its children.
 //

@@ -201,7 +201,9 @@ func (s *Sink) OnNext(m messaging.Message[[]byte]) {
 	pm, env := s.message(m)
 	var finish func(apulsar.MessageID, error)
 	if s.hooks != nil {
-		finish = s.hooks(context.Background(), s.producer.Topic(), env, pm)
+		// With the values of the message's context (messaging.ContextMetadata): a producer
+		// span is then the child of the span the message came with.
+		finish = s.hooks(messaging.MessageContext(context.Background(), m.Metadata()), s.producer.Topic(), env, pm)
 	}
 	s.traceparent(pm) // after the hooks: a tracing hook's own traceparent wins
 	// Settle outside the producer lock: a settlement may request more, and the upstream

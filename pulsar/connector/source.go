@@ -439,7 +439,9 @@ func (s *Source) pump(ctx context.Context) {
 // and, for envelopes, poison were settled by the Consumer and never get here).
 func (s *Source) accept(d *bqpulsar.Delivery) {
 	msg := d.Message()
-	md := messaging.NewMetadata(metadataOf(msg, d.URN(), d.Attempt()-1))
+	// The delivery's context goes with the message: the stage functions get its values
+	// (the consumer span of a tracing hook, say) and so does the sink's publish hook.
+	md := messaging.NewMetadata(metadataOf(msg, d.URN(), d.Attempt()-1), messaging.ContextMetadata{Context: d.Context()})
 	if txn := seam.TxnOf(d.Context()); txn != nil {
 		md = md.With(deliveryTxn{txn: txn})
 	}
