@@ -7,9 +7,14 @@
 // Spans go to standard output through the OpenTelemetry stdout exporter, one JSON object
 // per span: the checkout span of the application, the producer span of each order, the
 // consumer span of each delivery (the producer span's child, across the broker, through
-// the traceparent property) and the handler's own span under it. One order fails on its
-// first delivery, so it has two consumer spans, the first with a babelqueue.retry event.
-// The program then scrapes its own /metrics and prints the BabelQueue and client lines.
+// the traceparent property) and the handler's own span under it. Order 2 fails on its
+// first delivery, so it has two consumer spans, the first with a babelqueue.retry event;
+// order 3 is refused for good and dead-lettered. The consumer's retry republish and its
+// dead-letter copy get producer spans too, children of their delivery's span. The program
+// then scrapes its own /metrics and prints the BabelQueue and client lines.
+//
+// deploy/grafana/babelqueue.json is a Grafana dashboard of these metrics; its test
+// (dashboard_test.go) runs this program under a real Prometheus and checks every panel.
 //
 // It uses the broker at PULSAR_URL, or starts an embedded one.
 package main
@@ -54,14 +59,37 @@ type Order struct {
 
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	err := run(ctx, os.Stdout)
+	err := run(ctx, os.Stdout, options{})
 	cancel()
 	if err != nil {
 		log.Fatalf("observability: %v", err)
 	}
 }
 
-func run(ctx context.Context, out io.Writer) (err error) {
+// options change what run does beyond the demonstration, for the dashboard's test.
+type options struct {
+	// serving, when set, is called with the base URL of /metrics once it is served.
+	serving func(base string)
+	// work, when set, keeps the program working after the first three orders: it publishes
+	// an order every 100 ms, under the same rules, until work is closed.
+	work <-chan struct{}
+}
+
+// outcome is what the handler decides for an order: order IDs 2, 5, 8, … fail on their
+// first delivery and are retried, IDs 3, 6, 9, … are refused for good.
+func outcome(o Order, attempts int) error {
+	switch o.ID % 3 {
+	case 2:
+		if attempts == 0 {
+			return errors.New("stock service busy")
+		}
+	case 0:
+		return bqpulsar.DeadLetter(errors.New("no such delivery address"))
+	}
+	return nil
+}
+
+func run(ctx context.Context, out io.Writer, opt options) (err error) {
 	// The program and the span exporter (called from the consumer's goroutine) both write.
 	w := &syncWriter{w: out}
 
@@ -84,28 +112,36 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(traceExporter))
 	defer func() { err = errors.Join(err, tp.Shutdown(context.WithoutCancel(ctx))) }()
 
-	tel, err := bqotel.New(bqotel.WithTracerProvider(tp), bqotel.WithMeterProvider(mp))
-	if err != nil {
-		return fmt.Errorf("bqotel: %w", err)
-	}
-
-	client, closeBroker, err := connect(ctx, w, reg)
+	client, url, closeBroker, err := connect(ctx, w, reg)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeBroker()) }()
 	defer client.Close()
+	// The URN on the metrics (bounded by this program's handlers) and the broker's address.
+	tel, err := bqotel.New(bqotel.WithTracerProvider(tp), bqotel.WithMeterProvider(mp),
+		bqotel.WithURNMetricAttribute(), bqotel.WithServiceURL(url))
+	if err != nil {
+		return fmt.Errorf("bqotel: %w", err)
+	}
 	topic := "persistent://public/default/observability-orders"
 	if os.Getenv("PULSAR_URL") != "" {
 		topic = fmt.Sprintf("%s-%d", topic, time.Now().UnixNano())
 	}
 
-	// The consumer: order 2 fails on its first delivery and is retried.
+	// The consumer: order 2 fails on its first delivery and is retried, order 3 is
+	// dead-lettered. An Event hook after bqotel's counts the settled orders, once their
+	// metrics are recorded.
 	const n = 3
-	var handled atomic.Int32
+	var settled atomic.Int32
 	done := make(chan struct{})
 	tracer := tp.Tracer("example/observability")
-	consumer, err := bqpulsar.NewConsumer(client, append(tel.ConsumerOptions(),
+	countSettled := bqpulsar.WithHooks(bqpulsar.Hooks{Event: func(e bqpulsar.Event) {
+		if (e.Kind == bqpulsar.EventAcked || e.Kind == bqpulsar.EventDeadLettered) && settled.Add(1) == n {
+			close(done)
+		}
+	}})
+	consumer, err := bqpulsar.NewConsumer(client, append(tel.ConsumerOptions(), countSettled,
 		bqpulsar.WithTopic(topic),
 		bqpulsar.WithSubscription("fulfilment", apulsar.Shared),
 		bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
@@ -118,13 +154,7 @@ func run(ctx context.Context, out io.Writer) (err error) {
 			// The handler's context carries the consumer span: this span is its child.
 			_, span := tracer.Start(ctx, "reserve stock")
 			defer span.End()
-			if o.ID == 2 && e.Attempts == 0 {
-				return errors.New("stock service busy")
-			}
-			if handled.Add(1) == n {
-				close(done)
-			}
-			return nil
+			return outcome(o, e.Attempts)
 		}))...)
 	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
@@ -153,6 +183,9 @@ func run(ctx context.Context, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, srv.Close()) }()
+	if opt.serving != nil {
+		opt.serving(base)
+	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -173,9 +206,14 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return fmt.Errorf("handled %d of %d orders: %w", handled.Load(), n, ctx.Err())
+		return fmt.Errorf("settled %d of %d orders: %w", settled.Load(), n, ctx.Err())
 	}
-	fmt.Fprintf(w, "handled %d orders\n", n)
+	fmt.Fprintf(w, "settled %d orders: 2 handled, 1 dead-lettered\n", n)
+	if opt.work != nil {
+		if err := keepWorking(ctx, pub, n, opt.work); err != nil {
+			return err
+		}
+	}
 
 	status, _, err := get(ctx, base+"/health/ready")
 	if err != nil {
@@ -198,15 +236,35 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	return nil
 }
 
+// keepWorking publishes an order every 100 ms, numbered after the first n, until stop is
+// closed.
+func keepWorking(ctx context.Context, pub *bqpulsar.Publisher, n int, stop <-chan struct{}) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for id := n + 1; ; id++ {
+		select {
+		case <-stop:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("working: %w", ctx.Err())
+		case <-tick.C:
+		}
+		if _, err := pub.Publish(ctx, orderURN, Order{ID: id}); err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+	}
+}
+
 // connect returns a client for PULSAR_URL, or for an embedded broker, whose own metrics go
-// to reg (ClientOptions.MetricsRegisterer), and the function that closes the broker.
-func connect(ctx context.Context, w io.Writer, reg prometheus.Registerer) (apulsar.Client, func() error, error) {
+// to reg (ClientOptions.MetricsRegisterer), its service URL, and the function that closes
+// the broker.
+func connect(ctx context.Context, w io.Writer, reg prometheus.Registerer) (apulsar.Client, string, func() error, error) {
 	url := os.Getenv("PULSAR_URL")
 	closeBroker := func() error { return nil }
 	if url == "" {
 		b, err := pulsartest.Start(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("start the embedded broker: %w", err)
+			return nil, "", nil, fmt.Errorf("start the embedded broker: %w", err)
 		}
 		url, closeBroker = b.URL(), b.Close
 		fmt.Fprintf(w, "broker: embedded Pulsar-protocol broker at %s (set PULSAR_URL to use your own)\n", url)
@@ -221,9 +279,9 @@ func connect(ctx context.Context, w io.Writer, reg prometheus.Registerer) (apuls
 		MetricsRegisterer: reg,
 	})
 	if err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("connect to %s: %w", url, err), closeBroker())
+		return nil, "", nil, errors.Join(fmt.Errorf("connect to %s: %w", url, err), closeBroker())
 	}
-	return c, closeBroker, nil
+	return c, url, closeBroker, nil
 }
 
 // serve serves /metrics from reg and the probes of consumer under /health/ on a loopback

@@ -36,7 +36,7 @@ func TestObservability(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	require.NoError(t, run(ctx, &out))
+	require.NoError(t, run(ctx, &out, options{}))
 	s := out.String()
 	assert.Contains(t, s, "broker: embedded Pulsar-protocol broker at pulsar://127.0.0.1:")
 	assert.Contains(t, s, "published 3 orders to persistent://public/default/observability-orders\n")
@@ -70,6 +70,8 @@ func TestObservability(t *testing.T) {
 		}
 	}
 	assert.Len(t, republishedBy, 1, "three producer spans are the checkout's children, the retry's a consumer span's")
+	dead := byName["send "+dest+".dlq"]
+	require.Len(t, dead, 1, "order 3's dead-letter copy")
 	processes := map[string]bool{}
 	retries := 0
 	for _, c := range byName["process "+dest] {
@@ -84,6 +86,7 @@ func TestObservability(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, retries)
+	assert.True(t, processes[dead[0].Parent.SpanID], "the dead-letter copy's span is a consumer span's child")
 	for _, h := range byName["reserve stock"] {
 		assert.True(t, processes[h.Parent.SpanID], "the handler's span is a consumer span's child")
 	}
@@ -91,11 +94,11 @@ func TestObservability(t *testing.T) {
 	// The scrape: BabelQueue's metrics and the client's, from one registry.
 	assert.Contains(t, s, "GET /metrics: 200 OK")
 	for _, want := range []string{
-		`messaging_client_sent_messages_total{babelqueue_outcome="ok",messaging_destination_name="` + dest + `",messaging_operation_name="send",messaging_system="pulsar"} 4`,
 		`messaging_client_consumed_messages_total{`,
 		`babelqueue_consumer_handled_total{`,
 		`babelqueue_consumer_failed_total{`,
 		`babelqueue_consumer_retried_total{`,
+		`babelqueue_consumer_dead_lettered_total{babelqueue_dead_letter_reason="failed"`,
 		`babelqueue_consumer_settled_total{babelqueue_outcome="acked"`,
 		`messaging_process_duration_seconds_count{`,
 		`babelqueue_consumer_in_flight{`,
@@ -103,4 +106,21 @@ func TestObservability(t *testing.T) {
 	} {
 		assert.Contains(t, s, want)
 	}
+	// The publishes and the retry republish to the topic, the copy to its dead-letter topic,
+	// with the URN (WithURNMetricAttribute) and the broker's address (WithServiceURL).
+	sent := map[string]string{}
+	for line := range strings.Lines(s) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "messaging_client_sent_messages_total{"); ok {
+			labels, value, _ := strings.Cut(rest, "} ")
+			assert.Contains(t, labels, `babelqueue_urn="urn:babel:orders:created"`)
+			assert.Contains(t, labels, `server_address="127.0.0.1"`)
+			assert.Contains(t, labels, `babelqueue_outcome="ok"`)
+			for _, d := range []string{dest, dest + ".dlq"} {
+				if strings.Contains(labels, `messaging_destination_name="`+d+`"`) {
+					sent[d] = value
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string]string{dest: "4", dest + ".dlq": "1"}, sent)
 }
