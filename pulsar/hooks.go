@@ -52,9 +52,11 @@ type Hooks struct {
 	// Publish is called for every message a [Publisher] (or the connector's sink) sends,
 	// and for every retry republish and dead-letter copy a [Consumer] (or the connector's
 	// source) writes, after the message is built and before it is handed to the producer,
-	// with the context of the call (for a consumer's write, the delivery's context). It returns a function called exactly once with the outcome of the send
-	// (nil for none). Tracing opens a producer span here and injects its context into the
-	// message's properties.
+	// with the context of the call (for a consumer's write, the delivery's context). It
+	// returns a function called exactly once with the outcome of the send (nil for none).
+	// Tracing opens a producer span here and injects its context into the message's
+	// properties. The message is the publisher's to reuse once the outcome function has
+	// returned: a hook must not keep m or m.Message beyond that.
 	Publish func(ctx context.Context, m *OutgoingMessage) func(id apulsar.MessageID, err error)
 }
 

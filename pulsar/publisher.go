@@ -38,7 +38,9 @@ type Publisher struct {
 	// recycle is true when the outgoing messages may be reused once the client is done with
 	// them: the Publisher created the producer (so its Send waits for the receipt unless ctx
 	// ends), without chunking (whose callback may run while later chunks are still being
-	// cut from the payload), interceptors or publish hooks (which could keep the message).
+	// cut from the payload) or interceptors (which could keep the message). Publish hooks
+	// may read the message until their outcome function returns, which is called before
+	// the message is reused.
 	recycle bool
 	outs    sync.Pool // *outMsg, when recycle
 
@@ -77,7 +79,7 @@ func NewPublisher(client apulsar.Client, topic string, opts ...PublisherOption) 
 		return nil, fmt.Errorf("pulsar: create producer for %q: %w", topic, wrapConnectError("", err))
 	}
 	pub := newPublisher(p, p.Close, topic, cfg)
-	pub.recycle = !po.EnableChunking && po.Interceptors == nil && pub.hooks == nil
+	pub.recycle = !po.EnableChunking && po.Interceptors == nil
 	if pub.hooks != nil {
 		pub.partitioned = isPartitioned(client, topic)
 	}
@@ -288,10 +290,10 @@ func (p *Publisher) sent(om *outMsg, mid apulsar.MessageID, err error) {
 	defer p.wg.Done()
 	<-p.pending
 	id, done, finish := om.id, om.done, om.finish
-	p.release(om) // the client is done with the message once it calls back
 	if finish != nil {
-		finish(mid, err)
+		finish(mid, err) // before the release: a Publish hook may read the message until its outcome returns
 	}
+	p.release(om) // the client is done with the message once it calls back
 	if err != nil {
 		err = fmt.Errorf("pulsar: publish to %q: %w", p.topic, err)
 	}
