@@ -159,6 +159,9 @@ type Telemetry struct {
 	tracer trace.Tracer
 	m      *instruments // nil without metrics
 
+	// The span names by destination, built once: "process <topic>" and "send <topic>".
+	processNames, sendNames sync.Map
+
 	gaugeMu    sync.Mutex
 	consumers  map[*gaugeEntry]struct{}
 	publishers map[*gaugeEntry]struct{}

@@ -49,7 +49,15 @@ type instruments struct {
 	inFlight, pending                                     metric.Int64ObservableGauge
 
 	mu   sync.RWMutex
-	sets map[setKey]metric.MeasurementOption
+	sets map[setKey]*attrSet
+}
+
+// attrSet is one attribute set as the instruments take it, built once: ready-made option
+// slices, so that a measurement allocates none (a variadic slice passed through an
+// interface method escapes).
+type attrSet struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
 }
 
 // setKey identifies one attribute set; kind separates the shapes of sets.
@@ -67,7 +75,7 @@ const (
 )
 
 func newInstruments(m metric.Meter, t *Telemetry) (*instruments, error) {
-	in := &instruments{urn: t.cfg.urnMetrics, server: t.cfg.server, sets: map[setKey]metric.MeasurementOption{}}
+	in := &instruments{urn: t.cfg.urnMetrics, server: t.cfg.server, sets: map[setKey]*attrSet{}}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -115,8 +123,8 @@ func newInstruments(m metric.Meter, t *Telemetry) (*instruments, error) {
 	return in, nil
 }
 
-// set returns the measurement option of k's attribute set, built once.
-func (in *instruments) set(k setKey) metric.MeasurementOption {
+// set returns k's attribute set, built once.
+func (in *instruments) set(k setKey) *attrSet {
 	in.mu.RLock()
 	o, ok := in.sets[k]
 	in.mu.RUnlock()
@@ -152,7 +160,8 @@ func (in *instruments) set(k setKey) metric.MeasurementOption {
 	if k.urn != "" {
 		attrs = append(attrs, AttrURN.String(k.urn))
 	}
-	o = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	o = &attrSet{add: []metric.AddOption{opt}, rec: []metric.RecordOption{opt}}
 	in.mu.Lock()
 	if prev, ok := in.sets[k]; ok {
 		o = prev
@@ -171,12 +180,17 @@ func (in *instruments) urnOf(urn string) string {
 }
 
 // event counts one event of the consume pipeline.
-func (in *instruments) event(e bqpulsar.Event) {
+func (in *instruments) event(e bqpulsar.Event, d *delivery) {
 	ctx := e.Context
 	if ctx == nil {
 		return // every event of a delivery has its context; there is no other kind
 	}
-	topic, _ := splitPartition(e.Topic)
+	var topic string
+	if d != nil && e.Topic == d.topic {
+		topic = d.dest
+	} else {
+		topic, _ = splitPartition(e.Topic)
+	}
 	k := setKey{kind: kindConsumer, topic: topic, sub: e.Subscription, urn: in.urnOf(e.URN)}
 	var c metric.Int64Counter
 	switch e.Kind {
@@ -209,21 +223,20 @@ func (in *instruments) event(e bqpulsar.Event) {
 	default:
 		return
 	}
-	c.Add(ctx, 1, in.set(k))
+	c.Add(ctx, 1, in.set(k).add...)
 }
 
 // settlement counts d's settlement and records its processing duration, from the delivery
 // hook (where its consumer span starts) to now (where the span ends), with error.type when
 // the outcome is not acked.
 func (in *instruments) settlement(d *delivery, s bqpulsar.Event, now time.Time) {
-	topic, _ := splitPartition(d.topic)
-	k := setKey{kind: kindOutcome, topic: topic, sub: d.subscription, urn: in.urnOf(s.URN), outcome: s.Kind.String()}
-	in.settledC.Add(d.ctx, 1, in.set(k))
+	k := setKey{kind: kindOutcome, topic: d.dest, sub: d.subscription, urn: in.urnOf(s.URN), outcome: s.Kind.String()}
+	in.settledC.Add(d, 1, in.set(k).add...)
 	k.kind = kindProcess
 	if s.Kind != bqpulsar.EventAcked {
 		k.etype = errorType(s.Err, s.Kind.String())
 	}
-	in.process.Record(d.ctx, now.Sub(d.start).Seconds(), in.set(k))
+	in.process.Record(d, now.Sub(d.start).Seconds(), in.set(k).rec...)
 }
 
 // published counts a send and records its duration (messaging.client.operation.duration)
@@ -238,19 +251,20 @@ func (in *instruments) published(ctx context.Context, m *bqpulsar.OutgoingMessag
 		k.urn = in.urnOf(m.Envelope.URN())
 	}
 	set := in.set(k)
-	in.sent.Add(ctx, 1, set)
-	in.operation.Record(ctx, time.Since(start).Seconds(), set)
+	in.sent.Add(ctx, 1, set.add...)
+	in.operation.Record(ctx, time.Since(start).Seconds(), set.rec...)
 }
 
 // event is the Event hook: it counts the consume pipeline's events, records the handler
 // durations and adds the span events (retry, dead letter, poison, gate rejection, …) to the
 // delivery's consumer span.
 func (t *Telemetry) event(e bqpulsar.Event) {
-	if d := deliveryFrom(e.Context); d != nil {
+	d := deliveryFrom(e.Context)
+	if d != nil {
 		spanEvent(d, e)
 	}
 	if t.m != nil {
-		t.m.event(e)
+		t.m.event(e, d)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -64,13 +65,32 @@ var (
 // deliveryKey is the context key of a delivery's state.
 type deliveryKey struct{}
 
-// delivery is what the Delivery and Event hooks share about one delivery.
+// delivery is what the Delivery and Event hooks share about one delivery. It is the
+// delivery's context too (the one the Delivery hook returns: the consumer's, with the
+// consumer span), which answers deliveryKey with itself, so that one allocation carries
+// both. Its arrays hold what the span is started and settled with (the SDK copies them),
+// so that neither needs an allocation of its own.
 type delivery struct {
-	span         trace.Span      // nil without tracing
-	ctx          context.Context //nolint:containedctx // the delivery's, for its settlement's measurement; it lives as long as the delivery
-	topic        string
+	context.Context //nolint:containedctx // the delivery's context, which this is
+
+	span         trace.Span // nil without tracing
+	topic        string     // the topic (partition) the message came from
+	dest         string     // topic without its partition suffix
+	partition    string     // topic's partition suffix ("" for none)
 	subscription string
 	start        time.Time // when the delivery hook ran: the consumer span's start
+
+	attrs [16]attribute.KeyValue
+	opts  [4]trace.SpanStartOption
+	links [2]trace.Link
+}
+
+// Value answers deliveryKey with d, and any other key from the delivery's context.
+func (d *delivery) Value(key any) any {
+	if _, ok := key.(deliveryKey); ok {
+		return d
+	}
+	return d.Context.Value(key)
 }
 
 func deliveryFrom(ctx context.Context) *delivery {
@@ -81,30 +101,38 @@ func deliveryFrom(ctx context.Context) *delivery {
 	return d
 }
 
+// The span start options and link attributes that never change.
+var (
+	consumerKind    = trace.WithSpanKind(trace.SpanKindConsumer)
+	producerKind    = trace.WithSpanKind(trace.SpanKindProducer)
+	newRoot         = trace.WithNewRoot()
+	linkTraceparent = []attribute.KeyValue{AttrLinkSource.String("traceparent")}
+	linkAmbient     = []attribute.KeyValue{AttrLinkSource.String("ambient")}
+	linkSourceTrace = AttrLinkSource.String("trace_id")
+)
+
 // delivery is the Delivery hook: it opens a consumer span per delivery (see the package
 // documentation for its parent, links and attributes) and ends it with the delivery's
 // settlement. The handler's context carries the span, so spans the handler starts are its
 // children.
 func (t *Telemetry) delivery(ctx context.Context, msg apulsar.Message) (context.Context, func(bqpulsar.Event)) {
-	d := &delivery{topic: msg.Topic(), start: time.Now()}
+	d := &delivery{Context: ctx, topic: msg.Topic(), start: time.Now()}
+	d.dest, d.partition = splitPartition(d.topic)
 	if info, ok := bqpulsar.ConsumerInfoFrom(ctx); ok {
 		d.subscription = info.Subscription // known at the span's start, for samplers
 	}
 	if t.cfg.tracing {
-		ctx = t.startConsumerSpan(ctx, msg, d)
+		d.Context = t.startConsumerSpan(ctx, msg, d)
 	}
-	ctx = context.WithValue(ctx, deliveryKey{}, d)
-	d.ctx = ctx
-	return ctx, func(s bqpulsar.Event) { t.settled(d, s) }
+	return d, func(s bqpulsar.Event) { t.settled(d, s) }
 }
 
 func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, d *delivery) context.Context {
 	props := msg.Properties()
 	pctx := t.cfg.prop.Extract(ctx, readCarrier(props))
 	remote := trace.SpanContextFromContext(pctx)
-	dest, partition := splitPartition(d.topic)
-	attrs := make([]attribute.KeyValue, 0, 14)
-	attrs = append(attrs, attrSystem, attrOpProcess, attrNameProcess, semconv.MessagingDestinationName(dest),
+	dest, partition := d.dest, d.partition
+	attrs := append(d.attrs[:0], attrSystem, attrOpProcess, attrNameProcess, semconv.MessagingDestinationName(dest),
 		semconv.MessagingMessageBodySize(len(msg.Payload())),
 		AttrRedeliveryCount.Int64(int64(msg.RedeliveryCount())))
 	attrs = append(attrs, t.cfg.server...)
@@ -125,12 +153,13 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 	if traceID != "" {
 		attrs = append(attrs, AttrTraceID.String(traceID))
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...), trace.WithTimestamp(d.start)}
+	opts := append(d.opts[:0], consumerKind, trace.WithAttributes(attrs...), trace.WithTimestamp(d.start))
+	links := d.links[:0]
 	switch {
 	case remote.IsValid() && remote.IsRemote():
 		// The producer span is the parent (one message per process span) and, as the
 		// messaging conventions ask of the creation context, a link too.
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: remote, Attributes: []attribute.KeyValue{AttrLinkSource.String("traceparent")}}))
+		links = append(links, trace.Link{SpanContext: remote, Attributes: linkTraceparent})
 	default:
 		// No producer context: the span joins the trace the envelope's trace_id names, as a
 		// child of a remote parent derived from it (trace_id continues the trace across
@@ -142,17 +171,20 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 				TraceID: tid, SpanID: parentSpanIDFrom(traceID), TraceFlags: trace.FlagsSampled, Remote: true,
 			})
 			pctx = trace.ContextWithRemoteSpanContext(ctx, sc)
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{AttrLinkSource.String("trace_id"), AttrTraceID.String(traceID)}}))
+			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{linkSourceTrace, AttrTraceID.String(traceID)}})
 		} else {
-			opts = append(opts, trace.WithNewRoot())
+			opts = append(opts, newRoot)
 		}
 	}
 	if amb := trace.SpanContextFromContext(ctx); amb.IsValid() && !amb.Equal(remote) {
 		// The consumer runs inside a span of its own (a worker's, say): never the parent,
 		// but linked, as the conventions recommend.
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: amb, Attributes: []attribute.KeyValue{AttrLinkSource.String("ambient")}}))
+		links = append(links, trace.Link{SpanContext: amb, Attributes: linkAmbient})
 	}
-	ctx, d.span = t.tracer.Start(pctx, "process "+dest, opts...)
+	if len(links) > 0 {
+		opts = append(opts, trace.WithLinks(links...))
+	}
+	ctx, d.span = t.tracer.Start(pctx, t.spanName(&t.processNames, "process ", dest), opts...)
 	return ctx
 }
 
@@ -198,7 +230,8 @@ func (t *Telemetry) settled(d *delivery, s bqpulsar.Event) {
 	if d.span == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{AttrOutcome.String(s.Kind.String()), AttrAttempt.Int(s.Attempt)}
+	// The start attributes were copied by the SDK at the start: the array is free again.
+	attrs := append(d.attrs[:0], AttrOutcome.String(s.Kind.String()), AttrAttempt.Int(s.Attempt))
 	if s.URN != "" {
 		attrs = append(attrs, AttrURN.String(s.URN))
 	}
@@ -230,12 +263,13 @@ func errorType(err error, fallback string) string {
 // (traceparent and tracestate, with the default propagator; a property the caller set is
 // kept) and counts the send.
 func (t *Telemetry) publish(ctx context.Context, m *bqpulsar.OutgoingMessage) func(apulsar.MessageID, error) {
-	start := time.Now()
-	var span trace.Span
+	if !t.cfg.tracing && t.m == nil {
+		return nil
+	}
+	s := &sending{t: t, ctx: ctx, m: m, start: time.Now()}
 	if t.cfg.tracing {
 		dest, partition := splitPartition(m.Topic)
-		attrs := make([]attribute.KeyValue, 0, 11)
-		attrs = append(attrs, attrSystem, attrOpSend, attrNameSend, semconv.MessagingDestinationName(dest))
+		attrs := append(s.attrs[:0], attrSystem, attrOpSend, attrNameSend, semconv.MessagingDestinationName(dest))
 		attrs = append(attrs, t.cfg.server...)
 		if partition != "" {
 			attrs = append(attrs, semconv.MessagingDestinationPartitionID(partition))
@@ -246,35 +280,66 @@ func (t *Telemetry) publish(ctx context.Context, m *bqpulsar.OutgoingMessage) fu
 		if e := m.Envelope; e != nil {
 			attrs = append(attrs, AttrMetaID.String(e.Meta.ID), AttrURN.String(e.URN()), AttrTraceID.String(e.TraceID))
 		}
-		ctx, span = t.tracer.Start(ctx, "send "+dest, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		var sctx context.Context
+		sctx, s.span = t.tracer.Start(ctx, t.spanName(&t.sendNames, "send ", dest), producerKind, trace.WithAttributes(attrs...))
+		s.ctx = sctx
 		if m.Message != nil {
-			t.cfg.prop.Inject(ctx, writeCarrier{m.Message})
+			t.cfg.prop.Inject(sctx, writeCarrier{m.Message})
 		}
 	}
-	if span == nil && t.m == nil {
-		return nil
+	return s.done
+}
+
+// sending is one send a Publish hook follows, until its outcome. Its arrays hold what the
+// span is started and ended with (the SDK copies them), so that neither needs an
+// allocation of its own.
+type sending struct {
+	t     *Telemetry
+	ctx   context.Context //nolint:containedctx // the send's, with its producer span, for its outcome's measurement
+	m     *bqpulsar.OutgoingMessage
+	span  trace.Span // nil without tracing
+	start time.Time
+	attrs [12]attribute.KeyValue
+}
+
+// done ends the send's span with its outcome and counts it.
+func (s *sending) done(id apulsar.MessageID, err error) {
+	if s.t.m != nil {
+		s.t.m.published(s.ctx, s.m, err, s.start)
 	}
-	return func(id apulsar.MessageID, err error) {
-		if t.m != nil {
-			t.m.published(ctx, m, err, start)
-		}
-		if span == nil {
-			return
-		}
-		if id != nil {
-			span.SetAttributes(semconv.MessagingMessageID(id.String())) // the id Pulsar assigned, known at the receipt
-			if m.Partitioned {
-				// The producer picked the partition after this hook ran; the receipt names it.
-				span.SetAttributes(semconv.MessagingDestinationPartitionID(strconv.Itoa(int(id.PartitionIdx()))))
-			}
-		}
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err, "")))
-		}
-		span.End()
+	if s.span == nil {
+		return
 	}
+	attrs := s.attrs[:0]
+	if id != nil {
+		attrs = append(attrs, semconv.MessagingMessageID(id.String())) // the id Pulsar assigned, known at the receipt
+		if s.m.Partitioned {
+			// The producer picked the partition after the hook ran; the receipt names it.
+			attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.Itoa(int(id.PartitionIdx()))))
+		}
+	}
+	if err != nil {
+		s.span.RecordError(err)
+		s.span.SetStatus(codes.Error, err.Error())
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(err, "")))
+	}
+	if len(attrs) > 0 {
+		s.span.SetAttributes(attrs...)
+	}
+	s.span.End()
+}
+
+// spanName returns prefix+dest, built once per destination (names is the cache of one
+// prefix).
+func (*Telemetry) spanName(names *sync.Map, prefix, dest string) string {
+	if n, ok := names.Load(dest); ok {
+		if name, ok := n.(string); ok {
+			return name
+		}
+	}
+	n := prefix + dest
+	names.Store(dest, n)
+	return n
 }
 
 // splitPartition splits "topic-partition-N" into the topic and N ("" when not a partition).
