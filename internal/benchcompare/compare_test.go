@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -23,8 +24,11 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/google/uuid"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/bqotel"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
@@ -76,6 +80,37 @@ type variant struct {
 	prepare func(n int) error
 	run     func(n int) error
 	info    string // set on a reference variant that has no target: what it shows
+	// traced, on a variant that is the comparison's first SDK variant with bqotel, is its
+	// target: µs of CPU a message over that variant (the tracing table).
+	traced float64
+}
+
+// tracedVariants are the bqotel variants of the consume and sync publish comparisons, and
+// their targets in µs of CPU a message over the untraced SDK (issue 26, point 3): every span
+// sampled and recorded but not exported, or none sampled; metrics recorded either way.
+var tracedVariants = []struct {
+	name    string
+	sampler sdktrace.Sampler
+	target  float64
+}{
+	{"sampled, not exported", sdktrace.AlwaysSample(), 2.0},
+	{"sampler says no", sdktrace.NeverSample(), 0.3},
+}
+
+// telemetry returns a bqotel Telemetry over SDKs that export nothing: spans sampled by
+// sampler and recorded, metrics to a manual reader.
+func (h *harness) telemetry(sampler sdktrace.Sampler) *bqotel.Telemetry {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	h.t.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	tel, err := bqotel.New(bqotel.WithTracerProvider(tp), bqotel.WithMeterProvider(mp))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tel
 }
 
 // comparison is a raw variant and the SDK variants measured against it.
@@ -274,7 +309,7 @@ func (h *harness) comparisons(only string) []comparison {
 	all := []comparison{
 		h.consume(comparisonNames[0], 1),
 		h.consume(comparisonNames[1], 4),
-		h.publish(comparisonNames[2], false, keyBased, keyBased),
+		h.withTraced(h.publish(comparisonNames[2], false, keyBased, keyBased), keyBased),
 		h.publish(comparisonNames[3], false, noBatching, noBatching),
 		h.withHandBuilt(h.publish(comparisonNames[4], true, keyBased, keyBased), keyBased),
 		h.publish(comparisonNames[5], true, noBatching, noBatching),
@@ -364,10 +399,37 @@ func (h *harness) consume(name string, concurrency int) comparison {
 		},
 	}
 
-	sdkTopic := h.topic("consume-sdk")
+	label := "SDK Consumer"
+	if concurrency > 1 {
+		label = fmt.Sprintf("SDK Consumer, WithConcurrency(%d)", concurrency)
+	}
+	sdk := h.sdkConsumer(label, "consume-sdk", concurrency, msg)
+	sdks := []variant{sdk}
+	if concurrency == 1 {
+		sdks = append(sdks, cls)
+		// The tracing cost: the same Consumer with bqotel, on messages that carry a
+		// traceparent as an instrumented producer's do.
+		traced := *msg
+		traced.Properties = maps.Clone(msg.Properties)
+		traced.Properties["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		for _, tv := range tracedVariants {
+			v := h.sdkConsumer("SDK Consumer + bqotel, "+tv.name, "consume-traced", 1, &traced, h.telemetry(tv.sampler).ConsumerOptions()...)
+			v.traced = tv.target
+			sdks = append(sdks, v)
+		}
+	}
+	return comparison{name: name, kind: "consume", raw: raw, sdks: sdks}
+}
+
+// sdkConsumer is the SDK side of a consume comparison: a Consumer with a no-op handler on a
+// topic of its own, filled with msg, with extra options (bqotel's, say).
+func (h *harness) sdkConsumer(label, topicName string, concurrency int, msg *apulsar.ProducerMessage, extra ...bqpulsar.ConsumerOption) variant {
+	t := h.t
+	ctx := context.Background()
+	sdkTopic := h.topic(topicName)
 	var handled, target atomic.Int64
 	reached := make(chan struct{}, 1)
-	c, err := bqpulsar.NewConsumer(h.client,
+	c, err := bqpulsar.NewConsumer(h.client, append([]bqpulsar.ConsumerOption{
 		bqpulsar.WithTopic(sdkTopic), bqpulsar.WithSubscription("bench", apulsar.Exclusive),
 		bqpulsar.WithConcurrency(concurrency),
 		bqpulsar.Handle(urn, func(context.Context, *envelope.Envelope, apulsar.Message) error {
@@ -375,7 +437,8 @@ func (h *harness) consume(name string, concurrency int) comparison {
 				reached <- struct{}{}
 			}
 			return nil
-		}))
+		}),
+	}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,11 +473,7 @@ func (h *harness) consume(name string, concurrency int) comparison {
 		}
 	})
 	fillSDK := h.fill(sdkTopic, msg)
-	label := "SDK Consumer"
-	if concurrency > 1 {
-		label = fmt.Sprintf("SDK Consumer, WithConcurrency(%d)", concurrency)
-	}
-	sdk := variant{
+	return variant{
 		name: label,
 		prepare: func(n int) error {
 			if h.broker == nil && stop != nil {
@@ -439,11 +498,6 @@ func (h *harness) consume(name string, concurrency int) comparison {
 			}
 		},
 	}
-	sdks := []variant{sdk}
-	if concurrency == 1 {
-		sdks = append(sdks, cls)
-	}
-	return comparison{name: name, kind: "consume", raw: raw, sdks: sdks}
 }
 
 // fill returns a prepare function that pauses the topic's dispatch and publishes n copies
@@ -491,19 +545,7 @@ func (h *harness) publish(name string, async bool, rawOpts, sdkOpts func(*apulsa
 		t.Fatal(err)
 	}
 	t.Cleanup(rawP.Close)
-	var popts []bqpulsar.PublisherOption
-	if sdkOpts != nil {
-		popts = append(popts, bqpulsar.WithProducerOptions(sdkOpts))
-	}
-	pub, err := bqpulsar.NewPublisher(h.client, h.topic("publish-sdk"), popts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pub.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	pub := h.publisher("publish-sdk", sdkOpts)
 	raw := variant{name: "raw Send"}
 	sdk := variant{name: "SDK Publish"}
 	if rawOpts == nil && sdkOpts == nil {
@@ -518,14 +560,7 @@ func (h *harness) publish(name string, async bool, rawOpts, sdkOpts func(*apulsa
 			}
 			return nil
 		}
-		sdk.run = func(n int) error {
-			for range n {
-				if _, err := pub.Publish(ctx, urn, data); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		sdk.run = publishAll(pub)
 	} else {
 		raw.name, sdk.name = "raw SendAsync", "SDK PublishAsync"
 		raw.run = func(n int) error {
@@ -553,6 +588,49 @@ func (h *harness) publish(name string, async bool, rawOpts, sdkOpts func(*apulsa
 		}
 	}
 	return comparison{name: name, kind: "publish", raw: raw, sdks: []variant{sdk}}
+}
+
+// publisher is a Publisher on a topic of its own, with the producer options opts (nil: its
+// defaults) and extra options (bqotel's, say).
+func (h *harness) publisher(topicName string, opts func(*apulsar.ProducerOptions), extra ...bqpulsar.PublisherOption) *bqpulsar.Publisher {
+	t := h.t
+	popts := extra
+	if opts != nil {
+		popts = append(popts, bqpulsar.WithProducerOptions(opts))
+	}
+	pub, err := bqpulsar.NewPublisher(h.client, h.topic(topicName), popts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pub.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return pub
+}
+
+// publishAll is the run of a sync publish variant: n Publish calls, one after the other.
+func publishAll(pub *bqpulsar.Publisher) func(int) error {
+	return func(n int) error {
+		ctx := context.Background()
+		for range n {
+			if _, err := pub.Publish(ctx, urn, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// withTraced adds to a sync publish comparison the same Publisher with bqotel (the tracing
+// variants), created with the producer options opts.
+func (h *harness) withTraced(c comparison, opts func(*apulsar.ProducerOptions)) comparison {
+	for _, tv := range tracedVariants {
+		pub := h.publisher("publish-traced", opts, h.telemetry(tv.sampler).PublisherOptions()...)
+		c.sdks = append(c.sdks, variant{name: "SDK Publish + bqotel, " + tv.name, run: publishAll(pub), traced: tv.target})
+	}
+	return c
 }
 
 // stageWork is the per-message function of both sides of the runtime comparison: a copy
@@ -789,6 +867,9 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 	for ci, c := range comps {
 		raws := results[ci][0]
 		for si, v := range c.sdks {
+			if v.traced > 0 {
+				continue // in the tracing table
+			}
 			sdks := results[ci][si+1]
 			cpu, rate := paired(sdks, raws)
 			allocs := make([]float64, len(raws))
@@ -818,8 +899,39 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 		}
 	}
 	renderReferences(&b, comps, results)
+	renderTracing(&b, comps, results)
 	b.WriteString("\n")
 	return b.String()
+}
+
+// tracingHeader is the header of the table of what bqotel adds to the SDK.
+const tracingHeader = "| Comparison | Variant | tracing CPU µs/msg over the untraced SDK, median [95% CI] (min–max) | allocs/msg traced − untraced | Target | Met |"
+
+// renderTracing sets each bqotel variant against the comparison's untraced SDK variant,
+// repeat by repeat: the difference of their CPU a message, which is what tracing and
+// metrics cost (both include the same broker and client work).
+func renderTracing(b *strings.Builder, comps []comparison, results [][][]sample) {
+	header := false
+	for ci, c := range comps {
+		for si, v := range c.sdks {
+			if v.traced == 0 {
+				continue
+			}
+			if !header {
+				b.WriteString("\nWhat bqotel adds, repeat by repeat:\n\n")
+				b.WriteString(tracingHeader + "\n| --- | --- | --- | --- | --- | --- |\n")
+				header = true
+			}
+			plain, traced := results[ci][1], results[ci][si+1]
+			cost, allocs := make([]float64, len(plain)), make([]float64, len(plain))
+			for r := range plain {
+				cost[r] = traced[r].cpuPerMsg() - plain[r].cpuPerMsg()
+				allocs[r] = traced[r].allocPerMsg() - plain[r].allocPerMsg()
+			}
+			met := verdict(median(cost) <= v.traced, within(cost, v.traced))
+			fmt.Fprintf(b, "| %s | %s | %s | %+.1f | ≤ %.1f µs | %s |\n", c.name, v.name, spread(cost), median(allocs), v.traced, met)
+		}
+	}
 }
 
 // renderReferences sets the SDK variant of each comparison against the reference variants
@@ -830,7 +942,7 @@ func renderReferences(b *strings.Builder, comps []comparison, results [][][]samp
 	header := false
 	for ci, c := range comps {
 		for ri, ref := range c.sdks {
-			if ref.info == "" || c.sdks[0].info != "" {
+			if ref.info == "" || ref.traced > 0 || c.sdks[0].info != "" {
 				continue
 			}
 			if !header {
