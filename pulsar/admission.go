@@ -45,6 +45,7 @@ type Delivery struct {
 	// txn is the delivery's transaction (WithTransactions), opened at txnStart; nil without.
 	txn      apulsar.Transaction
 	txnStart time.Time
+	txns     *txnState // the publishes held back by txn (nil without)
 }
 
 // deliveries recycles the deliveries that [engine.Release] is given.

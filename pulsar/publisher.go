@@ -199,7 +199,9 @@ func (p *Publisher) Topic() string { return p.topic }
 // broker's receipt. It returns meta.id, the message's idempotency key. ctx bounds the whole
 // delivery. data is a JSON object: nil, a map, a struct, or json.RawMessage/[]byte holding
 // an object. Errors: [ErrClosed], [ErrInvalidOption], the envelope package's
-// ErrInvalidURN/ErrInvalidData, or the send's error.
+// ErrInvalidURN/ErrInvalidData, or the send's error. With the ctx of a handler of a
+// consumer [WithTransactions], the send is held back until the handler returned nil and
+// then made inside the delivery's transaction: Publish returns meta.id at once.
 func (p *Publisher) Publish(ctx context.Context, urn string, data any, opts ...PublishOption) (string, error) {
 	var po publishOptions
 	env, err := p.build(ctx, &po, urn, data, opts)
@@ -228,6 +230,9 @@ func (p *Publisher) PublishEnvelope(ctx context.Context, env *envelope.Envelope,
 // send's outcome. At most [WithMaxPending] sends are in flight; when that many are, the call
 // blocks until one completes or ctx ends. ctx bounds that wait and the enqueue, not the
 // delivery. When PublishAsync returns an error, nothing was sent and done is never called.
+// With the ctx of a handler of a consumer [WithTransactions], the send is held back until
+// the handler returned nil (done is then called from the settlement, with the send's
+// outcome) and dropped when it failed (done is told that nothing was sent).
 func (p *Publisher) PublishAsync(ctx context.Context, urn string, data any, done func(messageID string, err error), opts ...PublishOption) error {
 	return p.publishAsync(ctx, false, urn, data, done, opts)
 }
@@ -246,6 +251,9 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 	env, err := p.build(ctx, &po, urn, data, opts)
 	if err != nil {
 		return err
+	}
+	if st := txnStateOf(ctx); st != nil && st.hold(heldSend{p: p, env: env, po: po, async: true, done: done}) {
+		return nil // sent inside the transaction once the handler succeeded; done is told then
 	}
 	om, err := p.message(env, &po)
 	if err != nil {
@@ -426,6 +434,9 @@ func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publis
 	p.mu.RUnlock()
 	if closed {
 		return "", ErrClosed
+	}
+	if st := txnStateOf(ctx); st != nil && st.hold(heldSend{p: p, env: env, po: *po}) {
+		return env.Meta.ID, nil // sent inside the transaction once the handler succeeded
 	}
 	om, err := p.message(env, po)
 	if err != nil {

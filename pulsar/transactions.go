@@ -4,22 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"go.uber.org/zap"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
 // Exactly-once settlement (WithTransactions): each delivery runs in one Pulsar transaction,
 // opened when the message is admitted and carried by the delivery's context. Everything the
 // settlement writes (the retry republish, the dead-letter copy) and everything the handler
-// publishes with that context through a [Publisher] is sent inside it, the original is
-// acknowledged inside it, and the transaction is committed last. A settlement that does not
-// acknowledge (a negative ack, a failed write, a handler that outlived the transaction's
-// timeout) aborts it, and the message comes back; what the attempt wrote is discarded (but
-// see WithTransactions for the client's limit on aborted publishes).
+// publishes with that context through a [Publisher] is sent inside it (the handler's
+// publishes held back until it succeeded, txnState), the original is acknowledged inside it,
+// and the transaction is committed last. A settlement that does not acknowledge (a negative
+// ack, a failed write, a handler that outlived the transaction's timeout) aborts it, and the
+// message comes back; what the attempt wrote is discarded (but see WithTransactions for the
+// client's limit on aborted sends).
 
 // ErrTransactions is matched by the error of [NewConsumer] and [WrapConsumer] when
 // [WithTransactions] cannot be honoured: the client was created without
@@ -31,18 +34,24 @@ var ErrTransactions = errors.New("pulsar: transactions unavailable")
 
 // WithTransactions settles every delivery exactly once on the broker's side, in one Pulsar
 // transaction per delivery with the given timeout: the acknowledgement of the original, the
-// retry republish or dead-letter copy, and the handler's own publishes (a [Publisher] called
-// with the handler's ctx sends inside the delivery's transaction) are committed together,
-// or not at all. A failure before the commit (a handler error that ends in a negative ack, a
-// failed write, a crash, a lost connection, a handler slower than timeout) aborts the
-// transaction: none of the attempt's messages is ever delivered, and the original is
-// delivered again. The handler may therefore run again after an abort; side effects outside
-// Pulsar need the idempotency package.
+// retry republish or dead-letter copy, and the handler's own publishes are committed
+// together, or not at all. A [Publisher] called with the handler's ctx holds its publishes
+// back while the handler runs: Publish returns meta.id at once, and PublishAsync's callback
+// waits. Once the handler returned nil they are sent, in order, inside the transaction,
+// before the acknowledgement; one that cannot be sent fails the delivery (the ones after it
+// are not sent, and the message comes back). A failed attempt's publishes are dropped
+// unsent (an asynchronous one's callback is told). A failure before the commit (a handler
+// error, a failed write, a crash, a lost connection, a handler slower than timeout) aborts
+// the transaction and the original is delivered again. The handler may therefore run again
+// after an abort; side effects outside Pulsar need the idempotency package.
 //
 // Limit: pulsar-client-go v0.19.0 puts the transaction id on the send command but not in
-// the message's metadata, by which Apache Pulsar tells an aborted message; an aborted
-// transaction's publishes are therefore delivered once it ended
-// (apache/pulsar-client-go#1498). Its acknowledgements are undone as they should be.
+// the message's metadata, by which Apache Pulsar tells an aborted message
+// (apache/pulsar-client-go#1498): a message that was sent in a transaction that is then
+// aborted (the acknowledgement or the commit failing after the held publishes or the
+// settlement's copy went out) is delivered once the transaction ended. Holding the
+// handler's publishes keeps a failed attempt's out of it. Acknowledgements are undone as
+// they should be.
 //
 // The client must be created with ClientOptions.EnableTransaction, and the broker must run
 // its transaction coordinator (transactionCoordinatorEnabled=true); otherwise [NewConsumer]
@@ -60,21 +69,116 @@ type txnAcker interface {
 	AckWithTxn(msg apulsar.Message, txn apulsar.Transaction) error
 }
 
-// txnKey is the context key of a delivery's transaction.
+// txnKey is the context key of a delivery's transaction (a *txnState).
 type txnKey struct{}
 
-// withTxn returns ctx carrying txn.
-func withTxn(ctx context.Context, txn apulsar.Transaction) context.Context {
-	return context.WithValue(ctx, txnKey{}, txn)
+// txnState is a delivery's transaction as its context carries it, and the publishes the
+// handler made with that context, held back until the delivery is acknowledged: they are
+// sent inside the transaction just before the acknowledgement and the commit, and never
+// sent at all when the attempt fails. So a failed attempt's publishes are never delivered
+// whatever the client does with an aborted transaction's messages.
+type txnState struct {
+	txn apulsar.Transaction
+
+	mu     sync.Mutex
+	closed bool // released or dropped: a publish goes out at once, inside the transaction
+	held   []heldSend
+}
+
+// heldSend is a publish held back by a delivery's transaction.
+type heldSend struct {
+	p     *Publisher
+	env   *envelope.Envelope
+	po    publishOptions
+	async bool
+	done  func(string, error) // PublishAsync's callback (nil for none)
+}
+
+// withTxn returns ctx carrying txn, and the state that holds the publishes made with it.
+func withTxn(ctx context.Context, txn apulsar.Transaction) (context.Context, *txnState) {
+	st := &txnState{txn: txn}
+	return context.WithValue(ctx, txnKey{}, st), st
+}
+
+// txnStateOf returns the transaction state ctx carries, or nil.
+func txnStateOf(ctx context.Context) *txnState {
+	if ctx == nil {
+		return nil
+	}
+	st, _ := ctx.Value(txnKey{}).(*txnState)
+	return st
 }
 
 // txnOf returns the transaction ctx carries, or nil.
 func txnOf(ctx context.Context) apulsar.Transaction {
-	if ctx == nil {
+	if st := txnStateOf(ctx); st != nil {
+		return st.txn
+	}
+	return nil
+}
+
+// hold keeps h back until the delivery is acknowledged; false when the state no longer
+// holds (the publish then goes out at once).
+func (st *txnState) hold(h heldSend) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return false
+	}
+	st.held = append(st.held, h)
+	return true
+}
+
+// take ends the holding and returns what was held.
+func (st *txnState) take() []heldSend {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.closed = true
+	h := st.held
+	st.held = nil
+	return h
+}
+
+// sendHeld sends the publishes d's handler made, in order, inside d's transaction, before
+// its acknowledgement: with the delivery's context (ctx) and the transaction's deadline,
+// whatever became of the contexts they were made with, which a handler may have cancelled on
+// its way out. An asynchronous publish's callback gets its outcome. The first failure stops
+// it; the publishes not sent get it too.
+func (e *engine) sendHeld(ctx context.Context, d *Delivery) error {
+	if d.txns == nil {
 		return nil
 	}
-	txn, _ := ctx.Value(txnKey{}).(apulsar.Transaction)
-	return txn
+	held := d.txns.take()
+	sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d.txnStart.Add(e.cfg.Txns.timeout))
+	defer cancel()
+	for i, h := range held {
+		_, err := h.p.send(sctx, h.env, &h.po)
+		if h.async && h.done != nil {
+			h.done(h.env.Meta.ID, err)
+		}
+		if err != nil {
+			dropHeld(held[i+1:], fmt.Errorf("not sent: an earlier publish of the handler failed: %w", err))
+			return fmt.Errorf("send the handler's publishes: %w", err)
+		}
+	}
+	return nil
+}
+
+// dropHeldOf discards what d's handler published: the attempt did not succeed, so nothing
+// of it is sent. An asynchronous publish's callback is told.
+func (*engine) dropHeldOf(d *Delivery, why string) {
+	if d.txns == nil {
+		return
+	}
+	dropHeld(d.txns.take(), errors.New(why))
+}
+
+func dropHeld(held []heldSend, cause error) {
+	for _, h := range held {
+		if h.async && h.done != nil {
+			h.done(h.env.Meta.ID, fmt.Errorf("pulsar: publish to %q: %w", h.p.topic, cause))
+		}
+	}
 }
 
 // transactions opens the transactions of a consumer's deliveries.
@@ -134,7 +238,7 @@ func (e *engine) openTxn(d *Delivery) bool {
 		return false
 	}
 	d.txn, d.txnStart = txn, time.Now()
-	d.ctx = withTxn(d.ctx, txn)
+	d.ctx, d.txns = withTxn(d.ctx, txn)
 	return true
 }
 
@@ -144,6 +248,7 @@ func (e *engine) openTxn(d *Delivery) bool {
 // delivered, while its retry republish or dead-letter copy is committed together with the
 // acknowledgement of the original.
 func (e *engine) renewTxn(d *Delivery) bool {
+	e.dropHeldOf(d, "not sent: the handler failed, so its delivery's transaction was aborted")
 	e.abortTxn(d.ctx, d)
 	d.txn = nil
 	return e.openTxn(d)
@@ -155,7 +260,10 @@ func (e *engine) renewTxn(d *Delivery) bool {
 // outside it.
 func (e *engine) commitAck(d *Delivery) error {
 	txn := d.txn
-	err := e.cfg.Txns.acker.AckWithTxn(d.msg, txn)
+	err := e.sendHeld(d.ctx, d)
+	if err == nil {
+		err = e.cfg.Txns.acker.AckWithTxn(d.msg, txn)
+	}
 	if err == nil {
 		err = e.commit(d.ctx, d)
 	}
@@ -202,6 +310,7 @@ func (e *engine) commit(ctx context.Context, d *Delivery) error {
 // acknowledge, or a failed commit); the broker discards what the attempt wrote. An abort
 // that fails is logged: the broker aborts the transaction at its timeout anyway.
 func (e *engine) abortTxn(ctx context.Context, d *Delivery) {
+	e.dropHeldOf(d, "not sent: the delivery's transaction was aborted")
 	txn := d.txn
 	if txn == nil || txn.GetState() != apulsar.TxnOpen {
 		return
