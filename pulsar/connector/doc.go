@@ -110,9 +110,10 @@
 // Start fail with an error matching bqpulsar.ErrTransactions that names
 // transactionCoordinatorEnabled. transactions cannot be combined with
 // ack-strategy=cumulative, failure-strategy=continue or failure-strategy=reconsume-later,
-// whose acknowledgements the transaction cannot hold. What an aborted transaction published
-// is still delivered by Apache Pulsar to consumers of the Go client's writes
-// (apache/pulsar-client-go#1498: see bqpulsar.WithTransactions).
+// whose acknowledgements the transaction cannot hold. What an aborted transaction sent is
+// still delivered by Apache Pulsar to consumers of the Go client's writes
+// (apache/pulsar-client-go#1498: see bqpulsar.WithTransactions); a stage's output is written
+// only when the stage succeeded, so a failed stage sends nothing.
 //
 // # Outgoing channels
 //
