@@ -108,6 +108,18 @@ type chaosPlan struct {
 	settleIn   time.Duration // how long the run may take to settle (0: 10 minutes)
 }
 
+// outputOf returns the id a chaos handler's output message names (its data's "of").
+func outputOf(t *testing.T, m apulsar.Message) string {
+	t.Helper()
+	var body struct {
+		Data struct {
+			Of string `json:"of"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(m.Payload(), &body))
+	return body.Data.Of
+}
+
 func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionType, plan chaosPlan) {
 	t.Helper()
 	const (
@@ -273,6 +285,8 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 	// an id can be both; lost would then be counted for a message that was not.)
 	deadSeen := map[string]bool{}
 	deadRead := 0
+	outSeen := map[string]bool{}
+	outRead := 0
 	covered := func() int {
 		msgs := dead.wait(t, dead.count(), time.Second)
 		for _, m := range msgs[deadRead:] {
@@ -281,6 +295,22 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 			}
 		}
 		deadRead = len(msgs)
+		if out != nil {
+			// With transactions a handler's success counts once its output is there: a
+			// success whose commit failed is delivered again, and its output was never sent.
+			msgs := out.wait(t, out.count(), time.Second)
+			for _, m := range msgs[outRead:] {
+				outSeen[outputOf(t, m)] = true
+			}
+			outRead = len(msgs)
+			done := 0
+			for id := range ids {
+				if outSeen[id] || deadSeen[id] {
+					done++
+				}
+			}
+			return done
+		}
 		state.mu.Lock()
 		defer state.mu.Unlock()
 		done := len(state.successes)
@@ -370,23 +400,28 @@ func runChaos(t *testing.T, tg *brokertest.Target, subType apulsar.SubscriptionT
 		// one there and a dead-letter copy too.
 		outIDs := map[string]int{}
 		for _, m := range out.wait(t, out.count(), time.Second) {
-			var body struct {
-				Data struct {
-					Of string `json:"of"`
-				} `json:"data"`
-			}
-			require.NoError(t, json.Unmarshal(m.Payload(), &body))
-			outIDs[body.Data.Of]++
+			outIDs[outputOf(t, m)]++
 		}
-		dupOut, outAndDead := 0, 0
+		dupOut, outAndDead, outLost := 0, 0, 0
 		for id, c := range outIDs {
 			dupOut += c - 1
 			if deadIDs[id] > 0 {
 				outAndDead++
 			}
 		}
-		t.Logf("transactions: output messages %d for %d ids, duplicates on the output topic %d, ids with an output and a dead letter %d",
-			out.count(), len(outIDs), dupOut, outAndDead)
+		for id := range ids {
+			if outIDs[id] == 0 && deadIDs[id] == 0 {
+				outLost++
+			}
+		}
+		// What counts with transactions is what was committed: an id lost has neither an
+		// output nor a dead letter. An id with both, and a duplicate output, come from sends
+		// that went out before their transaction was aborted anyway (a failed commit, a lost
+		// connection), which pulsar-client-go v0.19.0 lets the broker deliver
+		// (apache/pulsar-client-go#1498): reported, not asserted.
+		assert.Zero(t, outLost, "ids with neither an output nor a dead letter")
+		t.Logf("transactions: output messages %d for %d ids, duplicates on the output topic %d, ids with an output and a dead letter %d, ids with neither %d",
+			out.count(), len(outIDs), dupOut, outAndDead, outLost)
 	}
 	t.Logf("%s on the %s broker: published %d, handled %d, dead-lettered %d (copies %d), lost %d; handler calls %d, "+
 		"repeated deliveries %d, duplicate successes %d, handled and dead-lettered %d, calls beyond max attempts %d; "+
