@@ -10,7 +10,6 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/zap"
 
@@ -25,15 +24,7 @@ import (
 // metric reader.
 func benchTelemetry(b *testing.B) *bqotel.Telemetry {
 	b.Helper()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	b.Cleanup(func() {
-		_ = tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	tel, err := bqotel.New(bqotel.WithTracerProvider(tp), bqotel.WithMeterProvider(mp))
-	require.NoError(b, err)
-	return tel
+	return samplingTelemetry(b, sdktrace.AlwaysSample())
 }
 
 func benchClient(b *testing.B) apulsar.Client {

@@ -65,19 +65,7 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 	require.NoError(t, err)
 	reactive.FromSlice(messaging.NewMessage(payload)).Subscribe(sink)
 
-	src, err := connector.NewSource(f.client, connector.SourceOptions{
-		Consumer: apulsar.ConsumerOptions{
-			Topic: f.topic, SubscriptionName: "invoicing", Type: apulsar.Shared,
-			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-		},
-		Hooks: []bqpulsar.Hooks{f.tel.Hooks()},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, src.Close(context.Background())) })
-	col := &collector{}
-	src.Subscribe(col)
-	testwait.Eventually(t, waitLong, func() bool { return len(col.received()) == 1 }, "nothing delivered")
-	require.NoError(t, col.received()[0].Ack(context.Background()))
+	require.NoError(t, f.sourceMessage(t, "invoicing").Ack(context.Background()))
 
 	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
 	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
@@ -100,22 +88,11 @@ func TestConnectorEndpointsTakeTheHooks(t *testing.T) {
 // span is the child of the stage's span, so that one trace runs through the whole pipeline.
 func TestAStageSpanNestsBetweenTheSourceAndTheSink(t *testing.T) {
 	t.Parallel()
+	const subscription = "enrich"
 	f := newFixture(t)
 	_, err := f.publisher(t).Publish(context.Background(), orderURN, map[string]any{"order_id": 11})
 	require.NoError(t, err)
-	src, err := connector.NewSource(f.client, connector.SourceOptions{
-		Consumer: apulsar.ConsumerOptions{
-			Topic: f.topic, SubscriptionName: "enrich", Type: apulsar.Shared,
-			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-		},
-		Hooks: []bqpulsar.Hooks{f.tel.Hooks()},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, src.Close(context.Background())) })
-	col := &collector{}
-	src.Subscribe(col)
-	testwait.Eventually(t, waitLong, func() bool { return len(col.received()) == 1 }, "nothing delivered")
-	in := col.received()[0]
+	in := f.sourceMessage(t, subscription)
 
 	// What a Process stage's function does with the ctx the runtime gives it.
 	ctx := messaging.MessageContext(context.Background(), in.Metadata())
@@ -137,6 +114,25 @@ func TestAStageSpanNestsBetweenTheSourceAndTheSink(t *testing.T) {
 	assert.Equal(t, stageSpan.SpanContext().SpanID(), sinkSpan.Parent().SpanID(), "the sink's producer span is the stage span's child")
 	assert.Equal(t, consumer.SpanContext().TraceID(), sinkSpan.SpanContext().TraceID(), "one trace")
 	assert.Equal(t, "acked", attrOf(consumer, bqotel.AttrOutcome).AsString(), "the sink's send acked the input")
+}
+
+// sourceMessage runs a connector Source with the fixture's hooks on its topic under
+// subscription, and returns the first message it delivers.
+func (f *fixture) sourceMessage(t *testing.T, subscription string) messaging.Message[[]byte] {
+	t.Helper()
+	src, err := connector.NewSource(f.client, connector.SourceOptions{
+		Consumer: apulsar.ConsumerOptions{
+			Topic: f.topic, SubscriptionName: subscription, Type: apulsar.Shared,
+			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+		},
+		Hooks: []bqpulsar.Hooks{f.tel.Hooks()},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, src.Close(context.Background())) })
+	col := &collector{}
+	src.Subscribe(col)
+	testwait.Eventually(t, waitLong, func() bool { return len(col.received()) == 1 }, "nothing delivered")
+	return col.received()[0]
 }
 
 // spanNamed waits for the ended span named name.

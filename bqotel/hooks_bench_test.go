@@ -39,6 +39,16 @@ func samplingTelemetry(b *testing.B, sampler sdktrace.Sampler) *bqotel.Telemetry
 	return tel
 }
 
+// benchEnvelope is the envelope the hook benchmarks deliver or publish, and its encoding.
+func benchEnvelope(b *testing.B) (*envelope.Envelope, []byte) {
+	b.Helper()
+	env, err := envelope.Make("urn:babel:bench:order", map[string]any{"order_id": 1})
+	require.NoError(b, err)
+	payload, err := env.Encode()
+	require.NoError(b, err)
+	return env, payload
+}
+
 // benchMessage is the part of a received message that the hooks read.
 type benchMessage struct {
 	apulsar.Message // the methods the hooks do not call
@@ -67,10 +77,7 @@ func BenchmarkHooksPerDelivery(b *testing.B) {
 func benchDelivery(b *testing.B, sampler sdktrace.Sampler) {
 	b.Helper()
 	h := samplingTelemetry(b, sampler).Hooks()
-	env, err := envelope.Make("urn:babel:bench:order", map[string]any{"order_id": 1})
-	require.NoError(b, err)
-	payload, err := env.Encode()
-	require.NoError(b, err)
+	env, payload := benchEnvelope(b)
 	props := bqpulsar.ProjectProperties(env)
 	props["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	msg := &benchMessage{topic: "persistent://public/default/orders", props: props, payload: payload, id: apulsar.EarliestMessageID()}
@@ -102,10 +109,7 @@ func BenchmarkHooksPerPublish(b *testing.B) {
 func benchPublish(b *testing.B, sampler sdktrace.Sampler) {
 	b.Helper()
 	h := samplingTelemetry(b, sampler).Hooks()
-	env, err := envelope.Make("urn:babel:bench:order", map[string]any{"order_id": 1})
-	require.NoError(b, err)
-	payload, err := env.Encode()
-	require.NoError(b, err)
+	env, payload := benchEnvelope(b)
 	id := apulsar.EarliestMessageID()
 	ctx := context.Background()
 	pm := &apulsar.ProducerMessage{Payload: payload, Properties: bqpulsar.ProjectProperties(env)}
