@@ -38,7 +38,7 @@ var ErrTransactions = errors.New("pulsar: transactions unavailable")
 // together, or not at all. A [Publisher] called with the handler's ctx holds its publishes
 // back while the handler runs: Publish returns meta.id at once, and PublishAsync's callback
 // waits. Once the handler returned nil they are sent, in order, inside the transaction,
-// before the acknowledgement; one that cannot be sent fails the delivery (the ones after it
+// after the acknowledgement and before the commit; one that cannot be sent fails the delivery (the ones after it
 // are not sent, and the message comes back). A failed attempt's publishes are dropped
 // unsent (an asynchronous one's callback is told). A failure before the commit (a handler
 // error, a failed write, a crash, a lost connection, a handler slower than timeout) aborts
@@ -74,7 +74,7 @@ type txnKey struct{}
 
 // txnState is a delivery's transaction as its context carries it, and the publishes the
 // handler made with that context, held back until the delivery is acknowledged: they are
-// sent inside the transaction just before the acknowledgement and the commit, and never
+// sent inside the transaction with the acknowledgement, before the commit, and never
 // sent at all when the attempt fails. So a failed attempt's publishes are never delivered
 // whatever the client does with an aborted transaction's messages.
 type txnState struct {
@@ -139,8 +139,8 @@ func (st *txnState) take() []heldSend {
 	return h
 }
 
-// sendHeld sends the publishes d's handler made, in order, inside d's transaction, before
-// its acknowledgement: with the delivery's context (ctx) and the transaction's deadline,
+// sendHeld sends the publishes d's handler made, in order, inside d's transaction, after
+// its acknowledgement and before the commit: with the delivery's context (ctx) and the transaction's deadline,
 // whatever became of the contexts they were made with, which a handler may have cancelled on
 // its way out. An asynchronous publish's callback gets its outcome. The first failure stops
 // it; the publishes not sent get it too.
@@ -260,9 +260,12 @@ func (e *engine) renewTxn(d *Delivery) bool {
 // outside it.
 func (e *engine) commitAck(d *Delivery) error {
 	txn := d.txn
-	err := e.sendHeld(d.ctx, d)
+	// The acknowledgement first: when it fails, nothing of the handler's has been sent.
+	err := e.cfg.Txns.acker.AckWithTxn(d.msg, txn)
 	if err == nil {
-		err = e.cfg.Txns.acker.AckWithTxn(d.msg, txn)
+		err = e.sendHeld(d.ctx, d)
+	} else {
+		e.dropHeldOf(d, "not sent: the acknowledgement inside the transaction failed")
 	}
 	if err == nil {
 		err = e.commit(d.ctx, d)
