@@ -33,17 +33,18 @@ import (
 var ErrTransactions = errors.New("pulsar: transactions unavailable")
 
 // WithTransactions settles every delivery exactly once on the broker's side, in one Pulsar
-// transaction per delivery with the given timeout: the acknowledgement of the original, the
-// retry republish or dead-letter copy, and the handler's own publishes are committed
+// transaction per delivery with the given timeout: the acknowledgement of the original,
+// the retry republish or dead-letter copy, and the handler's own publishes are committed
 // together, or not at all. A [Publisher] called with the handler's ctx holds its publishes
-// back while the handler runs: Publish returns meta.id at once, and PublishAsync's callback
-// waits. Once the handler returned nil they are sent, in order, inside the transaction,
-// after the acknowledgement and before the commit; one that cannot be sent fails the delivery (the ones after it
-// are not sent, and the message comes back). A failed attempt's publishes are dropped
-// unsent (an asynchronous one's callback is told). A failure before the commit (a handler
-// error, a failed write, a crash, a lost connection, a handler slower than timeout) aborts
-// the transaction and the original is delivered again. The handler may therefore run again
-// after an abort; side effects outside Pulsar need the idempotency package.
+// back while the handler runs: Publish returns meta.id at once, and PublishAsync's
+// callback waits. Once the handler returned nil they are sent, in order, inside the
+// transaction, after the acknowledgement and before the commit; one that cannot be sent
+// fails the delivery (the ones after it are not sent, and the message comes back). A
+// failed attempt's publishes are dropped unsent (an asynchronous one's callback is told).
+// A failure before the commit (a handler error, a failed write, a crash, a lost
+// connection, a handler slower than timeout) aborts the transaction and the original is
+// delivered again. The handler may therefore run again after an abort; side effects
+// outside Pulsar need the idempotency package.
 //
 // Limit: pulsar-client-go v0.19.0 puts the transaction id on the send command but not in
 // the message's metadata, by which Apache Pulsar tells an aborted message
