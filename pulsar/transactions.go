@@ -49,8 +49,8 @@ var ErrTransactions = errors.New("pulsar: transactions unavailable")
 // Limit: pulsar-client-go v0.19.0 puts the transaction id on the send command but not in
 // the message's metadata, by which Apache Pulsar tells an aborted message
 // (apache/pulsar-client-go#1498): a message that was sent in a transaction that is then
-// aborted (the acknowledgement or the commit failing after the held publishes or the
-// settlement's copy went out) is delivered once the transaction ended. Holding the
+// aborted (the commit failing after the held publishes or the settlement's copy went
+// out) is delivered once the transaction ended. Holding the
 // handler's publishes keeps a failed attempt's out of it. Acknowledgements are undone as
 // they should be.
 //
