@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,6 +155,30 @@ func TestTestifyAssertionLine(t *testing.T) {
 	}
 	if len(fails) != 1 || fails[0].Line != "x_test.go:42: Not equal:" || fails[0].Package != "example.com/x" {
 		t.Fatalf("got %+v", fails)
+	}
+}
+
+// A package's build error printed right before another package's test block (go test
+// prints each when it happens): the block keeps its own lines. TestRealGoTestOutput/plain
+// met this order once in a flake hunt and lost its failures' reasons; this pins it.
+func TestBuildErrorBeforeATestBlock(t *testing.T) {
+	out := "# example.com/d [example.com/d.test]\n" +
+		"d/d_test.go:5:33: undefined: undefinedCall\n" +
+		"--- FAIL: TestPlain (0.00s)\n" +
+		"    a_test.go:5: want 3, got 2\n" +
+		"FAIL\n" +
+		"FAIL\texample.com/a\t0.002s\n" +
+		"FAIL\texample.com/d [build failed]\n"
+	fails, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []failure{
+		{Package: "example.com/a", Test: "TestPlain", Line: "a_test.go:5: want 3, got 2"},
+		{Package: "example.com/d", Line: "d/d_test.go:5:33: undefined: undefinedCall"},
+	}
+	if !slices.Equal(fails, want) {
+		t.Fatalf("got %+v\nwant %+v", fails, want)
 	}
 }
 

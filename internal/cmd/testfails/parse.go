@@ -307,7 +307,12 @@ func (p *parser) text(line string) {
 	p.pkgLines = append(p.pkgLines, line)
 }
 
+// closeBlock ends the --- FAIL block being read, and a build error's output too: go test
+// prints a package's build error whenever its compile ends, so the next line may already be
+// another package's test block (a flake of TestRealGoTestOutput/plain in a flake hunt: the
+// block's lines were taken for the build error's, and its failures lost their reasons).
 func (p *parser) closeBlock() {
+	p.buildPkg = ""
 	if p.current == nil {
 		return
 	}
