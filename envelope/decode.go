@@ -29,12 +29,16 @@ const linearMembers = 8
 //
 // Decode copies what the envelope keeps of payload once (see "Ownership of bytes" in the
 // package doc); the caller may reuse its buffer as soon as it returns.
-func Decode(payload []byte) (*Envelope, error) {
+func Decode(payload []byte) (*Envelope, error) { return decode(payload, false) }
+
+// decode is Decode, with every value scanned by the general scanner alone when slow is set
+// (the differential fuzz targets compare the two).
+func decode(payload []byte, slow bool) (*Envelope, error) {
 	if uint64(len(payload)) > maxPayload {
 		return nil, poison(RuleSingleObject, "", "payload of "+strconv.Itoa(len(payload))+
 			" bytes is larger than the decoder's limit of 4 GiB")
 	}
-	d := decoder{s: payload}
+	d := decoder{s: payload, slow: slow}
 	if err := d.frame(); err != nil {
 		// Rule 1 comes first. The scan validates UTF-8 inside strings, the only place JSON
 		// allows non-ASCII bytes, so an accepted payload is valid UTF-8; a refused one is
@@ -51,8 +55,11 @@ func Decode(payload []byte) (*Envelope, error) {
 // Classify decides whether payload is acceptable (all the acceptance rules of the package doc). A nil error
 // means the envelope may be handled; otherwise the error is a *[PoisonError] naming the
 // failed rule and the envelope is nil. It is a pure function.
-func Classify(payload []byte) (*Envelope, error) {
-	e, err := Decode(payload)
+func Classify(payload []byte) (*Envelope, error) { return classify(payload, false) }
+
+// classify is Classify, with the general scanner alone when slow is set (see decode).
+func classify(payload []byte, slow bool) (*Envelope, error) {
+	e, err := decode(payload, slow)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +139,15 @@ type decoder struct {
 	hasData    bool
 	// tables collect the unknown members of the last object of each level.
 	tables [3]memberTable
+	slow   bool // scan values with the general scanner alone (see decode)
+}
+
+// value validates the value at s[i], nested depth levels deep (see scanValue).
+func (d *decoder) value(i, depth int) (int, bool, *syntaxError) {
+	if d.slow {
+		return slowValue(d.s, i, depth)
+	}
+	return scanValue(d.s, i, depth)
 }
 
 // span is the offsets [start, end) of a text in the payload (a payload is shorter than
@@ -182,7 +198,7 @@ func (d *decoder) frame() *PoisonError {
 	case bytes.HasPrefix(s[i:], bom):
 		return poison(RuleSingleObject, "", "payload starts with a byte order mark")
 	case s[i] != '{':
-		if _, _, err := scanValue(s, i, 0); err != nil {
+		if _, _, err := d.value(i, 0); err != nil {
 			return syntaxPoison("", err)
 		}
 		return poison(RuleSingleObject, "", "payload is a JSON "+kindOf(s[i])+", not an object")
@@ -287,7 +303,7 @@ func (d *decoder) member(i int, id memberID) (int, *PoisonError) {
 		if d.s[i] != '{' {
 			return d.typeErr(i, "/data", "an object")
 		}
-		end, ws, serr := scanValue(d.s, i, d.depth)
+		end, ws, serr := d.value(i, d.depth)
 		if serr != nil {
 			return end, syntaxPoison("/data", serr)
 		}
@@ -431,7 +447,7 @@ func (d *decoder) integer(i int, ptr string, asInt bool) (int64, int, *PoisonErr
 // typeErr validates the value at s[i] and reports it as a RuleType failure (or as
 // RuleSingleObject when the value itself is malformed).
 func (d *decoder) typeErr(i int, ptr, want string) (int, *PoisonError) {
-	end, _, serr := scanValue(d.s, i, d.depth)
+	end, _, serr := d.value(i, d.depth)
 	if serr != nil {
 		return end, syntaxPoison(ptr, serr)
 	}
@@ -440,7 +456,7 @@ func (d *decoder) typeErr(i int, ptr, want string) (int, *PoisonError) {
 
 // forbidden validates and skips the value of a forbidden key and records a warning.
 func (d *decoder) forbidden(i int, ptr string) (int, *PoisonError) {
-	end, _, serr := scanValue(d.s, i, d.depth)
+	end, _, serr := d.value(i, d.depth)
 	if serr != nil {
 		return end, syntaxPoison(ptr, serr)
 	}
@@ -463,7 +479,7 @@ func (d *decoder) forbidden(i int, ptr string) (int, *PoisonError) {
 // unknown validates the value of an unknown member and keeps it (as offsets) in the member
 // table of lvl.
 func (d *decoder) unknown(i int, name string, lvl level) (int, *PoisonError) {
-	end, ws, serr := scanValue(d.s, i, d.depth)
+	end, ws, serr := d.value(i, d.depth)
 	if serr != nil {
 		return end, syntaxPoison(levelPointer[lvl]+"/"+escapePointer(name), serr)
 	}

@@ -43,9 +43,20 @@ func skipWS(s []byte, i int) int {
 	return i
 }
 
-// scanValue validates the JSON value starting at s[i] (no leading whitespace) and returns
-// the offset just past it and whether insignificant whitespace occurs inside it.
+// scanValue validates the JSON value starting at s[i] (no leading whitespace), nested depth
+// levels deep, and returns the offset just past it and whether insignificant whitespace
+// occurs inside it. fastValue decides most valid values; what it cannot tell, every error
+// among it, the general scanner (slowValue) decides.
 func scanValue(s []byte, i, depth int) (int, bool, *syntaxError) {
+	if end, ws, ok := fastValue(s, i, depth); ok {
+		return end, ws, nil
+	}
+	return slowValue(s, i, depth)
+}
+
+// slowValue is the general scanner of scanValue: one function per kind of value, whose
+// errors say what was expected where.
+func slowValue(s []byte, i, depth int) (int, bool, *syntaxError) {
 	if i >= len(s) {
 		return i, false, errSyntax(i, "unexpected end of input")
 	}
@@ -108,7 +119,7 @@ func scanObject(s []byte, i, depth int) (int, bool, *syntaxError) {
 		}
 		i = skipWS(s, j+1)
 		ws = ws || i != j+1
-		end, w, err := scanValue(s, i, depth)
+		end, w, err := slowValue(s, i, depth)
 		if err != nil {
 			return end, ws, err
 		}
@@ -141,7 +152,7 @@ func scanArray(s []byte, i, depth int) (int, bool, *syntaxError) {
 		return i + 1, ws, nil
 	}
 	for {
-		end, w, err := scanValue(s, i, depth)
+		end, w, err := slowValue(s, i, depth)
 		if err != nil {
 			return end, ws, err
 		}

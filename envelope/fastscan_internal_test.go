@@ -1,0 +1,195 @@
+package envelope
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The differential targets: the fast scanner against the general one, value by value, and
+// Classify with the fast scanner against Classify with the general scanner alone, on every
+// input. They stay until the general scanner is deleted (the issue's rule), and they run in
+// `make fuzz` and CI like every other Fuzz target.
+
+// addFastSeeds seeds the targets with the canonical conformance fixtures (when present),
+// this module's own suite, testdata/,
+// and texts that take each branch of fastValue, valid and not.
+func addFastSeeds(f *testing.F) {
+	f.Helper()
+	for _, dir := range []string{
+		filepath.Join("..", "..", "shared", "babelqueue-conformance", "fixtures"),
+		filepath.Join("..", "conformance", "testdata", "suite", "fixtures"),
+		"testdata",
+	} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // the conformance data is optional; testdata is checked by other tests
+		}
+		for _, de := range entries {
+			if b, err := os.ReadFile(filepath.Join(dir, de.Name())); err == nil && !de.IsDir() {
+				f.Add(b)
+			}
+		}
+	}
+	for _, s := range []string{
+		`{}`, `[]`, `{ }`, `[ ]`, `{"a":1}`, `{"a" : 1 }`, "{\n\t\"a\":\r[1, 2]}", `[1,]`, `{"a":1,}`,
+		`{"a"}`, `{"a":}`, `{1:2}`, `[tru]`, `[true,false,null]`, `[nul]`, `[fals]`, `[-]`, `[-0]`,
+		`[01]`, `[1.]`, `[1.5e+3]`, `[1e]`, `[1E-2]`, `[-1.0]`, `[12345678901234567890]`,
+		`["short"]`, `["exactly15bytes!"]`, `["sixteen-bytes-xx"]`, `["a\"b"]`, `["\u00e9"]`,
+		`["\ud800"]`, "[\"caf\xc3\xa9\"]", "[\"\xff\"]", "[\"a\x01b\"]", `["unterminated`,
+		`[[[[[[]]]]]]`, `[{"a":[{"b":{}}]}]`, `{"a":[1,{"b":"c"}],"d":null}`, `]`, `}`, `[}`, `{]`,
+		strings.Repeat("[", fastDepth+1) + strings.Repeat("]", fastDepth+1),
+		strings.Repeat("[", fastDepth) + strings.Repeat("]", fastDepth),
+		`{"job":"urn:a:b","trace_id":"t","data":{"x":[1,2,{"y":"z"}]},"meta":{"schema_version":1}}`,
+		`{"job":"u","trace_id":"t","data":{"x": 1},"meta":{"schema_version":1},"extra":[ 1 ]}`,
+	} {
+		f.Add([]byte(s))
+	}
+}
+
+// FuzzFastScanAgrees: where fastValue accepts a value, the general scanner accepts it too,
+// ending at the same offset with the same whitespace flag; and scanValue, fast path and
+// all, returns exactly what the general scanner returns (the same error included), at
+// every depth the decoder uses.
+func FuzzFastScanAgrees(f *testing.F) {
+	addFastSeeds(f)
+	f.Fuzz(func(t *testing.T, s []byte) {
+		i := skipWS(s, 0)
+		for _, depth := range []int{0, 1, 2, maxDepth - 3} {
+			end, ws, ok := fastValue(s, i, depth)
+			sEnd, sWS, sErr := slowValue(s, i, depth)
+			if ok && (sErr != nil || end != sEnd || ws != sWS) {
+				t.Fatalf("depth %d: fastValue accepted %q up to %d (ws %v); the general scanner: end %d, ws %v, error %v",
+					depth, s, end, ws, sEnd, sWS, sErr)
+			}
+			gEnd, gWS, gErr := scanValue(s, i, depth)
+			if gEnd != sEnd || gWS != sWS || !reflect.DeepEqual(gErr, sErr) {
+				t.Fatalf("depth %d: scanValue(%q) = %d, %v, %v; the general scanner: %d, %v, %v",
+					depth, s, gEnd, gWS, gErr, sEnd, sWS, sErr)
+			}
+		}
+	})
+}
+
+// FuzzClassifyFastPathAgrees: Classify and Decode give the same verdict, the same error
+// and the same envelope with the fast scanner as with the general scanner alone.
+func FuzzClassifyFastPathAgrees(f *testing.F) {
+	addFastSeeds(f)
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		for _, fn := range []struct {
+			name string
+			run  func([]byte, bool) (*Envelope, error)
+		}{{"Classify", classify}, {"Decode", decode}} {
+			fast, fastErr := fn.run(payload, false)
+			slow, slowErr := fn.run(payload, true)
+			if !samePoison(fastErr, slowErr) {
+				t.Fatalf("%s(%q): error %v with the fast scanner, %v without", fn.name, payload, fastErr, slowErr)
+			}
+			if !sameEnvelope(fast, slow) {
+				t.Fatalf("%s(%q): envelope\n%+v\nwith the fast scanner,\n%+v\nwithout", fn.name, payload, fast, slow)
+			}
+		}
+	})
+}
+
+// sameEnvelope compares two decoded envelopes member by member, unknown members and
+// warnings included, and their encodings.
+func sameEnvelope(a, b *Envelope) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if !reflect.DeepEqual(*a, *b) {
+		return false
+	}
+	ea, errA := a.Encode()
+	eb, errB := b.Encode()
+	return bytes.Equal(ea, eb) && samePoison(errA, errB)
+}
+
+// samePoison reports whether two errors of Decode, Classify or Encode are both nil, or say
+// the same thing: the same *PoisonError (rule, pointer, detail), or the same text.
+func samePoison(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var pa, pb *PoisonError
+	if errors.As(a, &pa) != errors.As(b, &pb) {
+		return false
+	}
+	if pa != nil && *pa != *pb {
+		return false
+	}
+	return a.Error() == b.Error()
+}
+
+// The fast scanner decides the values it is built for on its own, so that the speed-up is
+// not an accident of the fallback: a compact nested object, an indented one, and a string
+// right at the end of the input (which goes to scanString, not the two-word read).
+func TestFastValueDecidesCommonText(t *testing.T) {
+	nested, err := os.ReadFile(filepath.Join("testdata", "nested-4k.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		text string
+		ws   bool
+	}{
+		{"nested-4k", string(nested), false},
+		{"indented", "{\n  \"a\": [1, 2.5, -3e2],\n  \"b\": {\"c\": null, \"d\": true, \"e\": false}\n}", true},
+		{"string at the end", `"abc"`, false},
+		{"escapes and UTF-8", `{"a":"x\"y","b":"naïve café — İstanbul","c":"line\nbreak"}`, false},
+	} {
+		end, ws, ok := fastValue([]byte(tc.text), 0, 1)
+		if !ok || end != len(tc.text) || ws != tc.ws {
+			t.Errorf("%s: fastValue = %d, ws %v, ok %v; want %d, ws %v, ok", tc.name, end, ws, ok, len(tc.text), tc.ws)
+		}
+	}
+	for _, bad := range []string{`[1,]`, `{"a":1,}`, `[01]`, `["a` + "\x01" + `"]`, `{"a" 1}`, `tru`, ``} {
+		if _, _, ok := fastValue([]byte(bad), 0, 1); ok {
+			t.Errorf("fastValue accepted %q", bad)
+		}
+	}
+	deep := strings.Repeat("[", fastDepth+1) + strings.Repeat("]", fastDepth+1)
+	if _, _, ok := fastValue([]byte(deep), 0, 0); ok {
+		t.Errorf("fastValue accepted %d levels of nesting; it tracks %d", fastDepth+1, fastDepth)
+	}
+	if _, _, ok := fastValue([]byte(`[[]]`), 0, maxDepth-1); ok {
+		t.Errorf("fastValue accepted nesting past maxDepth")
+	}
+}
+
+// BenchmarkClassifyScanner runs Classify with the fast scanner and with the general scanner
+// alone on the same bodies, so that one run (with -count for repeats) gives the ratio.
+func BenchmarkClassifyScanner(b *testing.B) {
+	nested, err := os.ReadFile(filepath.Join("testdata", "nested-4k.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	compact := []byte(`{"job":"urn:babel:orders:created","trace_id":"7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b",` +
+		`"data":{"order_id":1042},"meta":{"id":"f1e2d3c4-b5a6-4789-90ab-cdef01234567","queue":"orders",` +
+		`"lang":"php","schema_version":1,"created_at":1749132727000},"attempts":0}`)
+	for _, p := range []struct {
+		name    string
+		payload []byte
+	}{{"order-created-compact", compact}, {"nested-4k", nested}} {
+		for _, mode := range []struct {
+			name string
+			slow bool
+		}{{"fast", false}, {"general", true}} {
+			b.Run(p.name+"/"+mode.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(p.payload)))
+				for b.Loop() {
+					if _, err := classify(p.payload, mode.slow); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
