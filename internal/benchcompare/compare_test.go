@@ -331,82 +331,24 @@ func (h *harness) comparisons(only string) []comparison {
 func keyBased(o *apulsar.ProducerOptions)   { o.BatcherBuilderType = apulsar.KeyBasedBatchBuilder }
 func noBatching(o *apulsar.ProducerOptions) { o.DisableBatching = true }
 
-// consume compares Receive + Ack in a loop with a Consumer whose handler does nothing (and,
-// at concurrency 1, with the raw loop plus envelope.Classify of every body, the part of the
-// gap that is the codec's). Each
-// window fills both topics while their dispatch is paused, so that neither starts with
-// prefetched messages, and resumes the dispatch inside the window.
+// consume compares Receive + Ack in a loop with a Consumer whose handler does nothing, and
+// both with the raw loop plus envelope.Classify of every body (the decode the contract
+// requires, the part of the gap that is the codec's). Each window fills every topic while
+// its dispatch is paused, so that none starts with prefetched messages, and resumes the
+// dispatch inside the window.
 func (h *harness) consume(name string, concurrency int) comparison {
-	t := h.t
-	msg := rawMessage(t)
-	ctx := context.Background()
-
-	rawTopic := h.topic("consume-raw")
-	rawC, err := h.client.Subscribe(apulsar.ConsumerOptions{
-		Topic: rawTopic, SubscriptionName: "bench", Type: apulsar.Exclusive,
-		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rawC.Close)
-	raw := variant{
-		name:    "raw Receive + Ack",
-		prepare: h.fill(rawTopic, msg),
-		run: func(n int) error {
-			h.resume(rawTopic)
-			for range n {
-				m, err := rawC.Receive(ctx)
-				if err != nil {
-					return err
-				}
-				if err := rawC.Ack(m); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-	}
-
-	clsTopic := h.topic("consume-classify")
-	clsC, err := h.client.Subscribe(apulsar.ConsumerOptions{
-		Topic: clsTopic, SubscriptionName: "bench", Type: apulsar.Exclusive,
-		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(clsC.Close)
-	cls := variant{
-		name:    "raw Receive + envelope.Classify + Ack",
-		info:    "— (the codec's share of the gap)",
-		prepare: h.fill(clsTopic, msg),
-		run: func(n int) error {
-			h.resume(clsTopic)
-			for range n {
-				m, err := clsC.Receive(ctx)
-				if err != nil {
-					return err
-				}
-				if _, err := envelope.Classify(m.Payload()); err != nil {
-					return err
-				}
-				if err := clsC.Ack(m); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-	}
+	msg := rawMessage(h.t)
+	raw := h.rawConsumer("raw Receive + Ack", "consume-raw", msg, false)
+	cls := h.rawConsumer(classifyRef, "consume-classify", msg, true)
+	cls.info = "— (the codec's share of the gap)"
 
 	label := "SDK Consumer"
 	if concurrency > 1 {
 		label = fmt.Sprintf("SDK Consumer, WithConcurrency(%d)", concurrency)
 	}
 	sdk := h.sdkConsumer(label, "consume-sdk", concurrency, msg)
-	sdks := []variant{sdk}
+	sdks := []variant{sdk, cls}
 	if concurrency == 1 {
-		sdks = append(sdks, cls)
 		// The tracing cost: the same Consumer with bqotel, on messages that carry a
 		// traceparent as an instrumented producer's do.
 		traced := *msg
@@ -419,6 +361,48 @@ func (h *harness) consume(name string, concurrency int) comparison {
 		}
 	}
 	return comparison{name: name, kind: "consume", raw: raw, sdks: sdks}
+}
+
+// classifyRef is the name of the consume comparisons' reference variant.
+const classifyRef = "raw Receive + envelope.Classify + Ack"
+
+// rawConsumer is a raw pulsar-client-go consume loop on a topic of its own, filled with
+// msg: Receive and Ack, with envelope.Classify of every body in between when classify is
+// set (the reference of the consume targets).
+func (h *harness) rawConsumer(name, topicName string, msg *apulsar.ProducerMessage, classify bool) variant {
+	t := h.t
+	ctx := context.Background()
+	topic := h.topic(topicName)
+	c, err := h.client.Subscribe(apulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: "bench", Type: apulsar.Exclusive,
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return variant{
+		name:    name,
+		prepare: h.fill(topic, msg),
+		run: func(n int) error {
+			h.resume(topic)
+			for range n {
+				m, err := c.Receive(ctx)
+				if err != nil {
+					return err
+				}
+				if classify {
+					if _, err := envelope.Classify(m.Payload()); err != nil {
+						return err
+					}
+				}
+				if err := c.Ack(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
 }
 
 // sdkConsumer is the SDK side of a consume comparison: a Consumer with a no-op handler on a
