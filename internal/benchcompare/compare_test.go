@@ -46,6 +46,7 @@ var (
 	only      = flag.String("compare.only", os.Getenv("BENCH_ONLY"), "run only the comparisons whose name contains this (env BENCH_ONLY)")
 	outFile   = flag.String("compare.out", os.Getenv("BENCH_OUT"), "also write the tables to this file (env BENCH_OUT)")
 	brokerURL = flag.String("compare.url", os.Getenv("BENCH_PULSAR_URL"), "a broker outside this process to run against instead of an embedded one (env BENCH_PULSAR_URL)")
+	jsonFile  = flag.String("compare.json", os.Getenv("BENCH_JSON"), "also write the judged rows as JSON to this file, for tools/benchchart (env BENCH_JSON)")
 )
 
 func envInt(name string, def int) int {
@@ -197,6 +198,74 @@ func TestCompare(t *testing.T) {
 	if *outFile != "" {
 		if err := os.WriteFile(*outFile, []byte(rep.text), 0o600); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if *jsonFile != "" {
+		if err := writeJudged(*jsonFile, h.chartHeader(*msgs, *repeats), rep.rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// judgedFile is the JSON the harness writes with BENCH_JSON, and tools/benchchart draws:
+// the run's parameters and its judged rows.
+type judgedFile struct {
+	Header judgedHeaderJSON `json:"header"`
+	Rows   []judgedRow      `json:"rows"`
+}
+
+// judgedHeaderJSON says where and how the judged rows of a judgedFile were measured.
+type judgedHeaderJSON struct {
+	Broker     string `json:"broker"`     // where(): which broker, and whether its CPU is in the figures
+	N          int    `json:"n"`          // messages a window
+	Repeats    int    `json:"repeats"`    // repeats of every variant
+	Date       string `json:"date"`       // when the run ended, RFC 3339, UTC
+	GOMAXPROCS int    `json:"gomaxprocs"` // of the process that ran the comparisons
+	Platform   string `json:"platform"`   // GOOS/GOARCH
+}
+
+// chartHeader is the header of this run's judged rows.
+func (h *harness) chartHeader(n, reps int) judgedHeaderJSON {
+	return judgedHeaderJSON{
+		Broker: h.where(), N: n, Repeats: reps, Date: time.Now().UTC().Format(time.RFC3339),
+		GOMAXPROCS: runtime.GOMAXPROCS(0), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+// writeJudged writes the judged rows with their header to path, as indented JSON.
+func writeJudged(path string, hdr judgedHeaderJSON, rows []judgedRow) error {
+	out, err := json.MarshalIndent(judgedFile{Header: hdr, Rows: rows}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(out, '\n'), 0o600)
+}
+
+// The JSON of the judged rows reads back as written, with the field names tools/benchchart
+// reads (its testdata holds a file of the same shape).
+func TestWriteJudged(t *testing.T) {
+	path := t.TempDir() + "/judged.json"
+	hdr := judgedHeaderJSON{Broker: "the embedded broker", N: 300, Repeats: 9, Date: "2026-12-04T00:00:00Z", GOMAXPROCS: 2, Platform: "linux/amd64"}
+	xs := []float64{1.00, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.07, 1.08}
+	r := judge(xs, consumeCPUTarget, true, consumeCPUHiMax)
+	r.Table, r.Comparison, r.Variant, r.Metric = "reference", comparisonNames[0], "SDK Consumer / "+classifyRef, metricCPU
+	if err := writeJudged(path, hdr, []judgedRow{r}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got judgedFile
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Header != hdr || len(got.Rows) != 1 || got.Rows[0] != r {
+		t.Errorf("read back %+v, want header %+v and row %+v", got, hdr, r)
+	}
+	for _, key := range []string{`"header"`, `"broker"`, `"gomaxprocs"`, `"rows"`, `"has_ci"`, `"at_most"`, `"hi_max"`, `"verdict"`} {
+		if !strings.Contains(string(raw), key) {
+			t.Errorf("the JSON has no %s:\n%s", key, raw)
 		}
 	}
 }
@@ -892,7 +961,8 @@ type judged struct {
 	target string
 }
 
-// report is what a run of the comparisons produced: the tables, and the judged rows.
+// report is what a run of the comparisons produced: the tables, and the judged rows the
+// chart draws.
 type report struct {
 	text string
 	rows []judgedRow

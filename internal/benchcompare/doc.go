@@ -21,6 +21,8 @@
 // (the binomial order statistics of the sorted ratios), so it needs at least 6 repeats. The
 // tables after it, every SDK variant against the raw client's floor and against the
 // reference variants on both metrics, are information; the last judges what bqotel adds.
+// With BENCH_JSON (flag -compare.json) the harness also writes the judged rows, with the
+// run's broker and parameters, as JSON: tools/benchchart draws them as a chart.
 //
 // With BENCH_PULSAR_URL (flag -compare.url) the comparisons run against that broker instead
 // of an embedded one: a real cluster, or `bq broker -trim-interval 10s` started in another
