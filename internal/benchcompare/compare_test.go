@@ -1226,6 +1226,9 @@ func TestReadmeQuotesTheTable(t *testing.T) {
 	if !strings.Contains(section, "make bench-compare") {
 		t.Error("the performance section does not say which command its table comes from")
 	}
+	if !strings.Contains(section, "tools/benchchart") {
+		t.Error("the performance section does not say how the chart is drawn (tools/benchchart)")
+	}
 
 	// The judged table: every judged row of the harness, with the harness's target.
 	judgedTable := quotedTable(t, section, judgedHeader)
