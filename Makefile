@@ -5,7 +5,7 @@
 # mode, so the tools and the go:generate lines run with GOWORK=off, once per module.
 GO        ?= go
 TOOL      := GOWORK=off $(GO) tool -modfile=tools/go.mod
-MODULES   := . examples
+MODULES   := . examples tools
 SUITE     ?= ../shared/babelqueue-conformance
 FUZZTIME  ?= 30s
 
@@ -33,10 +33,12 @@ flake:
 
 vet:
 	$(GO) vet ./... ./examples/...
+	cd tools && GOWORK=off $(GO) vet ./...
 
 lint:
 	$(TOOL) golangci-lint run ./...
 	cd examples && GOWORK=off $(GO) tool -modfile=../tools/go.mod golangci-lint run ./...
+	cd tools && GOWORK=off $(GO) tool golangci-lint run ./...
 
 ## bench: codec and publish/consume costs (compare the sdk and baseline sub-benchmarks of one run)
 bench:
@@ -67,6 +69,7 @@ bench-compare:
 ## package: fix the bug and commit that file there, as a regression case `go test` replays.
 fuzz:
 	GO="$(GO)" FUZZTIME="$(FUZZTIME)" bash tools/fuzz/run.sh
+	GOWORK=off GO="$(GO)" FUZZTIME="$(FUZZTIME)" FUZZ_MODULE=tools bash tools/fuzz/run.sh
 
 cover:
 	$(GO) test -race -covermode=atomic -coverprofile=cover.out ./...
