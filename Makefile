@@ -5,7 +5,7 @@
 # mode, so the tools and the go:generate lines run with GOWORK=off, once per module.
 GO        ?= go
 TOOL      := GOWORK=off $(GO) tool -modfile=tools/go.mod
-MODULES   := . examples
+MODULES   := . examples tools
 SUITE     ?= ../shared/babelqueue-conformance
 FUZZTIME  ?= 30s
 
@@ -33,23 +33,35 @@ flake:
 
 vet:
 	$(GO) vet ./... ./examples/...
+	cd tools && GOWORK=off $(GO) vet ./...
 
 lint:
 	$(TOOL) golangci-lint run ./...
 	cd examples && GOWORK=off $(GO) tool -modfile=../tools/go.mod golangci-lint run ./...
+	cd tools && GOWORK=off $(GO) tool golangci-lint run ./...
 
 ## bench: codec and publish/consume costs (compare the sdk and baseline sub-benchmarks of one run)
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
-## bench-compare: SDK against the raw client in one process, interleaved and repeated (ratios for the README)
+## bench-compare: SDK against the raw client in one process, interleaved and repeated (ratios for the README),
+## then the chart of its judged rows (tools/benchchart, run from the tools module so that the SDK's go.mod
+## carries no plotting dependencies)
 ## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison, BENCH_OUT a copy of the tables,
-## BENCH_PULSAR_URL a broker outside the process instead of the embedded one)
+## BENCH_PULSAR_URL a broker outside the process instead of the embedded one, BENCH_CHART the SVG to write:
+## docs/perf/bench-compare-embedded.svg, or docs/perf/bench-compare-pulsar.svg with BENCH_PULSAR_URL; empty, no chart)
 BENCH_N       ?= 20000
 BENCH_REPEATS ?= 5
+BENCH_CHART   ?= docs/perf/bench-compare-$(if $(BENCH_PULSAR_URL),pulsar,embedded).svg
 bench-compare:
-	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))" \
-		$(GO) test -count=1 -timeout=30m -run='^TestCompare$$' -v ./internal/benchcompare
+	set -e; json=$$(mktemp); trap 'rm -f "$$json"' EXIT; \
+	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))" BENCH_JSON="$$json" \
+		$(GO) test -count=1 -timeout=30m -run='^TestCompare$$' -v ./internal/benchcompare; \
+	if [ -n "$(BENCH_CHART)" ]; then \
+		mkdir -p "$(dir $(abspath $(BENCH_CHART)))"; \
+		(cd tools && GOWORK=off $(GO) run ./benchchart -in "$$json" -out "$(abspath $(BENCH_CHART))"); \
+		echo "bench-compare: the chart of the judged rows is $(BENCH_CHART)"; \
+	fi
 
 ## fuzz: every Fuzz* target of the module, FUZZTIME each, on top of the seed corpus. The
 ## targets are found with `go test -list '^Fuzz' ./...` (tools/fuzz/run.sh), so a new one is
@@ -57,6 +69,7 @@ bench-compare:
 ## package: fix the bug and commit that file there, as a regression case `go test` replays.
 fuzz:
 	GO="$(GO)" FUZZTIME="$(FUZZTIME)" bash tools/fuzz/run.sh
+	GOWORK=off GO="$(GO)" FUZZTIME="$(FUZZTIME)" FUZZ_MODULE=tools bash tools/fuzz/run.sh
 
 cover:
 	$(GO) test -race -covermode=atomic -coverprofile=cover.out ./...

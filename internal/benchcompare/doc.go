@@ -7,13 +7,22 @@
 // windows of the same number of messages, in an order that rotates from one repeat to the
 // next, so that the load of a shared machine falls on every variant alike. For each window
 // it measures the wall-clock throughput, the process CPU time (user + system, from
-// getrusage) and the number of heap allocations (runtime.MemStats.Mallocs) per message, and
-// it reports each SDK variant against the raw one of the same repeat as the median, a 95 %
-// confidence interval of the median and the range of the ratios, and the SDK variant against
-// the reference variants of its comparison the same way. A ratio is meaningful on a loaded
-// machine where an absolute time is not; the interval says how far the median can be
-// trusted. It is distribution-free (the binomial order statistics of the sorted ratios), so
-// it needs at least 6 repeats; where it contains a target, the verdict says so.
+// getrusage) and the number of heap allocations (runtime.MemStats.Mallocs) per message.
+//
+// Its first table judges the targets of issue 27, each stated against a reference that does
+// the work the contract requires: the SDK Consumer against a raw loop that also classifies
+// every body, PublishAsync against a raw producer that builds each envelope by hand, Publish
+// against a raw Send of one prepared message, and the runtime's pipeline against absolute
+// figures. A row is the ratio of the SDK variant to its reference in the same repeat, as the
+// median, a 95 % confidence interval of the median and the range, with a verdict read from
+// the interval: met, not met, or undecided while the interval contains the target (judge, one
+// rule for every judged row). A ratio is meaningful on a loaded machine where an absolute
+// time is not; the interval says how far the median can be trusted. It is distribution-free
+// (the binomial order statistics of the sorted ratios), so it needs at least 6 repeats. The
+// tables after it, every SDK variant against the raw client's floor and against the
+// reference variants on both metrics, are information; the last judges what bqotel adds.
+// With BENCH_JSON (flag -compare.json) the harness also writes the judged rows, with the
+// run's broker and parameters, as JSON: tools/benchchart draws them as a chart.
 //
 // With BENCH_PULSAR_URL (flag -compare.url) the comparisons run against that broker instead
 // of an embedded one: a real cluster, or `bq broker -trim-interval 10s` started in another

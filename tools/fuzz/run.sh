@@ -14,10 +14,13 @@
 # is fuzzed again, at most twice. Any other failure, or a new input file, stops the pass.
 #
 # Environment:
-#   FUZZTIME  time per target (default 30s)
-#   GO        the go command (default go)
+#   FUZZTIME     time per target (default 30s)
+#   GO           the go command (default go)
+#   FUZZ_MODULE  the module to fuzz, a directory of the repository (default ., the SDK's; tools
+#                is outside the workspace, so fuzz it with GOWORK=off)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+cd "${FUZZ_MODULE:-.}"
 
 go=${GO:-go}
 fuzztime=${FUZZTIME:-30s}
