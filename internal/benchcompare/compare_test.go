@@ -152,7 +152,7 @@ func TestCompare(t *testing.T) {
 		t.Skip("the SDK/raw comparison runs with -compare or BENCH_COMPARE=1 (make bench-compare)")
 	}
 	h := newHarness(t, *brokerURL)
-	report := h.compareAll(h.comparisons(*only), *msgs, *repeats)
+	report, _ := h.compareSelected(*only, *msgs, *repeats) // and latency under load (latency_test.go)
 	_, _ = fmt.Fprint(os.Stdout, report)
 	if *outFile != "" {
 		if err := os.WriteFile(*outFile, []byte(report), 0o600); err != nil {

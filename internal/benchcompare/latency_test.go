@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -551,6 +552,23 @@ func eachStat(ss []latencyStats, f func(latencyStats) float64) []float64 {
 		out[i] = f(s)
 	}
 	return out
+}
+
+// compareSelected runs what the filter only selects, as TestCompare does: the comparisons
+// whose name contains it, and the latency comparison when latencyName does (all of them when
+// only is empty). It returns the report and the latency comparison's judged rows (nil when
+// it did not run). A filter that selects nothing fails the test, as comparisons does.
+func (h *harness) compareSelected(only string, n, reps int) (string, []judgedRow) {
+	withLatency := strings.Contains(latencyName, only)
+	report := ""
+	if !withLatency || slices.ContainsFunc(comparisonNames[:], func(name string) bool { return strings.Contains(name, only) }) {
+		report = h.compareAll(h.comparisons(only), n, reps)
+	}
+	if !withLatency {
+		return report, nil
+	}
+	text, rows := h.latency(n, reps)
+	return report + text, rows
 }
 
 // The open-loop generator keeps its schedule through a stall, and the recorder counts every
