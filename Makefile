@@ -43,8 +43,8 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 ## bench-compare: SDK against the raw client in one process, interleaved and repeated (ratios for the README)
-## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison, BENCH_OUT a copy of the tables,
-## BENCH_PULSAR_URL a broker outside the process instead of the embedded one)
+## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison (BENCH_ONLY=latency: latency under
+## load alone), BENCH_OUT a copy of the tables, BENCH_PULSAR_URL a broker outside the process instead of the embedded one)
 BENCH_N       ?= 20000
 BENCH_REPEATS ?= 5
 bench-compare:
