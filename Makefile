@@ -47,7 +47,7 @@ bench:
 ## bench-compare: SDK against the raw client in one process, interleaved and repeated (ratios for the README),
 ## then the chart of its judged rows (tools/benchchart, run from the tools module so that the SDK's go.mod
 ## carries no plotting dependencies)
-## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison, BENCH_OUT a copy of the tables,
+## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison (BENCH_ONLY=latency: latency under load alone), BENCH_OUT a copy of the tables,
 ## BENCH_PULSAR_URL a broker outside the process instead of the embedded one, BENCH_CHART the SVG to write:
 ## docs/perf/bench-compare-embedded.svg, or docs/perf/bench-compare-pulsar.svg with BENCH_PULSAR_URL; empty, no chart)
 BENCH_N       ?= 20000

@@ -3,6 +3,7 @@ module github.com/babelqueue/babelqueue-go-pulsar
 go 1.25.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/apache/pulsar-client-go v0.19.0
 	github.com/google/uuid v1.6.0
 	github.com/redis/go-redis/v9 v9.17.3

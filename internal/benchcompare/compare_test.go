@@ -193,7 +193,7 @@ func TestCompare(t *testing.T) {
 		t.Skip("the SDK/raw comparison runs with -compare or BENCH_COMPARE=1 (make bench-compare)")
 	}
 	h := newHarness(t, *brokerURL)
-	rep := h.compareAll(h.comparisons(*only), *msgs, *repeats)
+	rep := h.compareSelected(*only, *msgs, *repeats) // and latency under load (latency_test.go)
 	_, _ = fmt.Fprint(os.Stdout, rep.text)
 	if *outFile != "" {
 		if err := os.WriteFile(*outFile, []byte(rep.text), 0o600); err != nil {

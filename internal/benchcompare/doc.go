@@ -34,4 +34,26 @@
 // prefetch, its receiver queue of 1,000 messages on every side, arrives before the window.
 // The topics are named compare-<run>-… in public/default, apart from an earlier run's, and
 // left behind.
+//
+// # Latency under load
+//
+// The latency comparison (BENCH_ONLY=latency) measures how long a message takes from the
+// publish to the handler at fixed rates. It first finds the raw client's end-to-end maximum
+// in the same run: the median of three closed-loop bursts of BENCH_N messages from a raw
+// producer (SendAsync) to a raw consumer (Receive + Ack), after a warm-up burst. At 25, 50
+// and 75 % of that rate it runs, after a warm-up window of each, BENCH_REPEATS windows of
+// each side in rotating order: the raw producer's SendAsync to a loop of Receive + Ack, and
+// the Publisher's PublishAsync to a Consumer whose handler does nothing. A window has
+// min(BENCH_N, rate × 5 s) messages. Both sides send with batching disabled, so that no
+// batch timer, the same on both, makes up most of the latency.
+//
+// The sender is open loop: message i of a window is due at start + i/rate and carries that
+// time in its bench-sent-ns property, and a send that is late goes out at once without
+// moving the later ones. A message's latency runs from when it was due to the moment
+// Receive returned it or the handler was called with it, so a stall of the sender, the
+// client or the broker counts for every message it held back, as it would for a service
+// under that load (no coordinated omission). The latencies of a window go into an
+// HdrHistogram (github.com/HdrHistogram/hdrhistogram-go); the report gives each side's p50,
+// p99, p99.9 and maximum, and the SDK's percentiles over the raw ones repeat by repeat,
+// judged like the other targets: p50 and p99 at most 1.10×, p99.9 at most 1.25×.
 package benchcompare

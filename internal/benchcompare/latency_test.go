@@ -1,0 +1,675 @@
+//go:build unix
+
+package benchcompare_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+)
+
+// latencyName names the latency comparison for BENCH_ONLY, as comparisonNames name the
+// others: it runs when the filter is empty or a part of this name ("latency").
+const latencyName = "latency under load"
+
+// stampProp is the property that carries a message's scheduled send time: nanoseconds since
+// latencyEpoch on the monotonic clock. Producer and consumers are in the same process, so
+// the one clock serves both ends, whichever broker the run uses.
+const stampProp = "bench-sent-ns"
+
+// latencyEpoch is the origin of the stamps.
+var latencyEpoch = time.Now()
+
+// sinceEpoch is the clock of the latency comparison: the time since latencyEpoch.
+func sinceEpoch() time.Duration { return time.Since(latencyEpoch) }
+
+// latencyLoads are the rates of the latency comparison, as fractions of the raw maximum.
+var latencyLoads = [...]float64{0.25, 0.50, 0.75}
+
+// latencyPercentiles are the judged percentiles and their targets: the SDK's latency over
+// the raw client's at the same rate, at most (issue 27, item 2).
+var latencyPercentiles = [...]struct {
+	name   string
+	q      float64 // the quantile in percent, as hdrhistogram takes it
+	target float64
+}{
+	{"p50", 50, 1.10},
+	{"p99", 99, 1.10},
+	{"p99.9", 99.9, 1.25},
+}
+
+const (
+	// latencyWindow bounds the time a window is scheduled to last: a window has
+	// min(BENCH_N, rate × latencyWindow) messages.
+	latencyWindow = 5 * time.Second
+	// latencyBursts is the number of closed-loop bursts whose median is the raw maximum.
+	latencyBursts = 3
+	// latencyMaxUsec is the highest latency the histograms track, 60 s; a higher one is
+	// recorded as 60 s.
+	latencyMaxUsec = 60_000_000
+	// latencyVariant names what the latency rows compare.
+	latencyVariant = "SDK PublishAsync → Consumer / raw SendAsync → Receive"
+	// latencyComparisonPrefix starts the Comparison of every latency row; the rate label
+	// follows.
+	latencyComparisonPrefix = "publish → handler latency at "
+)
+
+// latencyRecorder collects the latencies one consumer side measures, a window at a time.
+// The side calls take with each message's properties the moment it has the message (the raw
+// Receive returned it, the SDK handler was called with it): the latency is that moment
+// minus the message's scheduled send time, so a send that went out late, or waited for the
+// producer, counts from when it was due. It is safe for concurrent use.
+type latencyRecorder struct {
+	now func() time.Duration // the clock the stamps are read against (a fake one in tests)
+
+	mu      sync.Mutex
+	hist    *hdrhistogram.Histogram // µs, 1 µs … 60 s, 3 significant digits
+	want    int                     // the messages the window waits for
+	got     int                     // the messages received in the window
+	stamped int                     // of which carried a readable stamp
+	last    time.Duration           // when the last of them was received
+	done    chan struct{}           // closed once got reaches want, or on a failure
+	closed  bool                    // done is closed
+	err     error                   // the consumer side's first failure
+}
+
+// newLatencyRecorder returns a recorder reading the clock now, waiting for no window yet.
+func newLatencyRecorder(now func() time.Duration) *latencyRecorder {
+	r := &latencyRecorder{now: now, hist: hdrhistogram.New(1, latencyMaxUsec, 3)}
+	r.expect(0)
+	return r
+}
+
+// expect starts a window of n messages: what was recorded before is dropped.
+func (r *latencyRecorder) expect(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hist.Reset()
+	r.want, r.got, r.stamped, r.last = n, 0, 0, 0
+	r.done, r.closed = make(chan struct{}), false
+	if n == 0 {
+		r.finishLocked()
+	}
+}
+
+// take records a message the consumer side has just received, by its properties. A message
+// without a stamp (a burst's) is counted but has no latency.
+func (r *latencyRecorder) take(props map[string]string) {
+	at := r.now()
+	due, err := strconv.ParseInt(props[stampProp], 10, 64)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got++
+	r.last = at
+	if err == nil {
+		r.stamped++
+		usec := min(max((at-time.Duration(due)).Microseconds(), 0), latencyMaxUsec)
+		if err := r.hist.RecordValue(usec); err != nil && r.err == nil {
+			r.err = fmt.Errorf("recording %d µs: %w", usec, err)
+		}
+	}
+	if r.got == r.want {
+		r.finishLocked()
+	}
+}
+
+// fail records a failure of the consumer side and ends the window's wait.
+func (r *latencyRecorder) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.finishLocked()
+}
+
+func (r *latencyRecorder) finishLocked() {
+	if !r.closed {
+		r.closed = true
+		close(r.done)
+	}
+}
+
+// latencyStats are what one window measured: its latencies in µs at latencyPercentiles and
+// their maximum, the messages that carried a stamp, and when the last message came.
+type latencyStats struct {
+	pct     [len(latencyPercentiles)]float64
+	max     float64
+	stamped int
+	last    time.Duration
+}
+
+// wait waits until the window's messages have all been received, or the consumer side
+// failed, or timeout passed, and returns the window's figures.
+func (r *latencyRecorder) wait(timeout time.Duration) (latencyStats, error) {
+	r.mu.Lock()
+	done := r.done
+	r.mu.Unlock()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return latencyStats{}, r.err
+	}
+	if r.got < r.want {
+		return latencyStats{}, fmt.Errorf("received %d of %d messages in %v", r.got, r.want, timeout)
+	}
+	s := latencyStats{max: float64(r.hist.Max()), stamped: r.stamped, last: r.last}
+	for i, p := range latencyPercentiles {
+		s.pct[i] = float64(r.hist.ValueAtQuantile(p.q))
+	}
+	return s, nil
+}
+
+// openLoop sends n messages at rate a second on a fixed schedule: message i is due at
+// start + i/rate, start being now() when it begins. It sleeps until a message is due and
+// sends one that is already late at once, without moving the later ones: the schedule is
+// the intended load whatever the system under test does, and a stall of the sender (a full
+// producer queue, a slow call) shows up as latency of every message it held back, counted
+// from when each was due. A closed-loop sender would instead wait out the stall and send
+// fewer messages during it, the coordinated omission that hides the tail.
+func openLoop(n int, rate float64, now func() time.Duration, sleep func(time.Duration), send func(due time.Duration) error) error {
+	start := now()
+	for i := range n {
+		due := start + time.Duration(float64(i)*float64(time.Second)/rate)
+		if d := due - now(); d > 0 {
+			sleep(d)
+		}
+		if err := send(due); err != nil {
+			return fmt.Errorf("message %d of %d: %w", i+1, n, err)
+		}
+	}
+	return nil
+}
+
+// latencySide is one side of the latency comparison: a producer and a consumer on a topic
+// of their own, the consumer running throughout and handing what it receives to rec.
+type latencySide struct {
+	name string
+	send func(due time.Duration) error // sends one message stamped due, asynchronously
+	rec  *latencyRecorder
+
+	wg     sync.WaitGroup // sends not yet called back
+	failed atomic.Int64   // sends called back with an error
+}
+
+// sent is the end of one send of the side.
+func (s *latencySide) sent(err error) {
+	if err != nil {
+		s.failed.Add(1)
+	}
+	s.wg.Done()
+}
+
+// settle waits for the receipts of the side's sends and fails when any send did.
+func (s *latencySide) settle() error {
+	s.wg.Wait()
+	return failures(s.failed.Swap(0))
+}
+
+// latencyProducer are the producer options of both sides: batching disabled, so that each
+// message goes out on its own at once on either side. With a batch builder every message
+// would wait for its batch to fill or for BatchingMaxPublishDelay, the same wait on both
+// sides, which would dominate the latency and drown what the SDK adds in it.
+func latencyProducer(o *apulsar.ProducerOptions) { noBatching(o) }
+
+// rawLatencySide is the raw side: SendAsync of the prepared envelope with the stamp added to
+// its properties, and a loop of Receive + Ack.
+func (h *harness) rawLatencySide() *latencySide {
+	t := h.t
+	topic := h.topic("latency-raw")
+	c, err := h.client.Subscribe(apulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: "bench", Type: apulsar.Exclusive,
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	po := apulsar.ProducerOptions{Topic: topic}
+	latencyProducer(&po)
+	p, err := h.client.CreateProducer(po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+
+	s := &latencySide{name: "raw SendAsync → Receive + Ack", rec: newLatencyRecorder(sinceEpoch)}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			m, err := c.Receive(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.rec.fail(fmt.Errorf("raw Receive: %w", err))
+				}
+				return
+			}
+			s.rec.take(m.Properties())
+			if err := c.Ack(m); err != nil {
+				s.rec.fail(fmt.Errorf("raw Ack: %w", err))
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-stopped }) // before the consumer is closed
+
+	msg := rawMessage(t)
+	callback := func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { s.sent(err) }
+	s.send = func(due time.Duration) error {
+		props := maps.Clone(msg.Properties) // a map per message, as the SDK side's header map
+		props[stampProp] = strconv.FormatInt(int64(due), 10)
+		s.wg.Add(1)
+		p.SendAsync(context.Background(), &apulsar.ProducerMessage{Payload: msg.Payload, Properties: props}, callback)
+		return nil
+	}
+	return s
+}
+
+// sdkLatencySide is the SDK side: PublishAsync with the stamp in WithHeaders, and a
+// Consumer with a handler that does nothing but record.
+func (h *harness) sdkLatencySide() *latencySide {
+	t := h.t
+	topic := h.topic("latency-sdk")
+	s := &latencySide{name: "SDK PublishAsync → Consumer", rec: newLatencyRecorder(sinceEpoch)}
+	c, err := bqpulsar.NewConsumer(h.client,
+		bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("bench", apulsar.Exclusive),
+		bqpulsar.WithConcurrency(1),
+		bqpulsar.Handle(urn, func(_ context.Context, _ *envelope.Envelope, m apulsar.Message) error {
+			s.rec.take(m.Properties())
+			return nil
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run returned %v, want context.Canceled", err)
+		}
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	pub, err := bqpulsar.NewPublisher(h.client, topic, bqpulsar.WithProducerOptions(latencyProducer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the consumer stops
+		if err := pub.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	callback := func(_ string, err error) { s.sent(err) }
+	s.send = func(due time.Duration) error {
+		s.wg.Add(1)
+		err := pub.PublishAsync(context.Background(), urn, data, callback,
+			bqpulsar.WithHeaders(map[string]string{stampProp: strconv.FormatInt(int64(due), 10)}))
+		if err != nil {
+			s.wg.Done() // nothing was sent: no callback comes
+		}
+		return err
+	}
+	return s
+}
+
+// window runs one open-loop window of side s: n messages at rate a second. It returns once
+// every receipt and every message is in.
+func (h *harness) window(s *latencySide, n int, rate float64) (latencyStats, error) {
+	s.rec.expect(n)
+	sendErr := openLoop(n, rate, sinceEpoch, time.Sleep, s.send)
+	if err := errors.Join(sendErr, s.settle()); err != nil {
+		return latencyStats{}, err
+	}
+	st, err := s.rec.wait(time.Duration(float64(n)/rate*float64(time.Second)) + time.Minute)
+	if err == nil && st.stamped != n {
+		err = fmt.Errorf("%d of %d messages carried no readable %s", n-st.stamped, n, stampProp)
+	}
+	if h.broker != nil {
+		h.broker.TrimAll() // what was acknowledged is let go
+	}
+	return st, err
+}
+
+// burst is one closed-loop burst of the raw side: n messages sent as fast as the producer
+// takes them (SendAsync blocks while its queue of pending messages is full), and the end to
+// end rate, messages received a second from the first send to the last receive.
+func (h *harness) burst(s *latencySide, n int) (float64, error) {
+	s.rec.expect(n)
+	start := sinceEpoch()
+	for range n {
+		if err := s.send(sinceEpoch()); err != nil {
+			return 0, errors.Join(err, s.settle())
+		}
+	}
+	if err := s.settle(); err != nil {
+		return 0, err
+	}
+	st, err := s.rec.wait(time.Minute)
+	if err != nil {
+		return 0, err
+	}
+	if h.broker != nil {
+		h.broker.TrimAll()
+	}
+	return float64(n) / (st.last - start).Seconds(), nil
+}
+
+// latencyLoad is what the comparison measured at one rate.
+type latencyLoad struct {
+	frac     float64        // the rate as a fraction of the raw maximum
+	rate     float64        // messages a second
+	n        int            // messages a window
+	raw, sdk []latencyStats // one a repeat
+}
+
+// label names the rate in the tables, e.g. "25 % of raw max (3000 msgs/s)".
+func (l latencyLoad) label() string {
+	return fmt.Sprintf("%.0f %% of raw max (%.0f msgs/s)", l.frac*100, l.rate)
+}
+
+// latencyRun is a whole latency comparison: the raw maximum and the loads measured under it.
+type latencyRun struct {
+	bursts  []float64 // the raw maximum's bursts, msgs/s
+	burstN  int
+	rawMax  float64
+	loads   []latencyLoad
+	reps    int
+	took    time.Duration
+	where   string
+	sdkName string
+	rawName string
+}
+
+// latency runs the latency comparison with windows of at most n messages and reps repeats,
+// and returns its report and its judged rows (one a rate and percentile).
+//
+// It first finds the raw maximum in this run: after a warm-up burst, the median of
+// latencyBursts closed-loop bursts of n messages from the raw producer to the raw consumer.
+// Then, at each of latencyLoads of it, it warms both sides up with a short window and runs
+// reps repeats of a window of min(n, rate × latencyWindow) messages on each side, in an
+// order that rotates from one repeat to the next. Every window is open loop (openLoop) and
+// its latencies are counted from the scheduled send times (latencyRecorder). The rows
+// compare the SDK's percentiles with the raw ones of the same repeat.
+func (h *harness) latency(n, reps int) (string, []judgedRow) {
+	t := h.t
+	start := time.Now()
+	raw, sdk := h.rawLatencySide(), h.sdkLatencySide()
+	run := latencyRun{burstN: n, reps: reps, where: h.where(), rawName: raw.name, sdkName: sdk.name}
+	if _, err := h.burst(raw, min(n/10+1, 2000)); err != nil {
+		t.Fatalf("latency: warm-up burst: %v", err)
+	}
+	for range latencyBursts {
+		r, err := h.burst(raw, n)
+		if err != nil {
+			t.Fatalf("latency: raw maximum burst: %v", err)
+		}
+		run.bursts = append(run.bursts, r)
+	}
+	run.rawMax = median(run.bursts)
+	sides := [2]*latencySide{raw, sdk}
+	for _, frac := range latencyLoads {
+		l := latencyLoad{frac: frac, rate: frac * run.rawMax}
+		l.n = max(min(n, int(l.rate*latencyWindow.Seconds())), 1)
+		warm := min(l.n, max(l.n/5, 200))
+		for _, s := range sides {
+			if _, err := h.window(s, warm, l.rate); err != nil {
+				t.Fatalf("latency at %s: %s: warm-up: %v", l.label(), s.name, err)
+			}
+		}
+		for r := range reps {
+			for k := range sides { // rotating order: side (r+k) mod 2 first
+				side := (r + k) % len(sides)
+				st, err := h.window(sides[side], l.n, l.rate)
+				if err != nil {
+					t.Fatalf("latency at %s: %s: %v", l.label(), sides[side].name, err)
+				}
+				if side == 0 {
+					l.raw = append(l.raw, st)
+				} else {
+					l.sdk = append(l.sdk, st)
+				}
+			}
+		}
+		run.loads = append(run.loads, l)
+	}
+	run.took = time.Since(start)
+	rows := run.judged()
+	return run.render(rows), rows
+}
+
+// ratios returns, repeat by repeat, the SDK's latency at percentile index p over the raw
+// side's (a raw figure of 0 µs counts as 1 µs).
+func (l latencyLoad) ratios(p int) []float64 {
+	out := make([]float64, len(l.raw))
+	for r := range l.raw {
+		out[r] = l.sdk[r].pct[p] / max(l.raw[r].pct[p], 1)
+	}
+	return out
+}
+
+// judged returns the rows of the run, one a rate and percentile, judged by judge.
+func (run latencyRun) judged() []judgedRow {
+	var rows []judgedRow
+	for _, l := range run.loads {
+		for p, pc := range latencyPercentiles {
+			r := judge(l.ratios(p), pc.target, true, 0)
+			r.Table = "latency"
+			r.Comparison = latencyComparisonPrefix + l.label()
+			r.Variant = latencyVariant
+			r.Metric = pc.name + " SDK/raw"
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// latencyHeader is the header of the latency table.
+const latencyHeader = "| Rate | Percentile | raw µs, median | SDK µs, median | latency SDK/raw, median [95% CI] (min–max) | Target | Met |"
+
+// render is the latency comparison's report: how it ran, the absolute latencies and the
+// judged ratios (rows, in the order of run.judged).
+func (run latencyRun) render(rows []judgedRow) string {
+	var b strings.Builder
+	load := ""
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = ", load average " + strings.Join(strings.Fields(string(l))[:3], " ")
+	}
+	fmt.Fprintf(&b, "\nbench-compare, %s: open-loop publish at a fixed rate, each message's latency from its scheduled send time to its receipt by the handler (SDK) or Receive (raw); %d repeats of each side at each rate, interleaved in rotating order, GOMAXPROCS=%d, %s/%s%s, %s\n",
+		latencyName, run.reps, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, load, run.took.Round(time.Second))
+	fmt.Fprintf(&b, "Broker: %s.\n", run.where)
+	bursts := make([]string, len(run.bursts))
+	for i, r := range run.bursts {
+		bursts[i] = fmt.Sprintf("%.0f", r)
+	}
+	fmt.Fprintf(&b, "Raw maximum: %.0f msgs/s end to end (median of %d closed-loop bursts of %d messages, %s: %s msgs/s). Both sides send with batching disabled.\n\n",
+		run.rawMax, len(run.bursts), run.burstN, run.rawName, strings.Join(bursts, ", "))
+	b.WriteString("Absolute latencies (µs, median of the repeats):\n\n")
+	b.WriteString("| Rate | Side | msgs/window |")
+	for _, pc := range latencyPercentiles {
+		b.WriteString(" " + pc.name + " |")
+	}
+	b.WriteString(" max |\n| --- | --- | --- |" + strings.Repeat(" --- |", len(latencyPercentiles)+1) + "\n")
+	for _, l := range run.loads {
+		for _, side := range []struct {
+			name string
+			ss   []latencyStats
+		}{{run.rawName, l.raw}, {run.sdkName, l.sdk}} {
+			fmt.Fprintf(&b, "| %s | %s | %d |", l.label(), side.name, l.n)
+			for p := range latencyPercentiles {
+				fmt.Fprintf(&b, " %.0f |", median(eachStat(side.ss, func(s latencyStats) float64 { return s.pct[p] })))
+			}
+			fmt.Fprintf(&b, " %.0f |\n", median(eachStat(side.ss, func(s latencyStats) float64 { return s.max })))
+		}
+	}
+	b.WriteString("\nSDK against raw latency, repeat by repeat (" + latencyVariant + "):\n\n")
+	b.WriteString(latencyHeader + "\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	i := 0
+	for _, l := range run.loads {
+		for p, pc := range latencyPercentiles {
+			r := rows[i]
+			i++
+			at := func(s latencyStats) float64 { return s.pct[p] }
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %s | %s |\n", l.label(), pc.name,
+				median(eachStat(l.raw, at)), median(eachStat(l.sdk, at)), spread(l.ratios(p)), r.targetText(), r.Verdict)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// eachStat is each for latency windows.
+func eachStat(ss []latencyStats, f func(latencyStats) float64) []float64 {
+	out := make([]float64, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
+	}
+	return out
+}
+
+// compareSelected runs what the filter only selects, as TestCompare does: the comparisons
+// whose name contains it, and the latency comparison when latencyName does (all of them when
+// only is empty). It returns the report: the tables of both, and the judged rows of both for
+// the chart. A filter that selects nothing fails the test, as comparisons does.
+func (h *harness) compareSelected(only string, n, reps int) report {
+	withLatency := strings.Contains(latencyName, only)
+	var rep report
+	if !withLatency || slices.ContainsFunc(comparisonNames[:], func(name string) bool { return strings.Contains(name, only) }) {
+		rep = h.compareAll(h.comparisons(only), n, reps)
+	}
+	if !withLatency {
+		return rep
+	}
+	text, rows := h.latency(n, reps)
+	return report{text: rep.text + text, rows: append(rep.rows, rows...)}
+}
+
+// The open-loop generator keeps its schedule through a stall, and the recorder counts every
+// message from when it was due: a send stalled for 5 ms makes the messages it held back
+// late by 4, 3, 2 and 1 ms, where a closed-loop sender would record no latency at all.
+func TestOpenLoopCountsFromTheSchedule(t *testing.T) {
+	var now time.Duration // the fake clock
+	clock := func() time.Duration { return now }
+	rec := newLatencyRecorder(clock)
+	const n = 10
+	rec.expect(n)
+	var dues []time.Duration
+	err := openLoop(n, 1000, clock, func(d time.Duration) { now += d }, func(due time.Duration) error {
+		dues = append(dues, due)
+		rec.take(map[string]string{stampProp: strconv.FormatInt(int64(due), 10)}) // received at once
+		if len(dues) == 3 {
+			now += 5 * time.Millisecond // the third send stalls the sender
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, due := range dues {
+		if want := time.Duration(i) * time.Millisecond; due != want {
+			t.Errorf("message %d was due at %v, want %v: the schedule moved", i, due, want)
+		}
+	}
+	st, err := rec.wait(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The latencies are 0, 0, 0, 4, 3, 2, 1, 0, 0, 0 ms: the median 0, the tail 4 ms.
+	if st.stamped != n || st.pct[0] != 0 || !near(st.pct[1], 4000) || !near(st.max, 4000) {
+		t.Errorf("stamped %d, p50 %v µs, p99 %v µs, max %v µs; want 10, 0, 4000, 4000", st.stamped, st.pct[0], st.pct[1], st.max)
+	}
+	if err := openLoop(1, 1000, clock, func(time.Duration) {}, func(time.Duration) error { return errors.New("refused") }); err == nil {
+		t.Error("openLoop hid a failed send")
+	}
+}
+
+// near reports whether x is within the histogram's precision (3 significant digits) of want.
+func near(x, want float64) bool { return x >= want*0.999 && x <= want*1.001 }
+
+// The recorder counts a message without a stamp (a burst's) without a latency, waits for the
+// window's count, and reports a consumer failure or a short window as an error.
+func TestLatencyRecorder(t *testing.T) {
+	now := 10 * time.Millisecond
+	rec := newLatencyRecorder(func() time.Duration { return now })
+	rec.expect(2)
+	rec.take(map[string]string{})
+	rec.take(map[string]string{stampProp: strconv.FormatInt(int64(9*time.Millisecond), 10)})
+	st, err := rec.wait(time.Second)
+	if err != nil || st.stamped != 1 || !near(st.max, 1000) || st.last != now {
+		t.Errorf("got %+v, %v; want 1 stamped message of 1000 µs received at %v", st, err, now)
+	}
+	rec.expect(2)
+	rec.take(map[string]string{})
+	if _, err := rec.wait(time.Millisecond); err == nil {
+		t.Error("a window short of a message did not fail")
+	}
+	rec.expect(1)
+	rec.fail(errors.New("receive failed"))
+	if _, err := rec.wait(time.Minute); err == nil || err.Error() != "receive failed" {
+		t.Errorf("wait after a failure = %v", err)
+	}
+}
+
+// The latency comparison runs in a few tiny windows against a broker it is not given (the
+// BENCH_PULSAR_URL mode) and reports every rate and percentile. It measures nothing.
+func TestLatencySmoke(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	h := newHarness(t, b.URL())
+	report, rows := h.latency(200, 2)
+	if want := "Broker: a broker outside this process (" + b.URL() + ")"; !strings.Contains(report, want) {
+		t.Errorf("the report has no %q:\n%s", want, report)
+	}
+	if !strings.Contains(report, "Raw maximum: ") || !strings.Contains(report, latencyHeader+"\n") {
+		t.Errorf("the report has no raw maximum or no latency table:\n%s", report)
+	}
+	if len(rows) != len(latencyLoads)*len(latencyPercentiles) {
+		t.Fatalf("%d rows, want %d", len(rows), len(latencyLoads)*len(latencyPercentiles))
+	}
+	i := 0
+	for _, frac := range latencyLoads {
+		for _, pc := range latencyPercentiles {
+			r := rows[i]
+			i++
+			label, ok := strings.CutPrefix(r.Comparison, latencyComparisonPrefix)
+			if !ok || !strings.HasPrefix(label, fmt.Sprintf("%.0f %% of raw max (", frac*100)) {
+				t.Errorf("row %d is for %q, want %.0f %% of the raw maximum", i, r.Comparison, frac*100)
+			}
+			if r.Table != "latency" || r.Variant != latencyVariant || r.Metric != pc.name+" SDK/raw" || r.Target != pc.target || !r.AtMost {
+				t.Errorf("row %d: %+v", i, r)
+			}
+			if r.Verdict != verdictUndecided { // 2 repeats have no interval
+				t.Errorf("row %d: verdict %q with 2 repeats", i, r.Verdict)
+			}
+			if line := "| " + label + " | " + pc.name + " | "; !strings.Contains(report, line) {
+				t.Errorf("the report has no row %q:\n%s", line, report)
+			}
+		}
+	}
+}
