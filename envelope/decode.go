@@ -221,6 +221,7 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 	if i < len(s) && s[i] == '}' {
 		return i + 1, nil
 	}
+	hint := canonicalFirst[lvl]
 	for count := 1; ; count++ {
 		if count > MaxMembers {
 			return i, poison(RuleMembers, prefix, objectName(prefix)+" has more than "+
@@ -230,7 +231,7 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 			return i, syntaxPoison(prefix, errExpect(s, i, "a string key"))
 		}
 		// A known key spelled plainly is recognised without scanning it as a string.
-		id, kEnd := plainKey(lvl, s, i)
+		id, kEnd := plainKey(lvl, s, i, hint)
 		name := ""
 		d.keyEscaped = false
 		if id == memberUnknown {
@@ -246,6 +247,7 @@ func (d *decoder) object(i int, lvl level, prefix string) (int, *PoisonError) {
 			}
 			id = memberNamed(lvl, name)
 		}
+		hint = canonicalNext[id]
 		d.key = mkSpan(i, kEnd)
 		i = skipWS(s, kEnd)
 		if i >= len(s) || s[i] != ':' {

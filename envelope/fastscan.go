@@ -27,7 +27,9 @@ const fastDepth = 256
 func fastValue(s []byte, i, depth int) (end int, ws, ok bool) {
 	var inArray [fastDepth / 64]uint64 // bit k set: level k+1 of this value is an array
 	n := 0                             // the levels open
-	key := false                       // whether an object key comes before the value
+	limit := min(fastDepth, maxDepth-depth)
+	closer := byte(0) // what closes the innermost open level: '}' or ']'
+	key := false      // whether an object key comes before the value
 	for {
 		if key { // an object key, its colon and the whitespace around it
 			key = false
@@ -39,15 +41,16 @@ func fastValue(s []byte, i, depth int) (end int, ws, ok bool) {
 			} else if i = fastString(s, i); i < 0 {
 				return 0, false, false
 			}
-			if i < len(s) && s[i] <= ' ' {
+			if i < len(s) && s[i] == ':' { // compact text: the colon right after the key
+				i++
+			} else {
 				j := skipWS(s, i)
 				ws = ws || j != i
-				i = j
+				if i = j; i >= len(s) || s[i] != ':' {
+					return 0, false, false
+				}
+				i++
 			}
-			if i >= len(s) || s[i] != ':' {
-				return 0, false, false
-			}
-			i++
 			if i < len(s) && s[i] <= ' ' {
 				j := skipWS(s, i)
 				ws = ws || j != i
@@ -66,7 +69,7 @@ func fastValue(s []byte, i, depth int) (end int, ws, ok bool) {
 				return 0, false, false
 			}
 		case c == '{' || c == '[':
-			if n == fastDepth || depth+n+1 > maxDepth {
+			if n >= limit {
 				return 0, false, false
 			}
 			if c == '[' {
@@ -75,14 +78,16 @@ func fastValue(s []byte, i, depth int) (end int, ws, ok bool) {
 				inArray[n>>6] &^= 1 << (n & 63)
 			}
 			n++
+			closer = c + 2 // '{'+2 is '}', '['+2 is ']'
 			i++
 			if i < len(s) && s[i] <= ' ' {
 				j := skipWS(s, i)
 				ws = ws || j != i
 				i = j
 			}
-			if i < len(s) && s[i] == c+2 { // '{'+2 is '}', '['+2 is ']'
+			if i < len(s) && s[i] == closer {
 				n--
+				closer = closerOf(&inArray, n)
 				i++
 				break // an empty container is a value
 			}
@@ -126,17 +131,18 @@ func fastValue(s []byte, i, depth int) (end int, ws, ok bool) {
 			if n == 0 {
 				return i, ws, true
 			}
-			if i < len(s) && s[i] <= ' ' {
-				j := skipWS(s, i)
-				ws = ws || j != i
-				i = j
-			}
 			if i >= len(s) {
 				return 0, false, false
 			}
-			k := n - 1
-			array := inArray[k>>6]>>(k&63)&1 != 0
 			c := s[i]
+			if c <= ' ' {
+				j := skipWS(s, i)
+				ws = ws || j != i
+				if i = j; i >= len(s) {
+					return 0, false, false
+				}
+				c = s[i]
+			}
 			if c == ',' {
 				i++
 				if i < len(s) && s[i] <= ' ' {
@@ -144,17 +150,27 @@ func fastValue(s []byte, i, depth int) (end int, ws, ok bool) {
 					ws = ws || j != i
 					i = j
 				}
-				key = !array
+				key = closer == '}'
 				break
 			}
-			if array && c == ']' || !array && c == '}' {
-				n--
-				i++
-				continue
+			if c != closer {
+				return 0, false, false
 			}
-			return 0, false, false
+			n--
+			closer = closerOf(&inArray, n)
+			i++
 		}
 	}
+}
+
+// closerOf returns what closes level n of a value whose levels' kinds are in inArray
+// (bit k set: level k+1 is an array), or 0 for level 0, outside the value.
+func closerOf(inArray *[fastDepth / 64]uint64, n int) byte {
+	if n == 0 {
+		return 0
+	}
+	k := n - 1
+	return '}' - byte(inArray[k>>6]>>(k&63)&1)*('}'-']')
 }
 
 // shortString returns the offset just past the string at s[i] == '"' when it holds at
@@ -214,6 +230,8 @@ func fastString(s []byte, i int) int {
 			}
 		case c >= 0xC2 && c < 0xE0 && k+1 < len(s) && s[k+1]&0xC0 == 0x80: // two bytes
 			k += 2
+		case c > 0xE0 && c < 0xF0 && c != 0xED && k+2 < len(s) && s[k+1]&0xC0 == 0x80 && s[k+2]&0xC0 == 0x80:
+			k += 3 // three bytes, but for E0 and ED, whose second byte has a narrower range
 		case c >= utf8.RuneSelf:
 			n := runeLen(s, k)
 			if n == 0 {

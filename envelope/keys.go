@@ -160,12 +160,18 @@ var plainKeys, plainIndex = func() (keys [3][]plainKeyText, index [3][256]uint8)
 // memberUnknown (then the key is scanned as any string and looked up with memberNamed). It
 // compares the 16 bytes after the opening quote with the known keys that start with the
 // same byte; a key less than 16 bytes before the end of s takes the general path.
-func plainKey(lvl level, s []byte, i int) (memberID, int) {
+//
+// hint is the member that the encoders' order puts next (see canonicalNext), tried first:
+// a body written in that order is recognised with one comparison a key.
+func plainKey(lvl level, s []byte, i int, hint memberID) (memberID, int) {
 	k := s[i+1:]
 	if len(k) < 16 {
 		return memberUnknown, 0
 	}
 	w0, w1 := binary.LittleEndian.Uint64(k), binary.LittleEndian.Uint64(k[8:])
+	if h := &plainByID[hint]; w0&h.m0 == h.w0 && w1&h.m1 == h.w1 && hint != memberUnknown {
+		return hint, i + 1 + h.n
+	}
 	j := int(plainIndex[lvl][k[0]])
 	if j == 0 {
 		return memberUnknown, 0
@@ -177,3 +183,32 @@ func plainKey(lvl level, s []byte, i int) (memberID, int) {
 	}
 	return memberUnknown, 0
 }
+
+// numMembers is the number of memberIDs, memberUnknown included.
+const numMembers = int(memberDLLang) + 1
+
+// plainByID is plainKeys by member (the zero value, which matches no key text, for
+// memberUnknown).
+var plainByID = func() (byID [numMembers]plainKeyText) {
+	for _, keys := range plainKeys {
+		for _, k := range keys {
+			byID[k.id] = k
+		}
+	}
+	return byID
+}()
+
+// canonicalFirst is the first member of each level in the encoders' order (Encode's, and
+// that of the other SDKs' fixtures), and canonicalNext the member after each; memberUnknown
+// where nothing follows.
+var (
+	canonicalFirst = [...]memberID{levelTop: memberJob, levelMeta: memberMetaID, levelDeadLetter: memberDLReason}
+	canonicalNext  = [numMembers]memberID{
+		memberJob: memberTraceID, memberTraceID: memberData, memberData: memberMeta, memberMeta: memberAttempts,
+		memberAttempts: memberDeadLetter,
+		memberMetaID: memberMetaQueue, memberMetaQueue: memberMetaLang, memberMetaLang: memberMetaSchemaVersion,
+		memberMetaSchemaVersion: memberMetaCreatedAt,
+		memberDLReason: memberDLError, memberDLError: memberDLException, memberDLException: memberDLFailedAt,
+		memberDLFailedAt: memberDLOriginalQueue, memberDLOriginalQueue: memberDLAttempts, memberDLAttempts: memberDLLang,
+	}
+)

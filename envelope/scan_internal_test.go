@@ -3,6 +3,7 @@ package envelope
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unicode/utf8"
 )
@@ -95,29 +96,52 @@ func TestRuneLenMatchesUTF8(t *testing.T) {
 }
 
 // TestPlainKeyMatchesMemberNamed checks that the fast key path recognises exactly the known
-// keys of each level, spelled plainly and followed by their closing quote.
+// keys of each level, spelled plainly and followed by their closing quote, whichever member
+// of the level (or none) is the hint of the encoders' order.
 func TestPlainKeyMatchesMemberNamed(t *testing.T) {
 	t.Parallel()
 	const pad = `:0,"________________"}`
 	for lvl, names := range knownNames {
 		lvl := level(lvl)
+		hints := []memberID{memberUnknown}
+		for _, name := range names {
+			hints = append(hints, memberNamed(lvl, name))
+		}
 		for _, name := range names {
 			id := memberNamed(lvl, name)
 			if id == memberUnknown {
 				t.Fatalf("level %d: %q is listed but unknown to memberNamed", lvl, name)
 			}
-			s := []byte(`"` + name + `"` + pad)
-			if got, end := plainKey(lvl, s, 0); got != id || end != len(name)+2 {
-				t.Errorf("level %d: plainKey(%q) = %d, %d, want %d, %d", lvl, name, got, end, id, len(name)+2)
-			}
-			for _, other := range []string{name + "x", name[:len(name)-1], "X" + name[1:], name + `\"`} {
-				s := []byte(`"` + other + `"` + pad)
-				if got, _ := plainKey(lvl, s, 0); got != memberUnknown && memberNamed(lvl, other) != got {
-					t.Errorf("level %d: plainKey(%q) = %d, want %d", lvl, other, got, memberNamed(lvl, other))
+			for _, hint := range hints {
+				s := []byte(`"` + name + `"` + pad)
+				if got, end := plainKey(lvl, s, 0, hint); got != id || end != len(name)+2 {
+					t.Errorf("level %d, hint %d: plainKey(%q) = %d, %d, want %d, %d", lvl, hint, name, got, end, id, len(name)+2)
+				}
+				for _, other := range []string{name + "x", name[:len(name)-1], "X" + name[1:], name + `\"`} {
+					s := []byte(`"` + other + `"` + pad)
+					if got, _ := plainKey(lvl, s, 0, hint); got != memberUnknown && memberNamed(lvl, other) != got {
+						t.Errorf("level %d, hint %d: plainKey(%q) = %d, want %d", lvl, hint, other, got, memberNamed(lvl, other))
+					}
 				}
 			}
 		}
 	}
+	// The encoders' order stays within each level.
+	for lvl := range knownNames {
+		for id := canonicalFirst[lvl]; id != memberUnknown; id = canonicalNext[id] {
+			if !slices.Contains(knownNames[lvl], keyName(plainByID[id])) {
+				t.Errorf("level %d: the encoders' order names member %d, not of the level", lvl, id)
+			}
+		}
+	}
+}
+
+// keyName returns the name of a known key, from its text.
+func keyName(k plainKeyText) string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], k.w0)
+	binary.LittleEndian.PutUint64(b[8:], k.w1)
+	return string(b[:k.n-1])
 }
 
 // TestIntegerFastPathMatchesFullPath checks the integer members against parseInt for
