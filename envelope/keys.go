@@ -204,11 +204,20 @@ var plainByID = func() (byID [numMembers]plainKeyText) {
 var (
 	canonicalFirst = [...]memberID{levelTop: memberJob, levelMeta: memberMetaID, levelDeadLetter: memberDLReason}
 	canonicalNext  = [numMembers]memberID{
-		memberJob: memberTraceID, memberTraceID: memberData, memberData: memberMeta, memberMeta: memberAttempts,
-		memberAttempts: memberDeadLetter,
-		memberMetaID: memberMetaQueue, memberMetaQueue: memberMetaLang, memberMetaLang: memberMetaSchemaVersion,
+		memberJob:               memberTraceID,
+		memberTraceID:           memberData,
+		memberData:              memberMeta,
+		memberMeta:              memberAttempts,
+		memberAttempts:          memberDeadLetter,
+		memberMetaID:            memberMetaQueue,
+		memberMetaQueue:         memberMetaLang,
+		memberMetaLang:          memberMetaSchemaVersion,
 		memberMetaSchemaVersion: memberMetaCreatedAt,
-		memberDLReason: memberDLError, memberDLError: memberDLException, memberDLException: memberDLFailedAt,
-		memberDLFailedAt: memberDLOriginalQueue, memberDLOriginalQueue: memberDLAttempts, memberDLAttempts: memberDLLang,
+		memberDLReason:          memberDLError,
+		memberDLError:           memberDLException,
+		memberDLException:       memberDLFailedAt,
+		memberDLFailedAt:        memberDLOriginalQueue,
+		memberDLOriginalQueue:   memberDLAttempts,
+		memberDLAttempts:        memberDLLang,
 	}
 )
