@@ -52,11 +52,12 @@ bench:
 ## docs/perf/bench-compare-embedded.svg, or docs/perf/bench-compare-pulsar.svg with BENCH_PULSAR_URL; empty, no chart)
 BENCH_N       ?= 20000
 BENCH_REPEATS ?= 5
+BENCH_TIMEOUT ?= 2h
 BENCH_CHART   ?= docs/perf/bench-compare-$(if $(BENCH_PULSAR_URL),pulsar,embedded).svg
 bench-compare:
 	set -e; json=$$(mktemp); trap 'rm -f "$$json"' EXIT; \
 	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))" BENCH_JSON="$$json" \
-		$(GO) test -count=1 -timeout=30m -run='^TestCompare$$' -v ./internal/benchcompare; \
+		$(GO) test -count=1 -timeout=$(BENCH_TIMEOUT) -run='^TestCompare$$' -v ./internal/benchcompare; \
 	if [ -n "$(BENCH_CHART)" ]; then \
 		mkdir -p "$(dir $(abspath $(BENCH_CHART)))"; \
 		(cd tools && GOWORK=off $(GO) run ./benchchart -in "$$json" -out "$(abspath $(BENCH_CHART))"); \
