@@ -370,6 +370,20 @@ func (h *harness) compareAll(comps []comparison, n, reps int) report {
 	return render(comps, results, n, reps, time.Since(start), h.where())
 }
 
+// subscribe subscribes to topic from its earliest message, exclusively, as every raw
+// consumer of the harness does, and closes the consumer at the test's end.
+func (h *harness) subscribe(topic string) apulsar.Consumer {
+	c, err := h.client.Subscribe(apulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: "bench", Type: apulsar.Exclusive,
+		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(c.Close)
+	return c
+}
+
 func (h *harness) topic(name string) string {
 	h.seq++
 	return fmt.Sprintf("persistent://public/default/compare-%s-%s-%d", h.run, name, h.seq)
@@ -499,17 +513,9 @@ const classifyRef = "raw Receive + envelope.Classify + Ack"
 // msg: Receive and Ack, with envelope.Classify of every body in between when classify is
 // set (the reference of the consume targets).
 func (h *harness) rawConsumer(name, topicName string, msg *apulsar.ProducerMessage, classify bool) variant {
-	t := h.t
 	ctx := context.Background()
 	topic := h.topic(topicName)
-	c, err := h.client.Subscribe(apulsar.ConsumerOptions{
-		Topic: topic, SubscriptionName: "bench", Type: apulsar.Exclusive,
-		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := h.subscribe(topic)
 	return variant{
 		name:    name,
 		prepare: h.fill(topic, msg),
@@ -956,12 +962,10 @@ const referenceHeader = "| Comparison | SDK variant | Reference | CPU/msg SDK/re
 // runtimeTarget is the Target cell of the runtime row.
 var runtimeTarget = fmt.Sprintf("≤ %.2f µs CPU and ≤ %.0f allocs a message", runtimeCPUTargetUsec, runtimeAllocsTarget)
 
-// judged is a judged row with what its table prints beside it: the figures of every
-// repeat (for their range) and the Target cell.
+// judged is a judged row with the figures of every repeat, for the range its table prints.
 type judged struct {
 	judgedRow
-	xs     []float64
-	target string
+	xs []float64
 }
 
 // report is what a run of the comparisons produced: the tables, and the judged rows the
@@ -989,7 +993,7 @@ func render(comps []comparison, results [][][]sample, n, reps int, took time.Dur
 		fmt.Fprintf(&b, "\nJudged against the targets, repeat by repeat (broker: %s):\n\n", where)
 		b.WriteString(judgedHeader + "\n| --- | --- | --- | --- | --- | --- |\n")
 		for _, r := range rows {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Comparison, r.Variant, r.Metric, spread(r.xs), r.target, r.Verdict)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Comparison, r.Variant, r.Metric, spread(r.xs), r.TargetText, r.Verdict)
 		}
 	}
 
@@ -1047,7 +1051,7 @@ func goalRows(comps []comparison, results [][][]sample) []judged {
 				r := judged{judgedRow: judge(xs, g.target, g.atMost, g.hiMax), xs: xs}
 				r.Table, r.Variant = "absolute", vs[g.sdk].name
 				r.Metric = fmt.Sprintf("%s (allocs/msg %.1f, median)", g.metric, allocs)
-				r.target = runtimeTarget
+				r.TargetText = runtimeTarget
 				// Allocations a message do not vary between repeats as time does, so they
 				// are read from the median: over the target, the row is not met whatever
 				// the CPU says.
@@ -1066,7 +1070,7 @@ func goalRows(comps []comparison, results [][][]sample) []judged {
 			r := judged{judgedRow: judge(xs, g.target, g.atMost, g.hiMax), xs: xs}
 			r.Table, r.Comparison, r.Metric = "reference", c.name, g.metric
 			r.Variant = vs[g.sdk].name + " / " + vs[g.ref].name
-			r.target = r.targetText()
+			r.TargetText = r.targetText()
 			rows = append(rows, r)
 		}
 	}
@@ -1099,8 +1103,8 @@ func renderTracing(b *strings.Builder, comps []comparison, results [][][]sample,
 			r := judged{judgedRow: judge(cost, v.traced, true, 0), xs: cost}
 			r.Table, r.Comparison, r.Variant = "tracing", c.name, v.name+" / "+c.sdks[0].name
 			r.Metric = "tracing CPU µs/msg over the untraced SDK"
-			r.target = usecTarget(r.judgedRow)
-			fmt.Fprintf(b, "| %s | %s | %s | %+.1f | %s | %s |\n", c.name, v.name, spread(cost), median(allocs), r.target, r.Verdict)
+			r.TargetText = usecTarget(r.judgedRow)
+			fmt.Fprintf(b, "| %s | %s | %s | %+.1f | %s | %s |\n", c.name, v.name, spread(cost), median(allocs), r.TargetText, r.Verdict)
 			rows = append(rows, r)
 		}
 	}
@@ -1109,13 +1113,7 @@ func renderTracing(b *strings.Builder, comps []comparison, results [][][]sample,
 
 // usecTarget is the Target cell of a row whose figures are µs, not ratios (the tracing
 // table's), e.g. "≤ 2.0 µs".
-func usecTarget(r judgedRow) string {
-	op := "≥"
-	if r.AtMost {
-		op = "≤"
-	}
-	return fmt.Sprintf("%s %.1f µs", op, r.Target)
-}
+func usecTarget(r judgedRow) string { return fmt.Sprintf("%s %.1f µs", r.op(), r.Target) }
 
 // renderReferences sets the SDK variant of each comparison against the reference variants
 // of the same comparison (those with info: the raw loop plus the decode the contract

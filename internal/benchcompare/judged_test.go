@@ -26,6 +26,9 @@ type judgedRow struct {
 	// the interval's upper end ≤ 1.08").
 	HiMax   float64 `json:"hi_max,omitempty"`
 	Verdict string  `json:"verdict"` // verdictMet, verdictNotMet or verdictUndecided
+	// TargetText is the target as the row's table states it (targetText, or the µs and
+	// absolute targets' own words): the chart prints it as it is.
+	TargetText string `json:"target_text"`
 }
 
 // The three verdicts.
@@ -68,13 +71,17 @@ func judge(xs []float64, target float64, atMost bool, hiMax float64) judgedRow {
 	return r
 }
 
+// op is the comparison of a row's target: "≤" for an at-most row, "≥" for an at-least one.
+func (r judgedRow) op() string {
+	if r.AtMost {
+		return "≤"
+	}
+	return "≥"
+}
+
 // targetText is the Target cell of a judged row, e.g. "≤ 1.03× (interval's upper end ≤ 1.08)".
 func (r judgedRow) targetText() string {
-	op := "≥"
-	if r.AtMost {
-		op = "≤"
-	}
-	s := fmt.Sprintf("%s %.2f×", op, r.Target)
+	s := fmt.Sprintf("%s %.2f×", r.op(), r.Target)
 	if r.HiMax > 0 {
 		s += fmt.Sprintf(" (interval's upper end ≤ %.2f)", r.HiMax)
 	}

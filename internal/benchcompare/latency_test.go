@@ -240,14 +240,7 @@ func latencyProducer(o *apulsar.ProducerOptions) { noBatching(o) }
 func (h *harness) rawLatencySide() *latencySide {
 	t := h.t
 	topic := h.topic("latency-raw")
-	c, err := h.client.Subscribe(apulsar.ConsumerOptions{
-		Topic: topic, SubscriptionName: "bench", Type: apulsar.Exclusive,
-		SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := h.subscribe(topic)
 	po := apulsar.ProducerOptions{Topic: topic}
 	latencyProducer(&po)
 	p, err := h.client.CreateProducer(po)
@@ -485,6 +478,7 @@ func (run latencyRun) judged() []judgedRow {
 			r.Comparison = latencyComparisonPrefix + l.label()
 			r.Variant = latencyVariant
 			r.Metric = pc.name + " SDK/raw"
+			r.TargetText = r.targetText()
 			rows = append(rows, r)
 		}
 	}
@@ -538,7 +532,7 @@ func (run latencyRun) render(rows []judgedRow) string {
 			i++
 			at := func(s latencyStats) float64 { return s.pct[p] }
 			fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %s | %s |\n", l.label(), pc.name,
-				median(eachStat(l.raw, at)), median(eachStat(l.sdk, at)), spread(l.ratios(p)), r.targetText(), r.Verdict)
+				median(eachStat(l.raw, at)), median(eachStat(l.sdk, at)), spread(l.ratios(p)), r.TargetText, r.Verdict)
 		}
 	}
 	b.WriteString("\n")

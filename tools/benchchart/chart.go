@@ -158,20 +158,7 @@ func label(r row) string {
 	if r.HasCI {
 		ci = fmt.Sprintf("[%.2f–%.2f]", r.Lo, r.Hi)
 	}
-	return fmt.Sprintf("%s\n%s\n%s %.2f %s, target %s: %s", r.Comparison, r.Variant, r.Metric, r.Median, ci, targetText(r), strings.ToUpper(r.Verdict))
-}
-
-// targetText is the target of r in the harness's words, e.g. "≤ 1.03 (upper end ≤ 1.08)".
-func targetText(r row) string {
-	op := "≥"
-	if r.AtMost {
-		op = "≤"
-	}
-	s := fmt.Sprintf("%s %.2f", op, r.Target)
-	if r.HiMax > 0 {
-		s += fmt.Sprintf(" (upper end ≤ %.2f)", r.HiMax)
-	}
-	return s
+	return fmt.Sprintf("%s\n%s\n%s %.2f %s, target %s: %s", r.Comparison, r.Variant, r.Metric, r.Median, ci, r.TargetText, strings.ToUpper(r.Verdict))
 }
 
 // textStyle is the chart's text in the given size, in points, aligned left and at the

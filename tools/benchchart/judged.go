@@ -40,6 +40,7 @@ type row struct {
 	AtMost     bool    `json:"at_most"`
 	HiMax      float64 `json:"hi_max"`
 	Verdict    string  `json:"verdict"`
+	TargetText string  `json:"target_text"` // the target in the harness's words, printed as it is
 }
 
 // maxRows bounds the rows of a file, so that a chart stays a chart.
@@ -89,6 +90,8 @@ func (r row) check() error {
 	switch {
 	case r.Comparison == "" || r.Variant == "":
 		return errors.New("no comparison or variant")
+	case r.TargetText == "":
+		return errors.New("no target_text")
 	case r.Verdict != verdictMet && r.Verdict != verdictNotMet && r.Verdict != verdictUndecided:
 		return fmt.Errorf("verdict %q is none of %q, %q, %q", r.Verdict, verdictMet, verdictNotMet, verdictUndecided)
 	case !finite(r.Median, r.Lo, r.Hi, r.Target, r.HiMax):
