@@ -252,7 +252,7 @@ func newConsumer(cfg consumerConfig, recv seam.Receiver, settler seam.Settler, f
 	c := &Consumer{
 		cfg:     cfg,
 		eng:     eng,
-		recv:    recv,
+		recv:    queuedFirst(recv),
 		settler: settler,
 		out:     map[*Delivery]struct{}{},
 	}

@@ -82,6 +82,59 @@ func (e *engine) receive(ctx context.Context, recv seam.Receiver, backoff *time.
 	return msg, nil
 }
 
+// queuedReceiver is a Receiver that first takes a message the client has already queued on
+// the consumer's channel (see queuedFirst).
+type queuedReceiver struct {
+	seam.Receiver
+	ch func() <-chan apulsar.ConsumerMessage
+}
+
+// queuedFirst returns recv with a fast path for a message the client has already queued:
+// a plain non-blocking receive from the consumer's channel (apulsar.Consumer.Chan). The
+// client's Receive selects over the consumer's close channel, its message channel and ctx's
+// Done channel, a select that locks all three even when a message waits; under load a
+// message nearly always waits. On the embedded broker a raw Receive + envelope.Classify +
+// Ack loop cost 0.03–0.10 µs a message more with a cancellable context than without, of
+// the 0.2–0.27 µs by which the consumer exceeded that loop. Receive is unchanged where the fast path
+// finds nothing: no message waiting, ctx ended, a closed channel, or a receiver without a
+// channel (a mock; a zero-queue consumer, whose Chan panics: that is found out once, here).
+// Receive, too, may return a waiting message after the consumer was closed.
+func queuedFirst(recv seam.Receiver) seam.Receiver {
+	cr, ok := recv.(interface {
+		Chan() <-chan apulsar.ConsumerMessage
+	})
+	if !ok || !hasChan(cr.Chan) {
+		return recv
+	}
+	return queuedReceiver{Receiver: recv, ch: cr.Chan}
+}
+
+// hasChan reports whether ch returns without a panic (a zero-queue consumer's Chan panics).
+func hasChan(ch func() <-chan apulsar.ConsumerMessage) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	ch()
+	return true
+}
+
+// Receive returns a message already queued on the consumer's channel when there is one and
+// ctx has not ended, and otherwise the wrapped Receive's result.
+func (q queuedReceiver) Receive(ctx context.Context) (apulsar.Message, error) {
+	if ctx.Err() == nil {
+		select {
+		case cm, ok := <-q.ch():
+			if ok && cm.Message != nil {
+				return cm.Message, nil
+			}
+		default:
+		}
+	}
+	return q.Receiver.Receive(ctx) //nolint:wrapcheck // the receiver's error as is: receive classifies it
+}
+
 // fatalReceive reports whether a receive error ends the pump: [ErrClosed], or an error that
 // retry.IsRetryable (the one classifier of the binding's errors) does not call retryable,
 // such as a closed consumer. A cancelled context is not fatal (the pump was asked to stop).
