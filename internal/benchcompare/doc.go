@@ -19,6 +19,14 @@
 // rule for every judged row). A ratio is meaningful on a loaded machine where an absolute
 // time is not; the interval says how far the median can be trusted. It is distribution-free
 // (the binomial order statistics of the sorted ratios), so it needs at least 6 repeats. The
+// consume comparisons add a third variant, judged against the same reference and target:
+// the contract floor (floorConsumer), a raw loop that also does what the contract requires
+// of every message and the reference leaves out (the schema gate, the attempts reconciled
+// with the redelivery count, the routing URN looked up and its handler called, a receive
+// that a cancelled context stops) through the SDK's exported functions, and under
+// WithConcurrency(4) hands each message to one of four goroutines. No consumer that keeps
+// the contract can cost less, so its row says whether the target is within reach on this
+// machine at all (met) or out of it (not met). The
 // tables after it, every SDK variant against the raw client's floor and against the
 // reference variants on both metrics, are information; the last judges what bqotel adds.
 // With BENCH_JSON (flag -compare.json) the harness also writes the judged rows, with the

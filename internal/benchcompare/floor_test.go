@@ -1,0 +1,187 @@
+//go:build unix
+
+package benchcompare_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// floorName is the name of the consume comparisons' floor variant.
+const floorName = "contract floor"
+
+// floorInfo is the floor variant's note in the ratio tables.
+const floorInfo = "the reference + the contract's reads, routing and a stoppable receive (+ a hand-off to workers): the least a consumer that keeps the contract does"
+
+// floorConsumer is the contract's floor of a consume comparison: the least work a consumer
+// that keeps the contract can do, written as a raw loop on a topic of its own, filled with
+// msg. Beyond the reference (Receive, envelope.Classify, Ack) it does what the contract
+// requires of every message and the reference leaves out, through the SDK's own exported
+// functions, so that nothing of the contract is written twice:
+//
+//   - the schema gate of bq-schema-version (bqpulsar.GateVerdict);
+//   - bq-attempts reconciled with the redelivery count (bqpulsar.Reconcile);
+//   - the routing URN: bq-job over the body's URN, looked up in a map of handlers, and the
+//     handler (a no-op) called;
+//   - a receive that a cancelled context stops, as Run's must be: a message already queued
+//     is taken from the consumer's channel without a select, and Receive is called with a
+//     cancellable context only when none is (the cheapest stoppable receive known here, the
+//     one the SDK uses).
+//
+// With workers above 1 every message is handed over a channel to one of that many
+// goroutines, which does the work above after the receive and acknowledges: the least a
+// worker pool can do is one hand-off a message. It keeps no per-key order and no
+// head-of-line guarantee, both of which the SDK's pool keeps, so it is a floor and not a
+// rival.
+//
+// If the floor itself misses a target, the target is out of reach for any consumer that
+// keeps the contract on this machine: that is what its judged row says.
+func (h *harness) floorConsumer(topicName string, msg *apulsar.ProducerMessage, workers int) variant {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	topic := h.topic(topicName)
+	c := h.subscribe(topic)
+	routes := map[string]bqpulsar.HandlerFunc{urn: func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }}
+	work := func(m apulsar.Message) error {
+		props := m.Properties()
+		if v, ok := props[bqpulsar.PropSchemaVersion]; ok {
+			if err := bqpulsar.GateVerdict(v, true); err != nil {
+				return err
+			}
+		}
+		attempts, hasAttempts := props[bqpulsar.PropAttempts]
+		env, err := envelope.Classify(m.Payload())
+		if err != nil {
+			return err
+		}
+		if reconciled, _ := bqpulsar.Reconcile(attempts, hasAttempts, env.Attempts, m.RedeliveryCount()); reconciled != env.Attempts {
+			return fmt.Errorf("attempts %d reconciled to %d", env.Attempts, reconciled)
+		}
+		route := env.URN()
+		if job, ok := props[bqpulsar.PropJob]; ok && job != "" {
+			route = job
+		}
+		handler, ok := routes[route]
+		if !ok {
+			return fmt.Errorf("no handler for %q", route)
+		}
+		if err := handler(ctx, env, m); err != nil {
+			return err
+		}
+		return c.Ack(m)
+	}
+	receive := func() (apulsar.Message, error) {
+		select {
+		case cm, ok := <-c.Chan():
+			if ok {
+				return cm.Message, nil
+			}
+		default:
+		}
+		return c.Receive(ctx)
+	}
+	if workers <= 1 {
+		return variant{
+			name: floorName, info: floorInfo, prepare: h.fill(topic, msg),
+			run: func(n int) error {
+				h.resume(topic)
+				for range n {
+					m, err := receive()
+					if err != nil {
+						return err
+					}
+					if err := work(m); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		}
+	}
+	handoff := make(chan apulsar.Message, 4*workers) // the SDK's default in-flight bound
+	var window sync.WaitGroup                        // the messages of the window being run
+	var mu sync.Mutex
+	var failed error
+	var stopped sync.WaitGroup
+	for range workers {
+		stopped.Go(func() {
+			for m := range handoff {
+				if err := work(m); err != nil {
+					mu.Lock()
+					failed = errors.Join(failed, err)
+					mu.Unlock()
+				}
+				window.Done()
+			}
+		})
+	}
+	h.t.Cleanup(func() {
+		close(handoff)
+		stopped.Wait()
+	})
+	return variant{
+		name: fmt.Sprintf("%s, %d workers", floorName, workers), info: floorInfo, prepare: h.fill(topic, msg),
+		run: func(n int) error {
+			h.resume(topic)
+			window.Add(n)
+			for i := range n {
+				m, err := receive()
+				if err != nil {
+					window.Add(i - n) // the messages never handed over
+					window.Wait()
+					return err
+				}
+				handoff <- m
+			}
+			window.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			return failed
+		},
+	}
+}
+
+// TestFloorSmoke runs the consume comparisons, floor included, for a few windows on the
+// embedded broker: every variant handles every message, and the judged table has the
+// floor's row beside the SDK's, against the same target.
+func TestFloorSmoke(t *testing.T) {
+	h := newHarness(t, "")
+	for _, conc := range []int{1, 4} {
+		c := h.consume(comparisonNames[0], conc)
+		results := make([][][]sample, 1)
+		for _, v := range append([]variant{c.raw}, c.sdks...) {
+			var ss []sample
+			for range 2 {
+				s, err := measure(v, 300)
+				if err != nil {
+					t.Fatalf("WithConcurrency(%d), %s: %v", conc, v.name, err)
+				}
+				ss = append(ss, s)
+			}
+			results[0] = append(results[0], ss)
+		}
+		rows := goalRows([]comparison{c}, results)
+		if len(rows) != 2 {
+			t.Fatalf("WithConcurrency(%d): %d judged rows, want the SDK's and the floor's", conc, len(rows))
+		}
+		sdk, floor := rows[0], rows[1]
+		wantFloor := floorName
+		if conc > 1 {
+			wantFloor = fmt.Sprintf("%s, %d workers", floorName, conc)
+		}
+		if floor.Table != "floor" || floor.Variant != wantFloor+" / "+classifyRef {
+			t.Errorf("WithConcurrency(%d): the floor's row is %q in table %q", conc, floor.Variant, floor.Table)
+		}
+		if sdk.Table != "reference" || floor.Target != sdk.Target || floor.HiMax != 0 {
+			t.Errorf("WithConcurrency(%d): the floor's target %v (hi %v) is not the SDK's %v", conc, floor.Target, floor.HiMax, sdk.Target)
+		}
+	}
+}
