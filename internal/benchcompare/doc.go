@@ -50,8 +50,11 @@
 // in the same run: the median of three closed-loop bursts of BENCH_N messages from a raw
 // producer (SendAsync) to a raw consumer (Receive + Ack), after a warm-up burst. At 25, 50
 // and 75 % of that rate it runs, after a warm-up window of each, BENCH_REPEATS windows of
-// each side in rotating order: the raw producer's SendAsync to a loop of Receive + Ack, and
-// the Publisher's PublishAsync to a Consumer whose handler does nothing. A window has
+// each side in rotating order: the raw producer's SendAsync to a loop of Receive + Ack, the
+// Publisher's PublishAsync to a Consumer whose handler does nothing, and the contract floor
+// (a raw producer sending an envelope made per message with envelope.Make, to the consume
+// floor's loop), whose rows are judged against the same targets to say whether each is
+// within reach of anything that keeps the contract. A window has
 // min(BENCH_N, rate × 5 s) messages. Both sides send with batching disabled, so that no
 // batch timer, the same on both, makes up most of the latency.
 //

@@ -25,16 +25,10 @@ const floorInfo = "the reference + the contract's reads, routing and a stoppable
 // that keeps the contract can do, written as a raw loop on a topic of its own, filled with
 // msg. Beyond the reference (Receive, envelope.Classify, Ack) it does what the contract
 // requires of every message and the reference leaves out, through the SDK's own exported
-// functions, so that nothing of the contract is written twice:
-//
-//   - the schema gate of bq-schema-version (bqpulsar.GateVerdict);
-//   - bq-attempts reconciled with the redelivery count (bqpulsar.Reconcile);
-//   - the routing URN: bq-job over the body's URN, looked up in a map of handlers, and the
-//     handler (a no-op) called;
-//   - a receive that a cancelled context stops, as Run's must be: a message already queued
-//     is taken from the consumer's channel without a select, and Receive is called with a
-//     cancellable context only when none is (the cheapest stoppable receive known here, the
-//     one the SDK uses).
+// functions, so that nothing of the contract is written twice: the schema gate, the attempts
+// reconciled with the redelivery count, the routing and the handler's call (a no-op),
+// contractWork; and a receive that a cancelled context stops, as Run's must be
+// (stoppableReceive).
 //
 // With workers above 1 every message is handed over a channel to one of that many
 // goroutines, which does the work above after the receive and acknowledges: the least a
@@ -49,45 +43,8 @@ func (h *harness) floorConsumer(topicName string, msg *apulsar.ProducerMessage, 
 	h.t.Cleanup(cancel)
 	topic := h.topic(topicName)
 	c := h.subscribe(topic)
-	routes := map[string]bqpulsar.HandlerFunc{urn: func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }}
-	work := func(m apulsar.Message) error {
-		props := m.Properties()
-		if v, ok := props[bqpulsar.PropSchemaVersion]; ok {
-			if err := bqpulsar.GateVerdict(v, true); err != nil {
-				return err
-			}
-		}
-		attempts, hasAttempts := props[bqpulsar.PropAttempts]
-		env, err := envelope.Classify(m.Payload())
-		if err != nil {
-			return err
-		}
-		if reconciled, _ := bqpulsar.Reconcile(attempts, hasAttempts, env.Attempts, m.RedeliveryCount()); reconciled != env.Attempts {
-			return fmt.Errorf("attempts %d reconciled to %d", env.Attempts, reconciled)
-		}
-		route := env.URN()
-		if job, ok := props[bqpulsar.PropJob]; ok && job != "" {
-			route = job
-		}
-		handler, ok := routes[route]
-		if !ok {
-			return fmt.Errorf("no handler for %q", route)
-		}
-		if err := handler(ctx, env, m); err != nil {
-			return err
-		}
-		return c.Ack(m)
-	}
-	receive := func() (apulsar.Message, error) {
-		select {
-		case cm, ok := <-c.Chan():
-			if ok {
-				return cm.Message, nil
-			}
-		default:
-		}
-		return c.Receive(ctx)
-	}
+	work := contractWork(ctx, c, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil })
+	receive := stoppableReceive(ctx, c)
 	if workers <= 1 {
 		return variant{
 			name: floorName, info: floorInfo, prepare: h.fill(topic, msg),
@@ -146,6 +103,60 @@ func (h *harness) floorConsumer(topicName string, msg *apulsar.ProducerMessage, 
 			defer mu.Unlock()
 			return failed
 		},
+	}
+}
+
+// contractWork returns what the contract floor does with a message after receiving it,
+// through the SDK's exported functions: the schema gate of bq-schema-version (GateVerdict),
+// the body classified, bq-attempts reconciled with the redelivery count (Reconcile), the
+// routing URN (bq-job over the body's) looked up in a map of handlers holding handle, the
+// handler called, and the message acknowledged on c.
+func contractWork(ctx context.Context, c apulsar.Consumer, handle bqpulsar.HandlerFunc) func(apulsar.Message) error {
+	routes := map[string]bqpulsar.HandlerFunc{urn: handle}
+	return func(m apulsar.Message) error {
+		props := m.Properties()
+		if v, ok := props[bqpulsar.PropSchemaVersion]; ok {
+			if err := bqpulsar.GateVerdict(v, true); err != nil {
+				return err
+			}
+		}
+		attempts, hasAttempts := props[bqpulsar.PropAttempts]
+		env, err := envelope.Classify(m.Payload())
+		if err != nil {
+			return err
+		}
+		if reconciled, _ := bqpulsar.Reconcile(attempts, hasAttempts, env.Attempts, m.RedeliveryCount()); reconciled != env.Attempts {
+			return fmt.Errorf("attempts %d reconciled to %d", env.Attempts, reconciled)
+		}
+		route := env.URN()
+		if job, ok := props[bqpulsar.PropJob]; ok && job != "" {
+			route = job
+		}
+		handler, ok := routes[route]
+		if !ok {
+			return fmt.Errorf("no handler for %q", route)
+		}
+		if err := handler(ctx, env, m); err != nil {
+			return err
+		}
+		return c.Ack(m)
+	}
+}
+
+// stoppableReceive returns the contract floor's receive on c, which ctx's end stops: a
+// message already queued is taken from the consumer's channel without a select, and
+// Receive is called with ctx only when none is (the cheapest stoppable receive known here,
+// the one the SDK uses).
+func stoppableReceive(ctx context.Context, c apulsar.Consumer) func() (apulsar.Message, error) {
+	return func() (apulsar.Message, error) {
+		select {
+		case cm, ok := <-c.Chan():
+			if ok {
+				return cm.Message, nil
+			}
+		default:
+		}
+		return c.Receive(ctx) //nolint:wrapcheck // the client's error as is
 	}
 }
 

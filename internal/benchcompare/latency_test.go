@@ -66,6 +66,8 @@ const (
 	latencyMaxUsec = 60_000_000
 	// latencyVariant names what the latency rows compare.
 	latencyVariant = "SDK PublishAsync → Consumer / raw SendAsync → Receive"
+	// latencyFloorVariant names what the latency floor's rows compare.
+	latencyFloorVariant = "contract floor / raw SendAsync → Receive"
 	// latencyComparisonPrefix starts the Comparison of every latency row; the rate label
 	// follows.
 	latencyComparisonPrefix = "publish → handler latency at "
@@ -333,6 +335,69 @@ func (h *harness) sdkLatencySide() *latencySide {
 	return s
 }
 
+// floorLatencySide is the contract's floor of the latency comparison: a producer and a
+// consumer that keep the contract and do nothing else. The producer makes a fresh envelope
+// for every message with the SDK's exported functions (envelope.Make, Encode,
+// ProjectProperties: new ids, the clock, the six properties) and sends it with SendAsync;
+// the consumer is the consume floor's loop (stoppableReceive, then contractWork), and its
+// handler records. Its rows are judged against the same targets as the SDK's: if the floor
+// misses one, no SDK can meet it on this machine.
+func (h *harness) floorLatencySide() *latencySide {
+	t := h.t
+	topic := h.topic("latency-floor")
+	c := h.subscribe(topic)
+	po := apulsar.ProducerOptions{Topic: topic}
+	latencyProducer(&po)
+	p, err := h.client.CreateProducer(po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+
+	s := &latencySide{name: "contract floor: SendAsync of an envelope made per message → Receive + the contract's work", rec: newLatencyRecorder(sinceEpoch)}
+	ctx, cancel := context.WithCancel(context.Background())
+	receive := stoppableReceive(ctx, c)
+	work := contractWork(ctx, c, func(_ context.Context, _ *envelope.Envelope, m apulsar.Message) error {
+		s.rec.take(m.Properties())
+		return nil
+	})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			m, err := receive()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.rec.fail(fmt.Errorf("floor Receive: %w", err))
+				}
+				return
+			}
+			if err := work(m); err != nil {
+				s.rec.fail(fmt.Errorf("floor: %w", err))
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-stopped }) // before the consumer is closed
+
+	callback := func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { s.sent(err) }
+	s.send = func(due time.Duration) error {
+		env, err := envelope.Make(urn, data)
+		if err != nil {
+			return err
+		}
+		payload, err := env.Encode()
+		if err != nil {
+			return err
+		}
+		props := bqpulsar.ProjectProperties(env)
+		props[stampProp] = strconv.FormatInt(int64(due), 10)
+		s.wg.Add(1)
+		p.SendAsync(context.Background(), &apulsar.ProducerMessage{Payload: payload, Properties: props}, callback)
+		return nil
+	}
+	return s
+}
+
 // window runs one open-loop window of side s: n messages at rate a second. It returns once
 // every receipt and every message is in.
 func (h *harness) window(s *latencySide, n int, rate float64) (latencyStats, error) {
@@ -381,6 +446,7 @@ type latencyLoad struct {
 	rate     float64        // messages a second
 	n        int            // messages a window
 	raw, sdk []latencyStats // one a repeat
+	floor    []latencyStats // the contract floor's, one a repeat
 }
 
 // label names the rate in the tables, e.g. "25 % of raw max (3000 msgs/s)".
@@ -390,15 +456,16 @@ func (l latencyLoad) label() string {
 
 // latencyRun is a whole latency comparison: the raw maximum and the loads measured under it.
 type latencyRun struct {
-	bursts  []float64 // the raw maximum's bursts, msgs/s
-	burstN  int
-	rawMax  float64
-	loads   []latencyLoad
-	reps    int
-	took    time.Duration
-	where   string
-	sdkName string
-	rawName string
+	bursts    []float64 // the raw maximum's bursts, msgs/s
+	burstN    int
+	rawMax    float64
+	loads     []latencyLoad
+	reps      int
+	took      time.Duration
+	where     string
+	sdkName   string
+	rawName   string
+	floorName string
 }
 
 // latency runs the latency comparison with windows of at most n messages and reps repeats,
@@ -414,8 +481,8 @@ type latencyRun struct {
 func (h *harness) latency(n, reps int) (string, []judgedRow) {
 	t := h.t
 	start := time.Now()
-	raw, sdk := h.rawLatencySide(), h.sdkLatencySide()
-	run := latencyRun{burstN: n, reps: reps, where: h.where(), rawName: raw.name, sdkName: sdk.name}
+	raw, sdk, floor := h.rawLatencySide(), h.sdkLatencySide(), h.floorLatencySide()
+	run := latencyRun{burstN: n, reps: reps, where: h.where(), rawName: raw.name, sdkName: sdk.name, floorName: floor.name}
 	if _, err := h.burst(raw, min(n/10+1, 2000)); err != nil {
 		t.Fatalf("latency: warm-up burst: %v", err)
 	}
@@ -427,7 +494,7 @@ func (h *harness) latency(n, reps int) (string, []judgedRow) {
 		run.bursts = append(run.bursts, r)
 	}
 	run.rawMax = median(run.bursts)
-	sides := [2]*latencySide{raw, sdk}
+	sides := [...]*latencySide{raw, sdk, floor}
 	for _, frac := range latencyLoads {
 		l := latencyLoad{frac: frac, rate: frac * run.rawMax}
 		l.n = max(min(n, int(l.rate*latencyWindow.Seconds())), 1)
@@ -438,16 +505,19 @@ func (h *harness) latency(n, reps int) (string, []judgedRow) {
 			}
 		}
 		for r := range reps {
-			for k := range sides { // rotating order: side (r+k) mod 2 first
+			for k := range sides { // rotating order: side (r+k) mod 3 first
 				side := (r + k) % len(sides)
 				st, err := h.window(sides[side], l.n, l.rate)
 				if err != nil {
 					t.Fatalf("latency at %s: %s: %v", l.label(), sides[side].name, err)
 				}
-				if side == 0 {
+				switch side {
+				case 0:
 					l.raw = append(l.raw, st)
-				} else {
+				case 1:
 					l.sdk = append(l.sdk, st)
+				default:
+					l.floor = append(l.floor, st)
 				}
 			}
 		}
@@ -458,28 +528,36 @@ func (h *harness) latency(n, reps int) (string, []judgedRow) {
 	return run.render(rows), rows
 }
 
-// ratios returns, repeat by repeat, the SDK's latency at percentile index p over the raw
-// side's (a raw figure of 0 µs counts as 1 µs).
-func (l latencyLoad) ratios(p int) []float64 {
+// ratios returns, repeat by repeat, the latency of side (the SDK's or the floor's windows
+// of this load) at percentile index p over the raw side's (a raw figure of 0 µs counts as
+// 1 µs).
+func (l latencyLoad) ratios(side []latencyStats, p int) []float64 {
 	out := make([]float64, len(l.raw))
 	for r := range l.raw {
-		out[r] = l.sdk[r].pct[p] / max(l.raw[r].pct[p], 1)
+		out[r] = side[r].pct[p] / max(l.raw[r].pct[p], 1)
 	}
 	return out
 }
 
-// judged returns the rows of the run, one a rate and percentile, judged by judge.
+// judged returns the rows of the run judged by judge: one a rate and percentile for the SDK
+// (table "latency"), then as many for the contract floor (table "latency floor").
 func (run latencyRun) judged() []judgedRow {
 	var rows []judgedRow
-	for _, l := range run.loads {
-		for p, pc := range latencyPercentiles {
-			r := judge(l.ratios(p), pc.target, true, 0)
-			r.Table = "latency"
-			r.Comparison = latencyComparisonPrefix + l.label()
-			r.Variant = latencyVariant
-			r.Metric = pc.name + " SDK/raw"
-			r.TargetText = r.targetText()
-			rows = append(rows, r)
+	for _, floor := range []bool{false, true} {
+		for _, l := range run.loads {
+			for p, pc := range latencyPercentiles {
+				side, table, variant, who := l.sdk, "latency", latencyVariant, "SDK"
+				if floor {
+					side, table, variant, who = l.floor, "latency floor", latencyFloorVariant, "floor"
+				}
+				r := judge(l.ratios(side, p), pc.target, true, 0)
+				r.Table = table
+				r.Comparison = latencyComparisonPrefix + l.label()
+				r.Variant = variant
+				r.Metric = pc.name + " " + who + "/raw"
+				r.TargetText = r.targetText()
+				rows = append(rows, r)
+			}
 		}
 	}
 	return rows
@@ -487,6 +565,9 @@ func (run latencyRun) judged() []judgedRow {
 
 // latencyHeader is the header of the latency table.
 const latencyHeader = "| Rate | Percentile | raw µs, median | SDK µs, median | latency SDK/raw, median [95% CI] (min–max) | Target | Met |"
+
+// latencyFloorHeader is the header of the latency floor's table.
+const latencyFloorHeader = "| Rate | Percentile | raw µs, median | floor µs, median | latency floor/raw, median [95% CI] (min–max) | Target | Met |"
 
 // render is the latency comparison's report: how it ran, the absolute latencies and the
 // judged ratios (rows, in the order of run.judged).
@@ -515,7 +596,7 @@ func (run latencyRun) render(rows []judgedRow) string {
 		for _, side := range []struct {
 			name string
 			ss   []latencyStats
-		}{{run.rawName, l.raw}, {run.sdkName, l.sdk}} {
+		}{{run.rawName, l.raw}, {run.sdkName, l.sdk}, {run.floorName, l.floor}} {
 			fmt.Fprintf(&b, "| %s | %s | %d |", l.label(), side.name, l.n)
 			for p := range latencyPercentiles {
 				fmt.Fprintf(&b, " %.0f |", median(eachStat(side.ss, func(s latencyStats) float64 { return s.pct[p] })))
@@ -523,16 +604,27 @@ func (run latencyRun) render(rows []judgedRow) string {
 			fmt.Fprintf(&b, " %.0f |\n", median(eachStat(side.ss, func(s latencyStats) float64 { return s.max })))
 		}
 	}
-	b.WriteString("\nSDK against raw latency, repeat by repeat (" + latencyVariant + "):\n\n")
-	b.WriteString(latencyHeader + "\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	i := 0
-	for _, l := range run.loads {
-		for p, pc := range latencyPercentiles {
-			r := rows[i]
-			i++
-			at := func(s latencyStats) float64 { return s.pct[p] }
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %s | %s |\n", l.label(), pc.name,
-				median(eachStat(l.raw, at)), median(eachStat(l.sdk, at)), spread(l.ratios(p)), r.TargetText, r.Verdict)
+	for _, table := range []struct {
+		caption, header string
+		side            func(latencyLoad) []latencyStats
+	}{
+		{"SDK against raw latency, repeat by repeat (" + latencyVariant + ")", latencyHeader,
+			func(l latencyLoad) []latencyStats { return l.sdk }},
+		{"The contract floor against raw latency, repeat by repeat (" + latencyFloorVariant + "): met says the target is within reach of a producer and consumer that keep the contract, not met that it is out of reach here",
+			latencyFloorHeader, func(l latencyLoad) []latencyStats { return l.floor }},
+	} {
+		b.WriteString("\n" + table.caption + ":\n\n")
+		b.WriteString(table.header + "\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, l := range run.loads {
+			side := table.side(l)
+			for p, pc := range latencyPercentiles {
+				r := rows[i]
+				i++
+				at := func(s latencyStats) float64 { return s.pct[p] }
+				fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %s | %s |\n", l.label(), pc.name,
+					median(eachStat(l.raw, at)), median(eachStat(side, at)), spread(l.ratios(side, p)), r.TargetText, r.Verdict)
+			}
 		}
 	}
 	b.WriteString("\n")
@@ -640,29 +732,36 @@ func TestLatencySmoke(t *testing.T) {
 	if want := "Broker: a broker outside this process (" + b.URL() + ")"; !strings.Contains(report, want) {
 		t.Errorf("the report has no %q:\n%s", want, report)
 	}
-	if !strings.Contains(report, "Raw maximum: ") || !strings.Contains(report, latencyHeader+"\n") {
-		t.Errorf("the report has no raw maximum or no latency table:\n%s", report)
+	for _, header := range []string{latencyHeader, latencyFloorHeader} {
+		if !strings.Contains(report, "Raw maximum: ") || !strings.Contains(report, header+"\n") {
+			t.Errorf("the report has no raw maximum or no table headed %q:\n%s", header, report)
+		}
 	}
-	if len(rows) != len(latencyLoads)*len(latencyPercentiles) {
-		t.Fatalf("%d rows, want %d", len(rows), len(latencyLoads)*len(latencyPercentiles))
+	if want := 2 * len(latencyLoads) * len(latencyPercentiles); len(rows) != want {
+		t.Fatalf("%d rows, want %d (the SDK's and the floor's)", len(rows), want)
 	}
 	i := 0
-	for _, frac := range latencyLoads {
-		for _, pc := range latencyPercentiles {
-			r := rows[i]
-			i++
-			label, ok := strings.CutPrefix(r.Comparison, latencyComparisonPrefix)
-			if !ok || !strings.HasPrefix(label, fmt.Sprintf("%.0f %% of raw max (", frac*100)) {
-				t.Errorf("row %d is for %q, want %.0f %% of the raw maximum", i, r.Comparison, frac*100)
-			}
-			if r.Table != "latency" || r.Variant != latencyVariant || r.Metric != pc.name+" SDK/raw" || r.Target != pc.target || !r.AtMost {
-				t.Errorf("row %d: %+v", i, r)
-			}
-			if r.Verdict != verdictUndecided { // 2 repeats have no interval
-				t.Errorf("row %d: verdict %q with 2 repeats", i, r.Verdict)
-			}
-			if line := "| " + label + " | " + pc.name + " | "; !strings.Contains(report, line) {
-				t.Errorf("the report has no row %q:\n%s", line, report)
+	for _, side := range []struct{ table, variant, who string }{
+		{"latency", latencyVariant, "SDK"},
+		{"latency floor", latencyFloorVariant, "floor"},
+	} {
+		for _, frac := range latencyLoads {
+			for _, pc := range latencyPercentiles {
+				r := rows[i]
+				i++
+				label, ok := strings.CutPrefix(r.Comparison, latencyComparisonPrefix)
+				if !ok || !strings.HasPrefix(label, fmt.Sprintf("%.0f %% of raw max (", frac*100)) {
+					t.Errorf("row %d is for %q, want %.0f %% of the raw maximum", i, r.Comparison, frac*100)
+				}
+				if r.Table != side.table || r.Variant != side.variant || r.Metric != pc.name+" "+side.who+"/raw" || r.Target != pc.target || !r.AtMost {
+					t.Errorf("row %d: %+v", i, r)
+				}
+				if r.Verdict != verdictUndecided { // 2 repeats have no interval
+					t.Errorf("row %d: verdict %q with 2 repeats", i, r.Verdict)
+				}
+				if line := "| " + label + " | " + pc.name + " | "; !strings.Contains(report, line) {
+					t.Errorf("the report has no row %q:\n%s", line, report)
+				}
 			}
 		}
 	}

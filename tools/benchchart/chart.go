@@ -37,11 +37,12 @@ var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
 // panelTitles names the harness's tables; another table is titled by its own name.
 var panelTitles = map[string]string{
-	"reference": "The SDK against its reference, ratio of the same repeat",
-	"floor":     "The contract's floor against the same reference: is the target within reach?",
-	"absolute":  "Absolute targets",
-	"tracing":   "What bqotel adds, µs of CPU a message over the untraced SDK",
-	"latency":   "Latency under load",
+	"reference":     "The SDK against its reference, ratio of the same repeat",
+	"floor":         "The contract's floor against the same reference: is the target within reach?",
+	"absolute":      "Absolute targets",
+	"tracing":       "What bqotel adds, µs of CPU a message over the untraced SDK",
+	"latency":       "Latency under load",
+	"latency floor": "Latency under load, the contract floor: is the target within reach?",
 }
 
 // render draws f as an SVG document.
