@@ -132,7 +132,7 @@ func (q queuedReceiver) Receive(ctx context.Context) (apulsar.Message, error) {
 		default:
 		}
 	}
-	return q.Receiver.Receive(ctx) //nolint:wrapcheck // the receiver's error as is: receive classifies it
+	return q.Receiver.Receive(ctx)
 }
 
 // fatalReceive reports whether a receive error ends the pump: [ErrClosed], or an error that

@@ -156,7 +156,7 @@ func stoppableReceive(ctx context.Context, c apulsar.Consumer) func() (apulsar.M
 			}
 		default:
 		}
-		return c.Receive(ctx) //nolint:wrapcheck // the client's error as is
+		return c.Receive(ctx)
 	}
 }
 

@@ -237,11 +237,18 @@ func (s *latencySide) settle() error {
 // sides, which would dominate the latency and drown what the SDK adds in it.
 func latencyProducer(o *apulsar.ProducerOptions) { noBatching(o) }
 
-// rawLatencySide is the raw side: SendAsync of the prepared envelope with the stamp added to
-// its properties, and a loop of Receive + Ack.
-func (h *harness) rawLatencySide() *latencySide {
+// rawClientSide is a latency side of the raw client on a topic of its own: a producer with
+// the latency comparison's options, whose send sends what next makes of the message's due
+// time (asynchronously, the stamp among its properties), and a consumer running a loop of
+// receive and then handle until the test's end. A failure of either goes to the side's
+// recorder, named by who.
+func (h *harness) rawClientSide(name, topicName, who string,
+	receive func(context.Context, apulsar.Consumer) func() (apulsar.Message, error),
+	handle func(context.Context, apulsar.Consumer, *latencySide) func(apulsar.Message) error,
+	next func(due time.Duration) (*apulsar.ProducerMessage, error),
+) *latencySide {
 	t := h.t
-	topic := h.topic("latency-raw")
+	topic := h.topic(topicName)
 	c := h.subscribe(topic)
 	po := apulsar.ProducerOptions{Topic: topic}
 	latencyProducer(&po)
@@ -251,37 +258,64 @@ func (h *harness) rawLatencySide() *latencySide {
 	}
 	t.Cleanup(p.Close)
 
-	s := &latencySide{name: "raw SendAsync → Receive + Ack", rec: newLatencyRecorder(sinceEpoch)}
+	s := &latencySide{name: name, rec: newLatencyRecorder(sinceEpoch)}
 	ctx, cancel := context.WithCancel(context.Background())
+	recv, work := receive(ctx, c), handle(ctx, c, s)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		for {
-			m, err := c.Receive(ctx)
+			m, err := recv()
 			if err != nil {
 				if ctx.Err() == nil {
-					s.rec.fail(fmt.Errorf("raw Receive: %w", err))
+					s.rec.fail(fmt.Errorf("%s Receive: %w", who, err))
 				}
 				return
 			}
-			s.rec.take(m.Properties())
-			if err := c.Ack(m); err != nil {
-				s.rec.fail(fmt.Errorf("raw Ack: %w", err))
+			if err := work(m); err != nil {
+				s.rec.fail(fmt.Errorf("%s: %w", who, err))
 			}
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-stopped }) // before the consumer is closed
 
-	msg := rawMessage(t)
 	callback := func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { s.sent(err) }
 	s.send = func(due time.Duration) error {
-		props := maps.Clone(msg.Properties) // a map per message, as the SDK side's header map
-		props[stampProp] = strconv.FormatInt(int64(due), 10)
+		msg, err := next(due)
+		if err != nil {
+			return err
+		}
 		s.wg.Add(1)
-		p.SendAsync(context.Background(), &apulsar.ProducerMessage{Payload: msg.Payload, Properties: props}, callback)
+		p.SendAsync(context.Background(), msg, callback)
 		return nil
 	}
 	return s
+}
+
+// stamped returns props with the due time of a message in stampProp.
+func stamped(props map[string]string, due time.Duration) map[string]string {
+	props[stampProp] = strconv.FormatInt(int64(due), 10)
+	return props
+}
+
+// rawLatencySide is the raw side: SendAsync of the prepared envelope with the stamp added to
+// its properties, and a loop of Receive + Ack.
+func (h *harness) rawLatencySide() *latencySide {
+	msg := rawMessage(h.t)
+	return h.rawClientSide("raw SendAsync → Receive + Ack", "latency-raw", "raw",
+		func(ctx context.Context, c apulsar.Consumer) func() (apulsar.Message, error) {
+			return func() (apulsar.Message, error) { return c.Receive(ctx) }
+		},
+		func(_ context.Context, c apulsar.Consumer, s *latencySide) func(apulsar.Message) error {
+			return func(m apulsar.Message) error {
+				s.rec.take(m.Properties())
+				return c.Ack(m)
+			}
+		},
+		func(due time.Duration) (*apulsar.ProducerMessage, error) {
+			// A map per message, as the SDK side's header map.
+			return &apulsar.ProducerMessage{Payload: msg.Payload, Properties: stamped(maps.Clone(msg.Properties), due)}, nil
+		})
 }
 
 // sdkLatencySide is the SDK side: PublishAsync with the stamp in WithHeaders, and a
@@ -343,59 +377,25 @@ func (h *harness) sdkLatencySide() *latencySide {
 // handler records. Its rows are judged against the same targets as the SDK's: if the floor
 // misses one, no SDK can meet it on this machine.
 func (h *harness) floorLatencySide() *latencySide {
-	t := h.t
-	topic := h.topic("latency-floor")
-	c := h.subscribe(topic)
-	po := apulsar.ProducerOptions{Topic: topic}
-	latencyProducer(&po)
-	p, err := h.client.CreateProducer(po)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-
-	s := &latencySide{name: "contract floor: SendAsync of an envelope made per message → Receive + the contract's work", rec: newLatencyRecorder(sinceEpoch)}
-	ctx, cancel := context.WithCancel(context.Background())
-	receive := stoppableReceive(ctx, c)
-	work := contractWork(ctx, c, func(_ context.Context, _ *envelope.Envelope, m apulsar.Message) error {
-		s.rec.take(m.Properties())
-		return nil
-	})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			m, err := receive()
+	return h.rawClientSide("contract floor: SendAsync of an envelope made per message → Receive + the contract's work", "latency-floor", "floor",
+		stoppableReceive,
+		func(ctx context.Context, c apulsar.Consumer, s *latencySide) func(apulsar.Message) error {
+			return contractWork(ctx, c, func(_ context.Context, _ *envelope.Envelope, m apulsar.Message) error {
+				s.rec.take(m.Properties())
+				return nil
+			})
+		},
+		func(due time.Duration) (*apulsar.ProducerMessage, error) {
+			env, err := envelope.Make(urn, data)
 			if err != nil {
-				if ctx.Err() == nil {
-					s.rec.fail(fmt.Errorf("floor Receive: %w", err))
-				}
-				return
+				return nil, err
 			}
-			if err := work(m); err != nil {
-				s.rec.fail(fmt.Errorf("floor: %w", err))
+			payload, err := env.Encode()
+			if err != nil {
+				return nil, err
 			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-stopped }) // before the consumer is closed
-
-	callback := func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { s.sent(err) }
-	s.send = func(due time.Duration) error {
-		env, err := envelope.Make(urn, data)
-		if err != nil {
-			return err
-		}
-		payload, err := env.Encode()
-		if err != nil {
-			return err
-		}
-		props := bqpulsar.ProjectProperties(env)
-		props[stampProp] = strconv.FormatInt(int64(due), 10)
-		s.wg.Add(1)
-		p.SendAsync(context.Background(), &apulsar.ProducerMessage{Payload: payload, Properties: props}, callback)
-		return nil
-	}
-	return s
+			return &apulsar.ProducerMessage{Payload: payload, Properties: stamped(bqpulsar.ProjectProperties(env), due)}, nil
+		})
 }
 
 // window runs one open-loop window of side s: n messages at rate a second. It returns once
@@ -609,10 +609,14 @@ func (run latencyRun) render(rows []judgedRow) string {
 		caption, header string
 		side            func(latencyLoad) []latencyStats
 	}{
-		{"SDK against raw latency, repeat by repeat (" + latencyVariant + ")", latencyHeader,
-			func(l latencyLoad) []latencyStats { return l.sdk }},
-		{"The contract floor against raw latency, repeat by repeat (" + latencyFloorVariant + "): met says the target is within reach of a producer and consumer that keep the contract, not met that it is out of reach here",
-			latencyFloorHeader, func(l latencyLoad) []latencyStats { return l.floor }},
+		{
+			"SDK against raw latency, repeat by repeat (" + latencyVariant + ")", latencyHeader,
+			func(l latencyLoad) []latencyStats { return l.sdk },
+		},
+		{
+			"The contract floor against raw latency, repeat by repeat (" + latencyFloorVariant + "): met says the target is within reach of a producer and consumer that keep the contract, not met that it is out of reach here",
+			latencyFloorHeader, func(l latencyLoad) []latencyStats { return l.floor },
+		},
 	} {
 		b.WriteString("\n" + table.caption + ":\n\n")
 		b.WriteString(table.header + "\n| --- | --- | --- | --- | --- | --- | --- |\n")
