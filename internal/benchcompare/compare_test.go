@@ -446,8 +446,8 @@ func (h *harness) comparisons(only string) []comparison {
 	all := []comparison{
 		h.consume(comparisonNames[0], 1),
 		h.consume(comparisonNames[1], 4),
-		syncGoal(h.withTraced(h.publish(comparisonNames[2], false, keyBased, keyBased), keyBased)),
-		syncGoal(h.publish(comparisonNames[3], false, noBatching, noBatching)),
+		h.syncGoal(h.withTraced(h.publish(comparisonNames[2], false, keyBased, keyBased), keyBased), keyBased),
+		h.syncGoal(h.publish(comparisonNames[3], false, noBatching, noBatching), noBatching),
 		h.withHandBuilt(h.publish(comparisonNames[4], true, keyBased, keyBased), keyBased),
 		h.publish(comparisonNames[5], true, noBatching, noBatching),
 		h.publish(comparisonNames[6], true, nil, nil),
@@ -465,10 +465,14 @@ func (h *harness) comparisons(only string) []comparison {
 	return out
 }
 
-// syncGoal gives a sync publish comparison its target: the SDK Publisher's throughput
-// against the raw producer sending one prepared message.
-func syncGoal(c comparison) comparison {
-	c.goals = append(c.goals, goal{sdk: 1, ref: 0, metric: metricRate, target: syncRateTarget})
+// syncGoal gives a sync publish comparison its target, the SDK Publisher's throughput
+// against the raw producer sending one prepared message, and its contract floor
+// (floorSender, with the producer options opts) judged against the same target.
+func (h *harness) syncGoal(c comparison, opts func(*apulsar.ProducerOptions)) comparison {
+	c.goals = append(c.goals,
+		goal{sdk: 1, ref: 0, metric: metricRate, target: syncRateTarget},
+		goal{sdk: len(c.sdks) + 1, ref: 0, metric: metricRate, target: syncRateTarget, floor: true})
+	c.sdks = append(c.sdks, h.floorSender(opts))
 	return c
 }
 
@@ -1250,7 +1254,9 @@ func TestReadmeQuotesTheTable(t *testing.T) {
 		{comparisonNames[1], "SDK Consumer, WithConcurrency(4) / " + classifyRef, metricCPU, target(concurrentCPUTarget, true, 0)},
 		{comparisonNames[1], floorName + ", 4 workers / " + classifyRef, metricCPU, target(concurrentCPUTarget, true, 0)},
 		{comparisonNames[2], "SDK Publish / raw Send", metricRate, target(syncRateTarget, false, 0)},
+		{comparisonNames[2], floorSenderName + " / raw Send", metricRate, target(syncRateTarget, false, 0)},
 		{comparisonNames[3], "SDK Publish / raw Send", metricRate, target(syncRateTarget, false, 0)},
+		{comparisonNames[3], floorSenderName + " / raw Send", metricRate, target(syncRateTarget, false, 0)},
 		{comparisonNames[4], "SDK PublishAsync / raw SendAsync, envelope built by hand per message", metricRate, target(asyncRateTarget, false, 0)},
 		{comparisonNames[7], "messaging.Process, in-memory connector", metricCPUUsec, runtimeTarget},
 	} {

@@ -26,7 +26,10 @@
 // that a cancelled context stops) through the SDK's exported functions, and under
 // WithConcurrency(4) hands each message to one of four goroutines. No consumer that keeps
 // the contract can cost less, so its row says whether the target is within reach on this
-// machine at all (met) or out of it (not met). The
+// machine at all (met) or out of it (not met). The sync publish comparisons have a floor
+// too, judged against the sync target: a raw Send of a fresh envelope a message (made with
+// envelope.Make, Encode and ProjectProperties), as the contract requires of every publish
+// where the raw side sends one prepared message. The
 // tables after it, every SDK variant against the raw client's floor and against the
 // reference variants on both metrics, are information; the last judges what bqotel adds.
 // With BENCH_JSON (flag -compare.json) the harness also writes the judged rows, with the

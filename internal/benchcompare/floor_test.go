@@ -106,6 +106,58 @@ func (h *harness) floorConsumer(topicName string, msg *apulsar.ProducerMessage, 
 	}
 }
 
+// floorSenderName is the name of the sync publish comparisons' floor variant.
+const floorSenderName = "contract floor: raw Send of an envelope made per message"
+
+// floorSender is the contract's floor of a sync publish comparison: a raw producer with the
+// options opts, on a topic of its own, that sends a fresh envelope for every message, made
+// with the SDK's exported functions (envelope.Make, Encode, ProjectProperties: two random
+// ids, the clock, the data checked, the encoding, the six properties), and waits for each
+// receipt. The contract requires a fresh envelope for every publish, which the raw side,
+// sending one prepared message, does not build; if the floor misses the sync target, so
+// does anything that keeps the contract.
+func (h *harness) floorSender(opts func(*apulsar.ProducerOptions)) variant {
+	po := apulsar.ProducerOptions{Topic: h.topic("publish-floor")}
+	opts(&po)
+	p, err := h.client.CreateProducer(po)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(p.Close)
+	ctx := context.Background()
+	return variant{
+		name: floorSenderName,
+		info: "the least a publisher that keeps the contract does: a fresh envelope a message",
+		run: func(n int) error {
+			for range n {
+				msg, err := madeMessage()
+				if err != nil {
+					return err
+				}
+				if _, err := p.Send(ctx, msg); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// madeMessage is the message of a contract floor's publish: a fresh envelope made with the
+// SDK's exported functions (envelope.Make, Encode, ProjectProperties), as the contract
+// requires of every publish.
+func madeMessage() (*apulsar.ProducerMessage, error) {
+	env, err := envelope.Make(urn, data)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := env.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return &apulsar.ProducerMessage{Payload: payload, Properties: bqpulsar.ProjectProperties(env)}, nil
+}
+
 // contractWork returns what the contract floor does with a message after receiving it,
 // through the SDK's exported functions: the schema gate of bq-schema-version (GateVerdict),
 // the body classified, bq-attempts reconciled with the redelivery count (Reconcile), the
@@ -160,26 +212,37 @@ func stoppableReceive(ctx context.Context, c apulsar.Consumer) func() (apulsar.M
 	}
 }
 
-// TestFloorSmoke runs the consume comparisons, floor included, for a few windows on the
-// embedded broker: every variant handles every message, and the judged table has the
-// floor's row beside the SDK's, against the same target.
+// smokeRows runs every variant of c for two windows of 300 messages and returns its judged
+// rows.
+func smokeRows(t *testing.T, c comparison) []judged {
+	t.Helper()
+	results := make([][][]sample, 1)
+	for _, v := range append([]variant{c.raw}, c.sdks...) {
+		var ss []sample
+		for range 2 {
+			s, err := measure(v, 300)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", c.name, v.name, err)
+			}
+			ss = append(ss, s)
+		}
+		results[0] = append(results[0], ss)
+	}
+	return goalRows([]comparison{c}, results)
+}
+
+// TestFloorSmoke runs the consume and sync publish comparisons, floors included, for a few
+// windows on the embedded broker: every variant handles or sends every message, and the
+// judged table has the floor's row beside the SDK's, against the same target.
 func TestFloorSmoke(t *testing.T) {
 	h := newHarness(t, "")
+	sync := smokeRows(t, h.syncGoal(h.publish(comparisonNames[3], false, noBatching, noBatching), noBatching))
+	if len(sync) != 2 || sync[1].Table != "floor" || sync[1].Variant != floorSenderName+" / raw Send" || sync[1].Target != sync[0].Target {
+		t.Errorf("sync publish: judged rows %+v, want the SDK's and the floor's against one target", sync)
+	}
 	for _, conc := range []int{1, 4} {
 		c := h.consume(comparisonNames[0], conc)
-		results := make([][][]sample, 1)
-		for _, v := range append([]variant{c.raw}, c.sdks...) {
-			var ss []sample
-			for range 2 {
-				s, err := measure(v, 300)
-				if err != nil {
-					t.Fatalf("WithConcurrency(%d), %s: %v", conc, v.name, err)
-				}
-				ss = append(ss, s)
-			}
-			results[0] = append(results[0], ss)
-		}
-		rows := goalRows([]comparison{c}, results)
+		rows := smokeRows(t, c)
 		if len(rows) != 2 {
 			t.Fatalf("WithConcurrency(%d): %d judged rows, want the SDK's and the floor's", conc, len(rows))
 		}

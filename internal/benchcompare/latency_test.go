@@ -386,15 +386,12 @@ func (h *harness) floorLatencySide() *latencySide {
 			})
 		},
 		func(due time.Duration) (*apulsar.ProducerMessage, error) {
-			env, err := envelope.Make(urn, data)
+			msg, err := madeMessage()
 			if err != nil {
 				return nil, err
 			}
-			payload, err := env.Encode()
-			if err != nil {
-				return nil, err
-			}
-			return &apulsar.ProducerMessage{Payload: payload, Properties: stamped(bqpulsar.ProjectProperties(env), due)}, nil
+			msg.Properties = stamped(msg.Properties, due)
+			return msg, nil
 		})
 }
 
