@@ -293,8 +293,13 @@ func TestOutsideBrokerMode(t *testing.T) {
 			t.Errorf("the report has no %q:\n%s", want, rep.text)
 		}
 	}
-	if len(rep.rows) != 4 { // two consume targets, two tracing rows
-		t.Errorf("%d judged rows, want 4: %+v", len(rep.rows), rep.rows)
+	tables := map[string]int{}
+	for _, r := range rep.rows {
+		tables[r.Table]++
+	}
+	// Two consume targets, their two contract floors, two tracing rows.
+	if len(rep.rows) != 6 || tables["reference"] != 2 || tables["floor"] != 2 || tables["tracing"] != 2 {
+		t.Errorf("%d judged rows (%v), want 6: two reference, two floor, two tracing: %+v", len(rep.rows), tables, rep.rows)
 	}
 	for _, r := range rep.rows {
 		if r.Verdict != verdictUndecided { // 2 repeats have no interval
