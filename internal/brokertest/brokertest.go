@@ -178,19 +178,12 @@ func (c *Collector) Count() int {
 	return len(c.msgs)
 }
 
-// RefusedClient returns a client of a loopback port that nobody listens on, so that every
-// connection is refused, with a 1 s connection and a 2 s operation timeout; it is closed when
-// the test ends. Constructors given it must fail with the cause, within those timeouts.
+// RefusedClient returns a client of a loopback port that refuses every connection for the
+// whole test ([RefusedAddr]), with a 1 s connection and a 2 s operation timeout; it is closed
+// when the test ends. Constructors given it must fail with the cause, within those timeouts.
 func RefusedClient(tb testing.TB) apulsar.Client {
 	tb.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(tb.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("brokertest: listen: %v", err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil { // a port nobody listens on: connection refused
-		tb.Fatalf("brokertest: close the listener: %v", err)
-	}
+	addr := RefusedAddr(tb)
 	c, err := apulsar.NewClient(apulsar.ClientOptions{
 		URL: "pulsar://" + addr, ConnectionTimeout: time.Second, OperationTimeout: 2 * time.Second,
 		Logger: bqpulsar.NewClientLogger(zap.NewNop()),
