@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"sync"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -276,51 +275,30 @@ const (
 
 // inflightGate is the consumer's one in-flight bound: the messages Run's worker pool holds
 // (queued, handled or being settled), or the deliveries Next returned that are not yet
-// settled.
+// settled. It is a counting semaphore: a slot is a token in slots, so that taking and
+// giving back one is a single channel operation, without a lock beside it.
 type inflightGate struct {
-	mu    sync.Mutex
-	n     int
-	max   int
-	space chan struct{} // capacity 1: a slot was freed
+	slots chan struct{} // one token per slot taken; its capacity is the bound
 }
 
 func newInflightGate(n int) *inflightGate {
-	return &inflightGate{max: max(n, 1), space: make(chan struct{}, 1)}
+	return &inflightGate{slots: make(chan struct{}, max(n, 1))}
 }
 
 // acquire takes a slot, waiting until one is free; false when ctx ended first.
 func (g *inflightGate) acquire(ctx context.Context) bool {
-	for {
-		g.mu.Lock()
-		if g.n < g.max {
-			g.n++
-			more := g.n < g.max
-			g.mu.Unlock()
-			if more {
-				g.poke() // another waiter may take the next free slot
-			}
-			return true
-		}
-		g.mu.Unlock()
-		select {
-		case <-g.space:
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// release frees a slot.
-func (g *inflightGate) release() {
-	g.mu.Lock()
-	g.n--
-	g.mu.Unlock()
-	g.poke()
-}
-
-func (g *inflightGate) poke() {
 	select {
-	case g.space <- struct{}{}:
+	case g.slots <- struct{}{}:
+		return true
 	default:
 	}
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
+
+// release frees a slot taken by acquire.
+func (g *inflightGate) release() { <-g.slots }

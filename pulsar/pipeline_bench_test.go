@@ -3,6 +3,9 @@ package pulsar
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -65,4 +68,95 @@ func BenchmarkPublishPath(b *testing.B) {
 			}
 		})
 	}
+}
+
+// windowSettler acknowledges without a broker and closes done at the want-th Ack.
+type windowSettler struct {
+	acked atomic.Int64
+	want  int64
+	done  chan struct{}
+}
+
+func (s *windowSettler) Ack(apulsar.Message) error {
+	if s.acked.Add(1) == s.want {
+		close(s.done)
+	}
+	return nil
+}
+
+func (*windowSettler) Nack(apulsar.Message) {}
+
+// repeatReceiver hands out msg n times, then blocks until ctx ends, as Receive does.
+type repeatReceiver struct {
+	msg  apulsar.Message
+	left atomic.Int64
+}
+
+func (r *repeatReceiver) Receive(ctx context.Context) (apulsar.Message, error) {
+	if r.left.Add(-1) >= 0 {
+		return r.msg, nil
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// BenchmarkRunHandoff: Run's whole path without a broker, from the receive to the ack, at
+// concurrency 1 (the pump handles each message itself) and 4 (the in-flight gate, the worker
+// pool and its per-key queue), beside the least a pool can do: one channel hand-off a
+// message to 4 goroutines that run the same pipeline. The difference between concurrency 4
+// and 1 is what WithConcurrency spends on the hand-off (issue 27, item 3); the messages carry
+// no key, as the bench-compare harness's do.
+func BenchmarkRunHandoff(b *testing.B) {
+	msg, _ := newMessage(b, testURN, 0, 0)
+	msg.key = ""
+	run := func(b *testing.B, concurrency int) {
+		b.Helper()
+		cfg, err := consumerSetup([]ConsumerOption{Handle(testURN, handlerReturning(nil)), WithConcurrency(concurrency)})
+		require.NoError(b, err)
+		settler := &windowSettler{want: int64(b.N), done: make(chan struct{})}
+		recv := &repeatReceiver{msg: msg}
+		recv.left.Store(int64(b.N))
+		c := newConsumer(cfg, recv, settler, nil)
+		ctx, cancel := context.WithCancel(b.Context())
+		done := make(chan error, 1)
+		b.ReportAllocs()
+		b.ResetTimer()
+		go func() { done <- c.Run(ctx) }()
+		<-settler.done
+		b.StopTimer()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			b.Fatal(err)
+		}
+	}
+	b.Run("concurrency=1", func(b *testing.B) { run(b, 1) })
+	b.Run("concurrency=4", func(b *testing.B) { run(b, 4) })
+	b.Run("channel-floor=4", func(b *testing.B) {
+		cfg, err := consumerSetup([]ConsumerOption{Handle(testURN, handlerReturning(nil))})
+		require.NoError(b, err)
+		settler := &windowSettler{want: int64(b.N), done: make(chan struct{})}
+		c := newConsumer(cfg, nil, settler, nil)
+		ctx := withConsumerInfo(b.Context(), c.eng.info)
+		handoff := make(chan apulsar.Message, 4*4)
+		var workers sync.WaitGroup
+		for range 4 {
+			workers.Go(func() {
+				for m := range handoff {
+					c.process(ctx, m)
+				}
+			})
+		}
+		recv := &repeatReceiver{msg: msg}
+		recv.left.Store(int64(b.N))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			m, _ := recv.Receive(ctx)
+			handoff <- m
+		}
+		<-settler.done
+		b.StopTimer()
+		close(handoff)
+		workers.Wait()
+	})
 }

@@ -17,14 +17,13 @@ type workerPool struct {
 	work  func(apulsar.Message)
 	freed func()
 
-	mu       sync.Mutex
-	cond     *sync.Cond            // signalled when ready gains a message or the pool closes
-	ready    readyQueue            // runnable messages, oldest first
-	behind   map[string][]poolItem // key in progress (or ready) → its later messages, in order
-	inflight int                   // messages in the pool: ready, behind, or in a worker
-	seq      uint64
-	closed   bool
-	wg       sync.WaitGroup
+	mu     sync.Mutex
+	cond   *sync.Cond            // signalled when ready gains a message or the pool closes
+	ready  readyQueue            // runnable messages, oldest first
+	behind map[string][]poolItem // key in progress (or ready) → its later messages, in order
+	seq    uint64
+	closed bool
+	wg     sync.WaitGroup
 }
 
 type poolItem struct {
@@ -48,23 +47,26 @@ func newWorkerPool(n int, work func(apulsar.Message), freed func()) *workerPool 
 }
 
 // submit queues msg under key ("" for none); it reports false once the pool is closed.
+// An idle worker is woken after the lock is let go, so that it does not wake only to wait
+// for the lock that submit still holds.
 func (p *workerPool) submit(msg apulsar.Message, key string) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return false
 	}
 	p.seq++
 	it := poolItem{msg: msg, key: key, seq: p.seq}
-	p.inflight++
 	if key != "" {
 		if q, busy := p.behind[key]; busy {
 			p.behind[key] = append(q, it)
+			p.mu.Unlock()
 			return true
 		}
 		p.behind[key] = nil // the key is now in progress (or about to be)
 	}
 	p.ready.push(it)
+	p.mu.Unlock()
 	p.cond.Signal()
 	return true
 }
@@ -72,26 +74,28 @@ func (p *workerPool) submit(msg apulsar.Message, key string) bool {
 func (p *workerPool) worker() {
 	defer p.wg.Done()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for {
-		for len(p.ready) == 0 && !p.closed {
+		for p.ready.len() == 0 && !p.closed {
 			p.cond.Wait()
 		}
-		if len(p.ready) == 0 {
+		if p.ready.len() == 0 {
+			p.mu.Unlock()
 			return // closed, and nothing left to start
 		}
 		it := p.ready.pop()
 		p.mu.Unlock()
 		p.work(it.msg)
+		// The slot is freed before the lock is taken again: freeing it may wake the receive
+		// loop, which then submits, and should not find the lock held.
+		p.freed()
 		p.mu.Lock()
 		p.finish(it)
 	}
 }
 
-// finish releases a handled message: the next message of its key becomes runnable.
+// finish releases a handled message, with p.mu held: the next message of its key becomes
+// runnable.
 func (p *workerPool) finish(it poolItem) {
-	p.inflight--
-	p.freed()
 	if it.key == "" {
 		return
 	}
@@ -120,29 +124,82 @@ func (p *workerPool) close() []apulsar.Message {
 		return nil
 	}
 	p.closed = true
-	var left []apulsar.Message
-	for _, it := range p.ready {
-		left = append(left, it.msg)
-	}
-	p.ready = nil
+	left := p.ready.drain()
 	for _, q := range p.behind {
 		for _, it := range q {
 			left = append(left, it.msg)
 		}
 	}
 	clear(p.behind)
-	p.inflight -= len(left)
 	p.cond.Broadcast()
 	return left
 }
 
-// readyQueue is a min-heap of poolItems by arrival. It is typed rather than a
-// container/heap, whose Push and Pop box every item into an interface (two allocations a
-// message on the hot path).
-type readyQueue []poolItem
+// readyQueue holds the runnable poolItems and yields them oldest first. Items come in two
+// ways: a message submitted to the pool, always newer than any before it, and a keyed
+// message released when its key's previous message finished, which may be older than
+// items already queued. The first kind, nearly every item and all of them for messages
+// without a key, goes to a FIFO ring in O(1); an item older than the ring's newest goes to
+// a min-heap (O(log n)); pop takes the older of the two fronts. The ring and the heap are
+// typed rather than container/list and container/heap, whose items are boxed into an
+// interface (an allocation a message on the hot path).
+type readyQueue struct {
+	ring []poolItem // FIFO, ascending seq; its length is 0 or a power of two
+	head int        // ring index of the oldest item
+	n    int        // items in the ring
+	heap itemHeap   // items older than the ring's newest when they came
+}
+
+// len returns the number of queued items.
+func (q *readyQueue) len() int { return q.n + len(q.heap) }
+
+// push adds it.
+func (q *readyQueue) push(it poolItem) {
+	if q.n > 0 && it.seq < q.ring[(q.head+q.n-1)&(len(q.ring)-1)].seq {
+		q.heap.push(it)
+		return
+	}
+	if q.n == len(q.ring) {
+		grown := make([]poolItem, max(2*len(q.ring), 8))
+		for i := range q.n {
+			grown[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
+		}
+		q.ring, q.head = grown, 0
+	}
+	q.ring[(q.head+q.n)&(len(q.ring)-1)] = it
+	q.n++
+}
+
+// pop removes and returns the oldest item; the queue must not be empty.
+func (q *readyQueue) pop() poolItem {
+	if q.n == 0 || (len(q.heap) > 0 && q.heap[0].seq < q.ring[q.head].seq) {
+		return q.heap.pop()
+	}
+	it := q.ring[q.head]
+	q.ring[q.head] = poolItem{}
+	q.head = (q.head + 1) & (len(q.ring) - 1)
+	q.n--
+	return it
+}
+
+// drain removes every item and returns their messages.
+func (q *readyQueue) drain() []apulsar.Message {
+	left := make([]apulsar.Message, 0, q.len())
+	for i := range q.n {
+		left = append(left, q.ring[(q.head+i)&(len(q.ring)-1)].msg)
+	}
+	for _, it := range q.heap {
+		left = append(left, it.msg)
+	}
+	*q = readyQueue{}
+	return left
+}
+
+// itemHeap is a min-heap of poolItems by seq.
+type itemHeap []poolItem
 
 // push adds it to the heap.
-func (q *readyQueue) push(it poolItem) {
+func (q *itemHeap) push(it poolItem) {
 	h := append(*q, it)
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
@@ -156,7 +213,7 @@ func (q *readyQueue) push(it poolItem) {
 }
 
 // pop removes and returns the oldest item; the heap must not be empty.
-func (q *readyQueue) pop() poolItem {
+func (q *itemHeap) pop() poolItem {
 	h := *q
 	top := h[0]
 	last := len(h) - 1

@@ -290,7 +290,7 @@ func TestReadyQueueOrder(t *testing.T) {
 			popped = append(popped, q.pop().seq)
 		}
 	}
-	for len(q) > 0 {
+	for q.len() > 0 {
 		popped = append(popped, q.pop().seq)
 	}
 	require.Len(t, popped, len(seqs))
