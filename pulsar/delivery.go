@@ -300,5 +300,11 @@ func (g *inflightGate) acquire(ctx context.Context) bool {
 	}
 }
 
-// release frees a slot taken by acquire.
-func (g *inflightGate) release() { <-g.slots }
+// release frees a slot taken by acquire. It never blocks: with no slot taken (a release
+// without its acquire, which would be a bug) there is nothing to free.
+func (g *inflightGate) release() {
+	select {
+	case <-g.slots:
+	default:
+	}
+}

@@ -309,3 +309,31 @@ func TestReadyQueueOrder(t *testing.T) {
 	slices.Sort(model)
 	require.Equal(t, model, popped[j:])
 }
+
+// The in-flight gate admits max slots, makes the next acquire wait until a slot is freed or
+// its ctx ends, and a release without an acquire frees nothing and does not block.
+func TestInflightGateBound(t *testing.T) {
+	t.Parallel()
+	g := newInflightGate(2)
+	g.release() // nothing taken: a no-op
+	require.True(t, g.acquire(t.Context()))
+	require.True(t, g.acquire(t.Context()))
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.False(t, g.acquire(ended), "a third slot with ctx ended")
+
+	got := make(chan bool, 1)
+	go func() { got <- g.acquire(t.Context()) }()
+	select {
+	case <-got:
+		t.Fatal("a third slot was taken while two were held")
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.release()
+	require.True(t, <-got, "the freed slot is taken by the waiting acquire")
+	g.release()
+	g.release()
+	g.release() // one more than was taken: still a no-op
+	require.True(t, g.acquire(t.Context()))
+	require.True(t, g.acquire(t.Context()))
+}
