@@ -2,10 +2,9 @@ package messaging_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/cputime"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
 )
@@ -28,26 +27,6 @@ func BenchmarkPipeline(b *testing.B) {
 	b.Run("runtime", func(b *testing.B) { benchRuntime(b, payload) })
 	b.Run("runtime-prefetch64", func(b *testing.B) { benchRuntime(b, payload, messaging.WithPrefetch(64)) })
 	b.Run("chan", func(b *testing.B) { benchChan(b, payload) })
-}
-
-// cpuTime is the process's user+system CPU time (getrusage): it counts the
-// work of every goroutine, which ns/op (wall time) does not on 2 cores.
-func cpuTime(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// measureCPU reports the CPU time per message of f (which processes b.N
-// messages) as cpu-ns/msg.
-func measureCPU(b *testing.B, f func()) {
-	b.Helper()
-	start := cpuTime(b)
-	f()
-	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/msg")
 }
 
 // BenchmarkPipelineCPU interleaves the runtime and the plain-channel
@@ -85,7 +64,7 @@ func benchChan(b *testing.B, payload []byte) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		n := 0
-		measureCPU(b, func() {
+		cputime.Report(b, func() {
 			go func() {
 				defer close(in)
 				for range b.N {
@@ -122,7 +101,7 @@ func benchRuntime(b *testing.B, payload []byte, opts ...messaging.StageOption) {
 	src, sink := conn.Source("in"), conn.Sink("out")
 	b.ReportAllocs()
 	b.ResetTimer()
-	measureCPU(b, func() {
+	cputime.Report(b, func() {
 		for range b.N {
 			src.Send(payload)
 		}

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/bqotel"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/cputime"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/leaktest"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging/inmemory"
@@ -165,14 +165,6 @@ const (
 	runtimeCPUTargetUsec = 2.0
 )
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // measure runs one window of v: prepare, a collection so that no earlier garbage is paid
 // for inside, then run between two snapshots.
 func measure(v variant, n int) (sample, error) {
@@ -184,9 +176,9 @@ func measure(v variant, n int) (sample, error) {
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	c0, t0 := cpuTime(), time.Now()
+	c0, t0 := cputime.Process(), time.Now()
 	err := v.run(n)
-	wall, c1 := time.Since(t0), cpuTime()
+	wall, c1 := time.Since(t0), cputime.Process()
 	runtime.ReadMemStats(&m1)
 	return sample{n: n, wall: wall, cpu: c1 - c0, mallocs: m1.Mallocs - m0.Mallocs}, err
 }
