@@ -50,7 +50,8 @@ bench:
 ## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison (BENCH_ONLY=latency: latency under load alone), BENCH_OUT a copy of the tables,
 ## BENCH_PULSAR_URL a broker outside the process instead of the embedded one, BENCH_CHART the SVG to write:
 ## docs/perf/bench-compare-embedded.svg, or docs/perf/bench-compare-pulsar.svg with BENCH_PULSAR_URL; empty, no chart;
-## the judged rows it is drawn from are kept beside it, as .json, so that the chart can be redrawn with
+## the judged rows it is drawn from are kept beside it, as .json, and the run's tables as .md (unless BENCH_OUT names
+## another file), so that the chart can be redrawn and the README's tables checked without a new run, with
 ## `cd tools && go run ./benchchart -in ../docs/perf/bench-compare-embedded.json -out ../docs/perf/bench-compare-embedded.svg`)
 BENCH_N       ?= 20000
 BENCH_REPEATS ?= 5
@@ -58,14 +59,16 @@ BENCH_TIMEOUT ?= 2h
 BENCH_CHART   ?= docs/perf/bench-compare-$(if $(BENCH_PULSAR_URL),pulsar,embedded).svg
 bench-compare:
 	set -e; \
+	out="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))"; \
 	if [ -n "$(BENCH_CHART)" ]; then json="$(abspath $(basename $(BENCH_CHART))).json"; mkdir -p "$$(dirname "$$json")"; \
+		[ -n "$$out" ] || out="$(abspath $(basename $(BENCH_CHART))).md"; \
 	else json=$$(mktemp); trap 'rm -f "$$json"' EXIT; fi; \
-	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))" BENCH_JSON="$$json" \
+	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$$out" BENCH_JSON="$$json" \
 		$(GO) test -count=1 -timeout=$(BENCH_TIMEOUT) -run='^TestCompare$$' -v ./internal/benchcompare; \
 	if [ -n "$(BENCH_CHART)" ]; then \
 		mkdir -p "$(dir $(abspath $(BENCH_CHART)))"; \
 		(cd tools && GOWORK=off $(GO) run ./benchchart -in "$$json" -out "$(abspath $(BENCH_CHART))"); \
-		echo "bench-compare: the chart of the judged rows is $(BENCH_CHART), drawn from $(basename $(BENCH_CHART)).json"; \
+		echo "bench-compare: the chart of the judged rows is $(BENCH_CHART), drawn from $(basename $(BENCH_CHART)).json; the run's tables are in $$out"; \
 	fi
 
 ## fuzz: every Fuzz* target of the module, FUZZTIME each, on top of the seed corpus. The
