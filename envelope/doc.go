@@ -117,15 +117,16 @@
 //
 // # Ownership of bytes
 //
-// [Decode] and [Classify] only read the caller's payload and, once it is accepted, copy it
-// into a buffer owned by the envelope; they never keep the caller's slice, so the caller
-// may reuse its buffer as soon as they return. The unknown members of each object are kept
-// as one string of their compact text, written into the same buffer after the copy. For a
-// buffer of up to about 8 KiB the buffer and the Envelope are one allocation. Decoded
-// strings are read-only views of that buffer (those with escapes are unescaped in place),
-// and Data is a sub-slice of it whose capacity ends with the data text, so appending to
-// Data reallocates and writing Data's bytes changes nothing else; the buffer lives as long
-// as any of these does. A refused payload costs no buffer. [Make] copies raw data. [Envelope.Clone] and the With… methods return deep copies of Data, so
+// [Decode] and [Classify] only read the caller's payload and, once it is accepted, copy
+// what the envelope keeps of it (the string members, data, and the unknown members of each
+// object as one string of their compact text) into a buffer owned by the envelope; they
+// never keep the caller's slice, so the caller may reuse its buffer as soon as they return.
+// Keys, numbers and punctuation are not copied: the buffer is about half the payload for an
+// envelope as the SDKs send it. For a buffer of up to about 8 KiB the buffer and the
+// Envelope are one allocation. Decoded strings are read-only views of that buffer (those
+// with escapes are unescaped as they are copied), and Data is a sub-slice of it whose
+// capacity ends with the data text, so appending to Data reallocates and writing Data's
+// bytes changes nothing else; the buffer lives as long as any of these does. A refused payload costs no buffer. [Make] copies raw data. [Envelope.Clone] and the With… methods return deep copies of Data, so
 // mutating their Data does not affect the original. An Envelope is not safe for concurrent
 // mutation; concurrent reads (Encode, URN, Bind) are safe.
 //
@@ -143,7 +144,7 @@
 // Decoding is one hand-written scan of the payload, which validates UTF-8 inside strings as
 // it goes (outside strings JSON is ASCII) and skips plain string bytes eight at a time,
 // followed by one copy: no reflection, no maps, one allocation for a typical envelope (the
-// Envelope, its payload copy and its unknown members together), time linear in the payload
+// Envelope and the text it keeps together), time linear in the payload
 // however many keys it holds. Values (data above all) are validated by a fast scanner that
 // decides the text producers send in one loop and hands whatever it cannot decide, every
 // error among it, to the general scanner, so that verdicts and error texts are the general
@@ -152,10 +153,10 @@
 // -benchmem -count=6 ./envelope on the idle 2-core amd64 development machine (Go 1.26), the
 // medians against encoding/json through map[string]any:
 //
-//	Decode   order-created           ~0.39 µs, 512 B, 1 alloc   vs ~3.3 µs, 1632 B, 42 allocs  (~8×)
+//	Decode   order-created           ~0.39 µs, 384 B, 1 alloc   vs ~3.3 µs, 1632 B, 42 allocs  (~8×)
 //	Decode   nested-4k               ~4.1 µs, 4.9 KB, 1 alloc   vs ~65 µs, 39.6 KB, 910 allocs (~16×)
-//	Classify order-created           ~0.40 µs, 512 B, 1 alloc   vs ~3.4 µs, 1632 B, 42 allocs  (~8×)
-//	Classify order-created, compact  ~0.32 µs, 448 B, 1 alloc   vs ~3.1 µs, 1632 B, 42 allocs  (~10×)
+//	Classify order-created           ~0.40 µs, 384 B, 1 alloc   vs ~3.4 µs, 1632 B, 42 allocs  (~8×)
+//	Classify order-created, compact  ~0.32 µs, 320 B, 1 alloc   vs ~3.1 µs, 1632 B, 42 allocs  (~10×)
 //	Classify nested-4k               ~4.1 µs (1.04 GB/s), 4.9 KB, 1 alloc vs ~66 µs, 910 allocs (~16×)
 //	Encode   order-created           ~0.12 µs, 0 allocs (AppendEncode into a reused buffer)
 //	                                 ~0.20 µs, 1 alloc (Encode)  vs ~1.9 µs, 1072 B, 26 allocs  (~10×)

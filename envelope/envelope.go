@@ -63,7 +63,7 @@ type Envelope struct {
 	urn     string // the inbound urn alias, decoded (also kept verbatim among unknown)
 	unknown string // unknown top-level members (and urn) as `,<key>:<value>`…, in received order
 	// warnings are the forbidden keys seen by Decode, nil when none (most envelopes): a
-	// pointer keeps the Envelope, which shares one allocation with its payload copy, small.
+	// pointer keeps the Envelope, which shares one allocation with the text it keeps, small.
 	// The list is never changed after Decode returns, so copies share it.
 	warnings *[]Warning
 }

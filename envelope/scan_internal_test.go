@@ -144,8 +144,36 @@ func keyName(k plainKeyText) string {
 	return string(b[:k.n-1])
 }
 
+// checkInteger compares the integer members' decoding of the value at the start of s, the
+// fast path included, with the full path's: scanNumber, then parseInt.
+func checkInteger(t *testing.T, s []byte) {
+	t.Helper()
+	for _, asInt := range []bool{false, true} {
+		d := decoder{s: s}
+		n, end, err := d.integer(0, "/attempts", asInt)
+		want, ok, wantEnd := int64(0), false, -1
+		// scanNumber's precondition; integer must refuse any other text.
+		numeric := len(s) > 0 && (s[0] == '-' || s[0] >= '0' && s[0] <= '9')
+		if numeric {
+			if end2, isInt, serr := scanNumber(s, 0); serr == nil && isInt {
+				want, ok = parseInt(string(s[:end2]))
+				if ok && asInt {
+					ok = int64(int(want)) == want
+				}
+				wantEnd = end2
+			}
+		}
+		if ok != (err == nil) || (ok && (n != want || end != wantEnd)) {
+			t.Fatalf("integer(%q, asInt %v) = %d, %d, %v; want %d, end %d, ok %v", s, asInt, n, end, err, want, wantEnd, ok)
+		}
+	}
+}
+
 // TestIntegerFastPathMatchesFullPath checks the integer members against parseInt for
-// tokens around the lengths where the fast path hands over.
+// tokens around the lengths where the fast path hands over, and for every length of up to
+// 21 digits, signed or not, with a leading zero or not, followed by a fraction, an exponent
+// or another byte, cut after 0 to 9 of the bytes that follow: the number ends at the end of
+// the input as well as inside it, where the fast path must stop and hand over.
 func TestIntegerFastPathMatchesFullPath(t *testing.T) {
 	t.Parallel()
 	for _, tok := range []string{
@@ -153,14 +181,29 @@ func TestIntegerFastPathMatchesFullPath(t *testing.T) {
 		"999999999999999999", "1234567890123456789", "9223372036854775807", "9223372036854775808",
 		"-9223372036854775808", "-9223372036854775809", "1.5", "1e3", "1E3", "-", "12x",
 	} {
-		d := decoder{s: []byte(tok + ",")}
-		n, end, err := d.integer(0, "/attempts", false)
-		want, ok := int64(0), false
-		if end2, isInt, serr := scanNumber(d.s, 0); serr == nil && isInt {
-			want, ok = parseInt(tok[:end2])
-		}
-		if ok != (err == nil) || (ok && n != want) {
-			t.Errorf("integer(%q) = %d, %d, %v; want %d, ok %v", tok, n, end, err, want, ok)
+		checkInteger(t, []byte(tok+","))
+		checkInteger(t, []byte(tok))
+	}
+	const digits = "9876543210123456789012"
+	for _, sign := range []string{"", "-"} {
+		for n := 1; n <= 21; n++ {
+			for _, lead := range []string{"", "0"} {
+				for tail := range 10 {
+					for _, next := range []string{"}", ".5}", "e1}", "/}", ":}"} {
+						s := sign + lead + digits[:n] + (next + ",\"attempts\":0}")[:min(tail, len(next)+14)]
+						checkInteger(t, []byte(s))
+					}
+				}
+			}
 		}
 	}
+}
+
+// FuzzIntegerFastPathMatchesFullPath: the integer members decode any text as the full path
+// does (see checkInteger).
+func FuzzIntegerFastPathMatchesFullPath(f *testing.F) {
+	for _, s := range []string{"", "x", "1749132727000}", "0}", "-12345678901234567,", "123456789", "12345678x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) { checkInteger(t, s) })
 }
