@@ -587,17 +587,7 @@ func (d *decoder) appendMember(t *memberTable, m tableMember, name string) {
 // are unescaped and data with whitespace is compacted as they are copied; strings and Data
 // are views of the allocation, each region written once.
 func (d *decoder) build() *Envelope {
-	n := 0
-	for f := range d.strs {
-		n += d.strs[f].text.len()
-	}
-	if d.hasData {
-		n += d.data.len()
-	}
-	for k := range d.tables {
-		n += d.tables[k].size
-	}
-	e, buf := newEnvelope(n)
+	e, buf := newEnvelope(d.keptLen())
 	// Only the members the decoder sets, so that storing the zero rest costs nothing.
 	e.Meta.SchemaVersion, e.Meta.CreatedAt = d.env.Meta.SchemaVersion, d.env.Meta.CreatedAt
 	e.Attempts, e.DeadLetter, e.warnings = d.env.Attempts, d.env.DeadLetter, d.env.warnings
@@ -631,6 +621,22 @@ func (d *decoder) build() *Envelope {
 		e.Data = buf[start:b.w:b.w]
 	}
 	return e
+}
+
+// keptLen bounds the length of the text that build copies: the string members and data as
+// received (unescaping and compacting only shorten them) and the unknown members' text.
+func (d *decoder) keptLen() int {
+	n := 0
+	for f := range d.strs {
+		n += d.strs[f].text.len()
+	}
+	if d.hasData {
+		n += d.data.len()
+	}
+	for k := range d.tables {
+		n += d.tables[k].size
+	}
+	return n
 }
 
 // builder fills the buffer of an envelope from the payload src, at w.
