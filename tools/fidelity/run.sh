@@ -145,6 +145,14 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # client's own certificates and token key (from the copy), basic user admin, anonymous clients get the
 # role "anonymous", private/auth is granted to token-principal and public/default to anonymous.
 start_embedded() {
+	# A broker left running on these ports would answer the tests in place of this one (whose
+	# bq exits when it cannot listen), and the real broker could not start after it.
+	for p in 6650 6651 8080 8443; do
+		if port_open "$p"; then
+			echo "fidelity: 127.0.0.1:$p is already in use: stop the broker or process that listens there" >&2
+			return 1
+		fi
+	done
 	"$tmp/bq" broker --addr localhost:6650 --admin-addr localhost:8080 \
 		--tls-addr localhost:6651 --admin-tls-addr localhost:8443 \
 		--tls-cert-file "$conf/certs/broker-cert.pem" --tls-key-file "$conf/certs/broker-key.pem" \
