@@ -19,7 +19,7 @@ var sinkParts *Envelope
 //
 // whole − scan − allocation is the copy into the allocation and the checks of rules 5–6.
 //
-//	go test -run='^$' -bench=ClassifyParts -count=6 ./envelope
+//	go test -run='^$' -bench=ClassifyParts -count=8 ./envelope
 func BenchmarkClassifyParts(b *testing.B) {
 	env, err := Make("urn:babel:orders:created", json.RawMessage(`{"order_id":1042}`), WithQueue("orders"))
 	if err != nil {
