@@ -11,7 +11,9 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/cputime"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 )
 
 // nopSettler and nopProducer implement the narrow interfaces with no work, so that the
@@ -44,6 +46,51 @@ func BenchmarkPipelineSuccess(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.process(ctx, msg)
+	}
+}
+
+// BenchmarkPipelineFloor is BenchmarkPipelineSuccess's counterpart: the least a consumer
+// that keeps the contract does with the same message, through the exported functions only
+// (the schema gate, Classify, Reconcile, the routing URN looked up in a map, the handler,
+// the ack), with nothing of the engine's (no delivery, hooks, events, in-flight count or
+// health state). The difference between the two is the engine's own cost a message, which
+// the consume comparison of make bench-compare measures with a broker (the SDK against the
+// contract floor).
+func BenchmarkPipelineFloor(b *testing.B) {
+	msg, _ := newMessage(b, testURN, 0, 0)
+	handlers := map[string]HandlerFunc{testURN: handlerReturning(nil)}
+	var settler seam.Settler = nopSettler{}
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		props := msg.Properties()
+		if v, ok := props[PropSchemaVersion]; ok {
+			if err := GateVerdict(v, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		attempts, hasAttempts := props[PropAttempts]
+		env, err := envelope.Classify(msg.Payload())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if reconciled, _ := Reconcile(attempts, hasAttempts, env.Attempts, msg.RedeliveryCount()); reconciled != env.Attempts {
+			env = env.WithAttempts(reconciled)
+		}
+		route := env.URN()
+		if job, ok := props[PropJob]; ok && !envelope.IsBlank(job) {
+			route = job
+		}
+		h, ok := handlers[route]
+		if !ok {
+			b.Fatalf("no handler for %q", route)
+		}
+		if err := h(ctx, env, msg); err != nil {
+			b.Fatal(err)
+		}
+		if err := settler.Ack(msg); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
