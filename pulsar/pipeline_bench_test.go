@@ -55,7 +55,8 @@ func BenchmarkPipelineSuccess(b *testing.B) {
 // the ack), with nothing of the engine's (no delivery, hooks, events, in-flight count or
 // health state). The difference between the two is the engine's own cost a message, which
 // the consume comparison of make bench-compare measures with a broker (the SDK against the
-// contract floor).
+// contract floor). Its steps are that floor's (contractWork in internal/benchcompare, which
+// this package's tests cannot import: it imports this package); change them together.
 func BenchmarkPipelineFloor(b *testing.B) {
 	msg, _ := newMessage(b, testURN, 0, 0)
 	handlers := map[string]HandlerFunc{testURN: handlerReturning(nil)}
