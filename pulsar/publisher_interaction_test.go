@@ -46,6 +46,43 @@ func TestPublishSendsEnvelopeWithExactlySixProperties(t *testing.T) {
 	assert.True(t, pm.EventTime.IsZero(), "EventTime is not set")
 }
 
+// WithHeaders reads the caller's maps and never writes to them: the one map of the common
+// case is not copied, and several are merged into a map of the publish's own. A publish held
+// for a transaction, sent after the call returned, keeps the headers as they were at the
+// call.
+func TestWithHeadersLeavesTheCallersMapsAlone(t *testing.T) {
+	t.Parallel()
+	p, prod := newMockPublisher(t)
+	var pm *apulsar.ProducerMessage
+	prod.EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)).Times(2)
+
+	one := map[string]string{"c": "3", "blank": ""}
+	_, err := p.Publish(t.Context(), testURN, nil, WithHeaders(one))
+	require.NoError(t, err)
+	assert.Equal(t, "3", pm.Properties["c"])
+	assert.NotContains(t, pm.Properties, "blank")
+	pm.Properties["written"] = "by the client"
+	assert.Equal(t, map[string]string{"c": "3", "blank": ""}, one, "the message has a property map of its own")
+
+	first := map[string]string{"a": "1", "empty": ""}
+	second := map[string]string{"b": "2", "a": ""}
+	_, err = p.Publish(t.Context(), testURN, nil, WithHeaders(first), WithHeaders(second))
+	require.NoError(t, err)
+	assert.Equal(t, "1", pm.Properties["a"], "an empty value does not override")
+	assert.Equal(t, "2", pm.Properties["b"])
+	assert.NotContains(t, pm.Properties, "empty")
+	assert.Equal(t, map[string]string{"a": "1", "empty": ""}, first, "the merge does not write to the first map")
+	assert.Equal(t, map[string]string{"b": "2", "a": ""}, second)
+
+	var st txnState
+	held := map[string]string{"k": "at the call"}
+	var po publishOptions
+	require.NoError(t, WithHeaders(held).applyPublish(&po))
+	require.True(t, st.hold(heldSend{po: po}))
+	held["k"] = "changed after the call"
+	assert.Equal(t, "at the call", st.take()[0].po.headers["k"], "a held publish keeps its own copy")
+}
+
 func TestPublishOptions(t *testing.T) {
 	t.Parallel()
 	p, prod := newMockPublisher(t, WithQueue("billing"))

@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -152,7 +153,8 @@ type publishOptions struct {
 	queue       string
 	delay       time.Duration
 	deliverAt   time.Time
-	headers     map[string]string
+	headers     map[string]string // the caller's map, unless ownHeaders
+	ownHeaders  bool              // headers is a merge of several WithHeaders, made here
 	key         string
 	orderingKey string
 	messageID   string
@@ -266,15 +268,25 @@ func WithDeliverAt(t time.Time) PublishOption {
 // WithHeaders merges extra properties (W3C traceparent, tracestate, bq-replay-bypass, …)
 // into the message's properties. Empty keys or values are dropped, and a contract property
 // (bq-job, bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang, bq-attempts,
-// bq-delay) always wins a clash. Several WithHeaders merge, the later winning. Default: none.
+// bq-delay) always wins a clash. Several WithHeaders merge, the later winning. h is only
+// read, and not kept after the publish call returns (a publish held for a transaction keeps
+// a copy). Default: none.
 func WithHeaders(h map[string]string) PublishOption {
 	return publishOptionFunc(func(o *publishOptions) error {
-		if o.headers == nil {
-			o.headers = make(map[string]string, len(h))
-		}
-		for k, v := range h {
-			if k != "" && v != "" {
-				o.headers[k] = v
+		switch {
+		case len(h) == 0:
+		case o.headers == nil:
+			// The one map of the common case is read where the message's properties are
+			// filled (buildInto, which drops the empty keys and values), not copied here.
+			o.headers = h
+		default:
+			if !o.ownHeaders {
+				o.headers, o.ownHeaders = maps.Clone(o.headers), true
+			}
+			for k, v := range h {
+				if k != "" && v != "" {
+					o.headers[k] = v
+				}
 			}
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -118,13 +119,18 @@ func txnOf(ctx context.Context) apulsar.Transaction {
 	return nil
 }
 
-// hold keeps h back until the delivery is acknowledged; false when the state no longer
-// holds (the publish then goes out at once).
+// hold keeps h back, with a copy of its headers, until the delivery is acknowledged; false
+// when the state no longer holds (the publish then goes out at once).
 func (st *txnState) hold(h heldSend) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.closed {
 		return false
+	}
+	if !h.po.ownHeaders {
+		// Sent after the publish call returned: the caller's WithHeaders map may have
+		// changed by then, so keep the headers as they were at the call.
+		h.po.headers, h.po.ownHeaders = maps.Clone(h.po.headers), h.po.headers != nil
 	}
 	st.held = append(st.held, h)
 	return true
