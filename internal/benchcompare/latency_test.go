@@ -21,6 +21,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/cputime"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -237,59 +238,80 @@ func (s *latencySide) settle() error {
 // sides, which would dominate the latency and drown what the SDK adds in it.
 func latencyProducer(o *apulsar.ProducerOptions) { noBatching(o) }
 
-// rawClientSide is a latency side of the raw client on a topic of its own: a producer with
-// the latency comparison's options, whose send sends what next makes of the message's due
-// time (asynchronously, the stamp among its properties), and a consumer running a loop of
-// receive and then handle until the test's end. A failure of either goes to the side's
+// A latency side is a producer half and a consumer half on a topic of their own. The halves
+// are built apart so that the SDK's producer can be paired with the floor's consumer and the
+// reverse: the capacity table says which half of the SDK carries its gap to the floor.
+
+// consumerHalf starts the consumer of a side on topic, running until the test's end and
+// handing what it receives to s.rec.
+type consumerHalf func(h *harness, topic string, s *latencySide)
+
+// producerHalf makes the producer of a side on topic and returns its send: one message
+// stamped due, sent asynchronously, its receipt reported to s.sent.
+type producerHalf func(h *harness, topic string, s *latencySide) func(due time.Duration) error
+
+// latencySideOf is the side named name of the two halves, on a topic of its own.
+func (h *harness) latencySideOf(name, topicName string, consume consumerHalf, produce producerHalf) *latencySide {
+	topic := h.topic(topicName)
+	s := &latencySide{name: name, rec: newLatencyRecorder(sinceEpoch)}
+	consume(h, topic, s)
+	s.send = produce(h, topic, s) // its cleanup runs first: the producer closes before the consumer stops
+	return s
+}
+
+// rawLoop is the consumer half of the raw client: a loop of receive and then handle, on a
+// consumer of the harness's subscription, until the test's end. A failure goes to the side's
 // recorder, named by who.
-func (h *harness) rawClientSide(name, topicName, who string,
+func rawLoop(who string,
 	receive func(context.Context, apulsar.Consumer) func() (apulsar.Message, error),
 	handle func(context.Context, apulsar.Consumer, *latencySide) func(apulsar.Message) error,
-	next func(due time.Duration) (*apulsar.ProducerMessage, error),
-) *latencySide {
-	t := h.t
-	topic := h.topic(topicName)
-	c := h.subscribe(topic)
-	po := apulsar.ProducerOptions{Topic: topic}
-	latencyProducer(&po)
-	p, err := h.client.CreateProducer(po)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-
-	s := &latencySide{name: name, rec: newLatencyRecorder(sinceEpoch)}
-	ctx, cancel := context.WithCancel(context.Background())
-	recv, work := receive(ctx, c), handle(ctx, c, s)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			m, err := recv()
-			if err != nil {
-				if ctx.Err() == nil {
-					s.rec.fail(fmt.Errorf("%s Receive: %w", who, err))
+) consumerHalf {
+	return func(h *harness, topic string, s *latencySide) {
+		c := h.subscribe(topic)
+		ctx, cancel := context.WithCancel(context.Background())
+		recv, work := receive(ctx, c), handle(ctx, c, s)
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				m, err := recv()
+				if err != nil {
+					if ctx.Err() == nil {
+						s.rec.fail(fmt.Errorf("%s Receive: %w", who, err))
+					}
+					return
 				}
-				return
+				if err := work(m); err != nil {
+					s.rec.fail(fmt.Errorf("%s: %w", who, err))
+				}
 			}
-			if err := work(m); err != nil {
-				s.rec.fail(fmt.Errorf("%s: %w", who, err))
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-stopped }) // before the consumer is closed
-
-	callback := func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { s.sent(err) }
-	s.send = func(due time.Duration) error {
-		msg, err := next(due)
-		if err != nil {
-			return err
-		}
-		s.wg.Add(1)
-		p.SendAsync(context.Background(), msg, callback)
-		return nil
+		}()
+		h.t.Cleanup(func() { cancel(); <-stopped }) // before the consumer is closed
 	}
-	return s
+}
+
+// rawProducer is the producer half of the raw client: a producer with the latency
+// comparison's options that sends what next makes of the message's due time.
+func rawProducer(next func(due time.Duration) (*apulsar.ProducerMessage, error)) producerHalf {
+	return func(h *harness, topic string, s *latencySide) func(time.Duration) error {
+		po := apulsar.ProducerOptions{Topic: topic}
+		latencyProducer(&po)
+		p, err := h.client.CreateProducer(po)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.t.Cleanup(p.Close)
+		callback := func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) { s.sent(err) }
+		return func(due time.Duration) error {
+			msg, err := next(due)
+			if err != nil {
+				return err
+			}
+			s.wg.Add(1)
+			p.SendAsync(context.Background(), msg, callback)
+			return nil
+		}
+	}
 }
 
 // stamped returns props with the due time of a message in stampProp.
@@ -302,28 +324,27 @@ func stamped(props map[string]string, due time.Duration) map[string]string {
 // its properties, and a loop of Receive + Ack.
 func (h *harness) rawLatencySide() *latencySide {
 	msg := rawMessage(h.t)
-	return h.rawClientSide("raw SendAsync → Receive + Ack", "latency-raw", "raw",
-		func(ctx context.Context, c apulsar.Consumer) func() (apulsar.Message, error) {
-			return func() (apulsar.Message, error) { return c.Receive(ctx) }
-		},
-		func(_ context.Context, c apulsar.Consumer, s *latencySide) func(apulsar.Message) error {
-			return func(m apulsar.Message) error {
-				s.rec.take(m.Properties())
-				return c.Ack(m)
-			}
-		},
-		func(due time.Duration) (*apulsar.ProducerMessage, error) {
+	return h.latencySideOf("raw SendAsync → Receive + Ack", "latency-raw",
+		rawLoop("raw",
+			func(ctx context.Context, c apulsar.Consumer) func() (apulsar.Message, error) {
+				return func() (apulsar.Message, error) { return c.Receive(ctx) }
+			},
+			func(_ context.Context, c apulsar.Consumer, s *latencySide) func(apulsar.Message) error {
+				return func(m apulsar.Message) error {
+					s.rec.take(m.Properties())
+					return c.Ack(m)
+				}
+			}),
+		rawProducer(func(due time.Duration) (*apulsar.ProducerMessage, error) {
 			// A map per message, as the SDK side's header map.
 			return &apulsar.ProducerMessage{Payload: msg.Payload, Properties: stamped(maps.Clone(msg.Properties), due)}, nil
-		})
+		}))
 }
 
-// sdkLatencySide is the SDK side: PublishAsync with the stamp in WithHeaders, and a
-// Consumer with a handler that does nothing but record.
-func (h *harness) sdkLatencySide() *latencySide {
+// sdkConsumerHalf is the SDK's consumer half: a Consumer with a handler that does nothing
+// but record, running until the test's end.
+func sdkConsumerHalf(h *harness, topic string, s *latencySide) {
 	t := h.t
-	topic := h.topic("latency-sdk")
-	s := &latencySide{name: "SDK PublishAsync → Consumer", rec: newLatencyRecorder(sinceEpoch)}
 	c, err := bqpulsar.NewConsumer(h.client,
 		bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("bench", apulsar.Exclusive),
 		bqpulsar.WithConcurrency(1),
@@ -347,6 +368,11 @@ func (h *harness) sdkLatencySide() *latencySide {
 			t.Error(err)
 		}
 	})
+}
+
+// sdkPublisherHalf is the SDK's producer half: PublishAsync with the stamp in WithHeaders.
+func sdkPublisherHalf(h *harness, topic string, s *latencySide) func(time.Duration) error {
+	t := h.t
 	pub, err := bqpulsar.NewPublisher(h.client, topic, bqpulsar.WithProducerOptions(latencyProducer))
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +383,7 @@ func (h *harness) sdkLatencySide() *latencySide {
 		}
 	})
 	callback := func(_ string, err error) { s.sent(err) }
-	s.send = func(due time.Duration) error {
+	return func(due time.Duration) error {
 		s.wg.Add(1)
 		err := pub.PublishAsync(context.Background(), urn, data, callback,
 			bqpulsar.WithHeaders(map[string]string{stampProp: strconv.FormatInt(int64(due), 10)}))
@@ -366,33 +392,53 @@ func (h *harness) sdkLatencySide() *latencySide {
 		}
 		return err
 	}
-	return s
 }
 
-// floorLatencySide is the contract's floor of the latency comparison: a producer and a
-// consumer that keep the contract and do nothing else. The producer makes a fresh envelope
-// for every message with the SDK's exported functions (envelope.Make, Encode,
-// ProjectProperties: new ids, the clock, the six properties) and sends it with SendAsync;
-// the consumer is the consume floor's loop (stoppableReceive, then contractWork), and its
-// handler records. Its rows are judged against the same targets as the SDK's: if the floor
-// misses one, no SDK can meet it on this machine.
-func (h *harness) floorLatencySide() *latencySide {
-	return h.rawClientSide("contract floor: SendAsync of an envelope made per message → Receive + the contract's work", "latency-floor", "floor",
-		stoppableReceive,
-		func(ctx context.Context, c apulsar.Consumer, s *latencySide) func(apulsar.Message) error {
-			return contractWork(ctx, c, func(_ context.Context, _ *envelope.Envelope, m apulsar.Message) error {
-				s.rec.take(m.Properties())
-				return nil
-			})
-		},
-		func(due time.Duration) (*apulsar.ProducerMessage, error) {
-			msg, err := madeMessage()
-			if err != nil {
-				return nil, err
-			}
-			msg.Properties = stamped(msg.Properties, due)
-			return msg, nil
+// sdkLatencySide is the SDK side: PublishAsync with the stamp in WithHeaders, and a
+// Consumer with a handler that does nothing but record.
+func (h *harness) sdkLatencySide() *latencySide {
+	return h.latencySideOf("SDK PublishAsync → Consumer", "latency-sdk", sdkConsumerHalf, sdkPublisherHalf)
+}
+
+// floorConsumerHalf is the contract floor's consumer half: the consume floor's loop
+// (stoppableReceive, then contractWork), whose handler records.
+var floorConsumerHalf = rawLoop("floor", stoppableReceive,
+	func(ctx context.Context, c apulsar.Consumer, s *latencySide) func(apulsar.Message) error {
+		return contractWork(ctx, c, func(_ context.Context, _ *envelope.Envelope, m apulsar.Message) error {
+			s.rec.take(m.Properties())
+			return nil
 		})
+	})
+
+// floorProducerHalf is the contract floor's producer half: a fresh envelope for every
+// message, made with the SDK's exported functions (envelope.Make, Encode,
+// ProjectProperties: new ids, the clock, the six properties), sent with SendAsync.
+var floorProducerHalf = rawProducer(func(due time.Duration) (*apulsar.ProducerMessage, error) {
+	msg, err := madeMessage()
+	if err != nil {
+		return nil, err
+	}
+	msg.Properties = stamped(msg.Properties, due)
+	return msg, nil
+})
+
+// floorLatencySide is the contract's floor of the latency comparison: a producer and a
+// consumer that keep the contract and do nothing else (floorProducerHalf,
+// floorConsumerHalf). Its rows are judged against the same targets as the SDK's: if the
+// floor misses one, no SDK can meet it on this machine.
+func (h *harness) floorLatencySide() *latencySide {
+	return h.latencySideOf("contract floor: SendAsync of an envelope made per message → Receive + the contract's work", "latency-floor",
+		floorConsumerHalf, floorProducerHalf)
+}
+
+// mixedLatencySides pair each half of the SDK with the other half of the floor: the SDK's
+// producer with the floor's consumer, and the floor's producer with the SDK's consumer.
+// They run in the capacity bursts only.
+func (h *harness) mixedLatencySides() []*latencySide {
+	return []*latencySide{
+		h.latencySideOf("SDK PublishAsync → the floor's consumer", "latency-sdk-producer", floorConsumerHalf, sdkPublisherHalf),
+		h.latencySideOf("the floor's producer → SDK Consumer", "latency-sdk-consumer", sdkConsumerHalf, floorProducerHalf),
+	}
 }
 
 // window runs one open-loop window of side s: n messages at rate a second. It returns once
@@ -413,28 +459,37 @@ func (h *harness) window(s *latencySide, n int, rate float64) (latencyStats, err
 	return st, err
 }
 
-// burst is one closed-loop burst of the raw side: n messages sent as fast as the producer
-// takes them (SendAsync blocks while its queue of pending messages is full), and the end to
-// end rate, messages received a second from the first send to the last receive.
-func (h *harness) burst(s *latencySide, n int) (float64, error) {
+// burst is one closed-loop burst of side s: n messages sent as fast as the producer takes
+// them (a send blocks while the producer's queue of pending messages is full). It returns the
+// end to end rate, messages received a second from the first send to the last receive, and
+// the CPU time of the whole process a message, in µs.
+func (h *harness) burst(s *latencySide, n int) (capacity, error) {
+	runtime.GC() // no earlier garbage is paid for inside
 	s.rec.expect(n)
-	start := sinceEpoch()
+	c0, start := cputime.Process(), sinceEpoch()
 	for range n {
 		if err := s.send(sinceEpoch()); err != nil {
-			return 0, errors.Join(err, s.settle())
+			return capacity{}, errors.Join(err, s.settle())
 		}
 	}
 	if err := s.settle(); err != nil {
-		return 0, err
+		return capacity{}, err
 	}
 	st, err := s.rec.wait(time.Minute)
 	if err != nil {
-		return 0, err
+		return capacity{}, err
 	}
+	cpu := cputime.Process() - c0
 	if h.broker != nil {
 		h.broker.TrimAll()
 	}
-	return float64(n) / (st.last - start).Seconds(), nil
+	return capacity{rate: float64(n) / (st.last - start).Seconds(), cpu: float64(cpu.Nanoseconds()) / float64(n) / 1e3}, nil
+}
+
+// capacity is what one closed-loop burst of a side measured.
+type capacity struct {
+	rate float64 // messages a second, end to end
+	cpu  float64 // µs of the process's CPU a message
 }
 
 // latencyLoad is what the comparison measured at one rate.
@@ -455,6 +510,8 @@ func (l latencyLoad) label() string {
 type latencyRun struct {
 	bursts    []float64 // the raw maximum's bursts, msgs/s
 	burstN    int
+	sides     []string     // the capacity table's sides: raw, SDK, floor, then the mixed ones
+	capacity  [][]capacity // side → burst
 	rawMax    float64
 	loads     []latencyLoad
 	reps      int
@@ -468,8 +525,10 @@ type latencyRun struct {
 // latency runs the latency comparison with windows of at most n messages and reps repeats,
 // and returns its report and its judged rows (one a rate and percentile).
 //
-// It first finds the raw maximum in this run: after a warm-up burst, the median of
-// latencyBursts closed-loop bursts of n messages from the raw producer to the raw consumer.
+// It first measures the capacity of every side in this run, the SDK's halves each paired with
+// the floor's other half included (mixedLatencySides): after a warm-up burst of each,
+// latencyBursts closed-loop bursts of n messages of each, interleaved in rotating order. The
+// raw maximum is the median of the raw side's.
 // Then, at each of latencyLoads of it, it warms both sides up with a short window and runs
 // reps repeats of a window of min(n, rate × latencyWindow) messages on each side, in an
 // order that rotates from one repeat to the next. Every window is open loop (openLoop) and
@@ -480,15 +539,28 @@ func (h *harness) latency(n, reps int) (string, []judgedRow) {
 	start := time.Now()
 	raw, sdk, floor := h.rawLatencySide(), h.sdkLatencySide(), h.floorLatencySide()
 	run := latencyRun{burstN: n, reps: reps, where: h.where(), rawName: raw.name, sdkName: sdk.name, floorName: floor.name}
-	if _, err := h.burst(raw, min(n/10+1, 2000)); err != nil {
-		t.Fatalf("latency: warm-up burst: %v", err)
-	}
-	for range latencyBursts {
-		r, err := h.burst(raw, n)
-		if err != nil {
-			t.Fatalf("latency: raw maximum burst: %v", err)
+	// The capacity of every side, the mixed ones included, in closed-loop bursts interleaved
+	// in rotating order; the raw side's bursts give the raw maximum.
+	all := append([]*latencySide{raw, sdk, floor}, h.mixedLatencySides()...)
+	run.capacity = make([][]capacity, len(all))
+	for _, s := range all {
+		run.sides = append(run.sides, s.name)
+		if _, err := h.burst(s, min(n/10+1, 2000)); err != nil {
+			t.Fatalf("latency: %s: warm-up burst: %v", s.name, err)
 		}
-		run.bursts = append(run.bursts, r)
+	}
+	for r := range latencyBursts {
+		for k := range all {
+			i := (r + k) % len(all)
+			c, err := h.burst(all[i], n)
+			if err != nil {
+				t.Fatalf("latency: %s: capacity burst: %v", all[i].name, err)
+			}
+			run.capacity[i] = append(run.capacity[i], c)
+		}
+	}
+	for _, c := range run.capacity[0] {
+		run.bursts = append(run.bursts, c.rate)
 	}
 	run.rawMax = median(run.bursts)
 	sides := [...]*latencySide{raw, sdk, floor}
@@ -583,6 +655,7 @@ func (run latencyRun) render(rows []judgedRow) string {
 	}
 	fmt.Fprintf(&b, "Raw maximum: %.0f msgs/s end to end (median of %d closed-loop bursts of %d messages, %s: %s msgs/s). Both sides send with batching disabled.\n\n",
 		run.rawMax, len(run.bursts), run.burstN, run.rawName, strings.Join(bursts, ", "))
+	run.renderCapacity(&b)
 	b.WriteString("Absolute latencies (µs, median of the repeats):\n\n")
 	b.WriteString("| Rate | Side | msgs/window |")
 	for _, pc := range latencyPercentiles {
@@ -630,6 +703,35 @@ func (run latencyRun) render(rows []judgedRow) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// capacityHeader is the header of the capacity table.
+const capacityHeader = "| Side | msgs/s, median | / raw | CPU µs/msg, median | / raw |"
+
+// renderCapacity writes the capacity table: the closed-loop rate and CPU of every side, the
+// SDK's producer and consumer each paired with the floor's other half included. At a fixed
+// rate a side runs at the rate over its own maximum, and a queue's waiting time grows as
+// 1/(1 − that): a side with less capacity waits longer at the same rate.
+func (run latencyRun) renderCapacity(b *strings.Builder) {
+	fmt.Fprintf(b, "Capacity of each side: %d closed-loop bursts of %d messages, interleaved in rotating order (the raw maximum above is the raw side's); CPU of the whole process:\n\n", latencyBursts, run.burstN)
+	b.WriteString(capacityHeader + "\n| --- | --- | --- | --- | --- |\n")
+	rate := func(c capacity) float64 { return c.rate }
+	cpu := func(c capacity) float64 { return c.cpu }
+	rawRate, rawCPU := median(eachCapacity(run.capacity[0], rate)), median(eachCapacity(run.capacity[0], cpu))
+	for i, name := range run.sides {
+		r, c := median(eachCapacity(run.capacity[i], rate)), median(eachCapacity(run.capacity[i], cpu))
+		fmt.Fprintf(b, "| %s | %.0f | %.2f | %.2f | %.2f |\n", name, r, r/rawRate, c, c/rawCPU)
+	}
+	b.WriteString("\n")
+}
+
+// eachCapacity is each for capacity bursts.
+func eachCapacity(cs []capacity, f func(capacity) float64) []float64 {
+	out := make([]float64, len(cs))
+	for i, c := range cs {
+		out[i] = f(c)
+	}
+	return out
 }
 
 // eachStat is each for latency windows.
@@ -733,7 +835,12 @@ func TestLatencySmoke(t *testing.T) {
 	if want := "Broker: a broker outside this process (" + b.URL() + ")"; !strings.Contains(report, want) {
 		t.Errorf("the report has no %q:\n%s", want, report)
 	}
-	for _, header := range []string{latencyHeader, latencyFloorHeader} {
+	for _, side := range []string{"raw SendAsync", "SDK PublishAsync → Consumer", "contract floor", "SDK PublishAsync → the floor's consumer", "the floor's producer → SDK Consumer"} {
+		if !strings.Contains(report, "| "+side) {
+			t.Errorf("the capacity table has no row for %q:\n%s", side, report)
+		}
+	}
+	for _, header := range []string{latencyHeader, latencyFloorHeader, capacityHeader} {
 		if !strings.Contains(report, "Raw maximum: ") || !strings.Contains(report, header+"\n") {
 			t.Errorf("the report has no raw maximum or no table headed %q:\n%s", header, report)
 		}
