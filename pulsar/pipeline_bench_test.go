@@ -126,6 +126,31 @@ func BenchmarkPublishPath(b *testing.B) {
 	}
 }
 
+// BenchmarkPublishFloor is BenchmarkPublishPath/recycled_header's counterpart: the least a
+// publisher that keeps the contract does for the same message, by hand with the exported
+// functions (envelope.Make, Encode, ProjectProperties, the header added to the properties,
+// a fresh client message), as the contract floor of make bench-compare's latency comparison
+// does (madeMessage in internal/benchcompare).
+func BenchmarkPublishFloor(b *testing.B) {
+	data := json.RawMessage(`{"order":42,"customer":"c-1","amount":12.5}`)
+	var prod nopProducer
+	sent := func(apulsar.MessageID, *apulsar.ProducerMessage, error) {}
+	b.ReportAllocs()
+	for b.Loop() {
+		env, err := envelope.Make(testURN, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		payload, err := env.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		props := ProjectProperties(env)
+		props["tenant"] = "t-1"
+		prod.SendAsync(b.Context(), &apulsar.ProducerMessage{Payload: payload, Properties: props}, sent)
+	}
+}
+
 // windowSettler acknowledges without a broker and closes done at the want-th Ack.
 type windowSettler struct {
 	acked atomic.Int64
