@@ -154,7 +154,7 @@ type publishOptions struct {
 	delay       time.Duration
 	deliverAt   time.Time
 	headers     map[string]string // the caller's map, unless ownHeaders
-	ownHeaders  bool              // headers is a merge of several WithHeaders, made here
+	ownHeaders  bool              // headers is the publish's own: a merge of several WithHeaders, or a held copy
 	key         string
 	orderingKey string
 	messageID   string
