@@ -21,7 +21,6 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-	"github.com/babelqueue/babelqueue-go-pulsar/internal/cputime"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -462,28 +461,34 @@ func (h *harness) window(s *latencySide, n int, rate float64) (latencyStats, err
 // burst is one closed-loop burst of side s: n messages sent as fast as the producer takes
 // them (a send blocks while the producer's queue of pending messages is full). It returns the
 // end to end rate, messages received a second from the first send to the last receive, and
-// the CPU time of the whole process a message, in µs.
+// the CPU time of the whole process a message, in µs, as measure takes a window (after a
+// collection, so that no earlier garbage is paid for inside).
 func (h *harness) burst(s *latencySide, n int) (capacity, error) {
-	runtime.GC() // no earlier garbage is paid for inside
-	s.rec.expect(n)
-	c0, start := cputime.Process(), sinceEpoch()
-	for range n {
-		if err := s.send(sinceEpoch()); err != nil {
-			return capacity{}, errors.Join(err, s.settle())
-		}
-	}
-	if err := s.settle(); err != nil {
-		return capacity{}, err
-	}
-	st, err := s.rec.wait(time.Minute)
+	var start, last time.Duration
+	smp, err := measure(variant{
+		prepare: func(n int) error { s.rec.expect(n); return nil },
+		run: func(n int) error {
+			start = sinceEpoch()
+			for range n {
+				if err := s.send(sinceEpoch()); err != nil {
+					return errors.Join(err, s.settle())
+				}
+			}
+			if err := s.settle(); err != nil {
+				return err
+			}
+			st, err := s.rec.wait(time.Minute)
+			last = st.last
+			return err
+		},
+	}, n)
 	if err != nil {
 		return capacity{}, err
 	}
-	cpu := cputime.Process() - c0
 	if h.broker != nil {
 		h.broker.TrimAll()
 	}
-	return capacity{rate: float64(n) / (st.last - start).Seconds(), cpu: float64(cpu.Nanoseconds()) / float64(n) / 1e3}, nil
+	return capacity{rate: float64(n) / (last - start).Seconds(), cpu: smp.cpuPerMsg()}, nil
 }
 
 // capacity is what one closed-loop burst of a side measured.
