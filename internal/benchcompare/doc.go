@@ -49,10 +49,16 @@
 // # Latency under load
 //
 // The latency comparison (BENCH_ONLY=latency) measures how long a message takes from the
-// publish to the handler at fixed rates. It first finds the raw client's end-to-end maximum
-// in the same run: the median of three closed-loop bursts of BENCH_N messages from a raw
-// producer (SendAsync) to a raw consumer (Receive + Ack), after a warm-up burst. At 25, 50
-// and 75 % of that rate it runs, after a warm-up window of each, BENCH_REPEATS windows of
+// publish to the handler at fixed rates. It first measures the capacity of every side in the
+// same run: after a warm-up burst of each, ten closed-loop bursts of BENCH_N messages of each,
+// interleaved in rotating order. The raw client's end-to-end maximum is the median of the
+// raw side's bursts (a raw producer's SendAsync to a raw consumer's Receive + Ack). Besides
+// the three sides below, two mixed ones pair the SDK's producer with the floor's consumer
+// and the floor's producer with the SDK's consumer. The capacity table gives each side's
+// rate and CPU a message, and its ratios to raw's and to the floor's burst by burst, with the
+// interval of their median, so it can say which half of the SDK costs more than the floor,
+// or that the bursts cannot tell. At 25, 50
+// and 75 % of the raw maximum it runs, after a warm-up window of each, BENCH_REPEATS windows of
 // each side in rotating order: the raw producer's SendAsync to a loop of Receive + Ack, the
 // Publisher's PublishAsync to a Consumer whose handler does nothing, and the contract floor
 // (a raw producer sending an envelope made per message with envelope.Make, to the consume
