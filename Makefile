@@ -48,7 +48,8 @@ bench:
 ## then the chart of its judged rows (tools/benchchart, run from the tools module so that the SDK's go.mod
 ## carries no plotting dependencies)
 ## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison (BENCH_ONLY=latency: latency under load alone), BENCH_OUT a copy of the tables,
-## BENCH_PULSAR_URL a broker outside the process instead of the embedded one, BENCH_CHART the SVG to write:
+## BENCH_PULSAR_URL a broker outside the process instead of the embedded one, BENCH_PROFILE a directory for a CPU profile
+## of every capacity burst of the latency comparison, BENCH_CHART the SVG to write:
 ## docs/perf/bench-compare-embedded.svg, or docs/perf/bench-compare-pulsar.svg with BENCH_PULSAR_URL; empty, no chart;
 ## the judged rows it is drawn from are kept beside it, as .json, and the run's tables as .md (unless BENCH_OUT names
 ## another file), so that the chart can be redrawn and the README's tables checked without a new run, with
@@ -64,6 +65,7 @@ bench-compare:
 		[ -n "$$out" ] || out="$(abspath $(basename $(BENCH_CHART))).md"; \
 	else json=$$(mktemp); trap 'rm -f "$$json"' EXIT; fi; \
 	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$$out" BENCH_JSON="$$json" \
+		BENCH_PROFILE="$(if $(BENCH_PROFILE),$(abspath $(BENCH_PROFILE)))" \
 		$(GO) test -count=1 -timeout=$(BENCH_TIMEOUT) -run='^TestCompare$$' -v ./internal/benchcompare; \
 	if [ -n "$(BENCH_CHART)" ]; then \
 		mkdir -p "$(dir $(abspath $(BENCH_CHART)))"; \

@@ -47,6 +47,8 @@ var (
 	outFile   = flag.String("compare.out", os.Getenv("BENCH_OUT"), "also write the tables to this file (env BENCH_OUT)")
 	brokerURL = flag.String("compare.url", os.Getenv("BENCH_PULSAR_URL"), "a broker outside this process to run against instead of an embedded one (env BENCH_PULSAR_URL)")
 	jsonFile  = flag.String("compare.json", os.Getenv("BENCH_JSON"), "also write the judged rows as JSON to this file, for tools/benchchart (env BENCH_JSON)")
+	// profileDir is where the latency comparison writes a CPU profile of every capacity burst.
+	profileDir = flag.String("compare.profile", os.Getenv("BENCH_PROFILE"), "write a CPU profile of every capacity burst of the latency comparison into this directory (env BENCH_PROFILE)")
 )
 
 func envInt(name string, def int) int {

@@ -57,14 +57,25 @@
 // and the floor's producer with the SDK's consumer. The capacity table gives each side's
 // rate and CPU a message, and its ratios to raw's and to the floor's burst by burst, with the
 // interval of their median, so it can say which half of the SDK costs more than the floor,
-// or that the bursts cannot tell. At 25, 50
-// and 75 % of the raw maximum it runs, after a warm-up window of each, BENCH_REPEATS windows of
-// each side in rotating order: the raw producer's SendAsync to a loop of Receive + Ack, the
-// Publisher's PublishAsync to a Consumer whose handler does nothing, and the contract floor
-// (a raw producer sending an envelope made per message with envelope.Make, to the consume
-// floor's loop), whose rows are judged against the same targets to say whether each is
-// within reach of anything that keeps the contract. A window has
-// min(BENCH_N, rate × 5 s) messages. Both sides send with batching disabled, so that no
+// or that the bursts cannot tell.
+//
+// With BENCH_PROFILE set to a directory, every capacity burst writes a CPU profile of the
+// whole process there, capacity-<side>-<round>.pprof (the sides are latency-raw,
+// latency-sdk, latency-floor, latency-sdk-producer and latency-sdk-consumer). Merged over
+// the rounds, two sides' profiles say where one spends more than the other, for instance the
+// SDK's producer against the floor's:
+//
+//	go tool pprof -proto DIR/capacity-latency-floor-* > floor.pb.gz
+//	go tool pprof -proto DIR/capacity-latency-sdk-producer-* > sdk-producer.pb.gz
+//	go tool pprof -top -cum -diff_base=floor.pb.gz sdk-producer.pb.gz
+//
+// At 25, 50 and 75 % of the raw maximum it runs, after a warm-up window of each,
+// BENCH_REPEATS windows of each side in rotating order: the raw producer's SendAsync to a
+// loop of Receive + Ack, the Publisher's PublishAsync to a Consumer whose handler does
+// nothing, and the contract floor (a raw producer sending an envelope made per message with
+// envelope.Make, to the consume floor's loop), whose rows are judged against the same
+// targets to say whether each is within reach of anything that keeps the contract. A window
+// has min(BENCH_N, rate × 5 s) messages. Both sides send with batching disabled, so that no
 // batch timer, the same on both, makes up most of the latency.
 //
 // The sender is open loop: message i of a window is due at start + i/rate and carries that

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,6 +215,7 @@ func openLoop(n int, rate float64, now func() time.Duration, sleep func(time.Dur
 // of their own, the consumer running throughout and handing what it receives to rec.
 type latencySide struct {
 	name string
+	slug string                        // its topic's name in the harness, which names its profiles (BENCH_PROFILE)
 	send func(due time.Duration) error // sends one message stamped due, asynchronously
 	rec  *latencyRecorder
 
@@ -255,7 +258,7 @@ type producerHalf func(h *harness, topic string, s *latencySide) func(due time.D
 // latencySideOf is the side named name of the two halves, on a topic of its own.
 func (h *harness) latencySideOf(name, topicName string, consume consumerHalf, produce producerHalf) *latencySide {
 	topic := h.topic(topicName)
-	s := &latencySide{name: name, rec: newLatencyRecorder(sinceEpoch)}
+	s := &latencySide{name: name, slug: topicName, rec: newLatencyRecorder(sinceEpoch)}
 	consume(h, topic, s)
 	s.send = produce(h, topic, s) // its cleanup runs first: the producer closes before the consumer stops
 	return s
@@ -494,6 +497,29 @@ func (h *harness) burst(s *latencySide, n int) (capacity, error) {
 	return capacity{rate: float64(n) / (last - start).Seconds(), cpu: smp.cpuPerMsg()}, nil
 }
 
+// capacityBurst is burst for the capacity table, burst number round of side s. With
+// BENCH_PROFILE set, a CPU profile of the whole process is written while it runs, to
+// capacity-<s.slug>-<round>.pprof in that directory, so that where two sides' CPU goes can
+// be set side by side, burst for burst (see the package doc).
+func (h *harness) capacityBurst(s *latencySide, n, round int) (capacity, error) {
+	if *profileDir == "" {
+		return h.burst(s, n)
+	}
+	if err := os.MkdirAll(*profileDir, 0o750); err != nil {
+		return capacity{}, err
+	}
+	f, err := os.Create(filepath.Join(*profileDir, fmt.Sprintf("capacity-%s-%02d.pprof", s.slug, round)))
+	if err != nil {
+		return capacity{}, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return capacity{}, errors.Join(fmt.Errorf("BENCH_PROFILE: %w", err), f.Close())
+	}
+	c, err := h.burst(s, n)
+	pprof.StopCPUProfile()
+	return c, errors.Join(err, f.Close())
+}
+
 // capacity is what one closed-loop burst of a side measured.
 type capacity struct {
 	rate float64 // messages a second, end to end
@@ -560,7 +586,7 @@ func (h *harness) latency(n, reps int) (string, []judgedRow) {
 	for r := range latencyBursts {
 		for k := range all {
 			i := (r + k) % len(all)
-			c, err := h.burst(all[i], n)
+			c, err := h.capacityBurst(all[i], n, r)
 			if err != nil {
 				t.Fatalf("latency: %s: capacity burst: %v", all[i].name, err)
 			}
@@ -850,6 +876,36 @@ func TestLatencyRecorder(t *testing.T) {
 	rec.fail(errors.New("receive failed"))
 	if _, err := rec.wait(time.Minute); err == nil || err.Error() != "receive failed" {
 		t.Errorf("wait after a failure = %v", err)
+	}
+}
+
+// With BENCH_PROFILE, a capacity burst writes a CPU profile named by its side and round;
+// without it, none.
+func TestCapacityBurstProfile(t *testing.T) {
+	h := newHarness(t, "")
+	s := h.rawLatencySide()
+	dir := filepath.Join(t.TempDir(), "profiles")
+	if _, err := h.capacityBurst(s, 200, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("without BENCH_PROFILE a burst wrote %s (%v)", dir, err)
+	}
+	defer func(old string) { *profileDir = old }(*profileDir)
+	*profileDir = dir
+	c, err := h.capacityBurst(s, 200, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.rate <= 0 || c.cpu <= 0 {
+		t.Errorf("the profiled burst measured %+v", c)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "capacity-latency-raw-03.pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the profile is not a gzipped pprof profile (%d bytes)", len(b))
 	}
 }
 
