@@ -889,14 +889,15 @@ func TestLatencyRecorder(t *testing.T) {
 func TestCapacityBurstProfile(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.rawLatencySide()
+	defer func(old string) { *profileDir = old }(*profileDir)
 	dir := filepath.Join(t.TempDir(), "profiles")
+	*profileDir = "" // whatever BENCH_PROFILE the test run has
 	if _, err := h.capacityBurst(s, 200, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("without BENCH_PROFILE a burst wrote %s (%v)", dir, err)
 	}
-	defer func(old string) { *profileDir = old }(*profileDir)
 	*profileDir = dir
 	c, err := h.capacityBurst(s, 200, 3)
 	if err != nil {
