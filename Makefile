@@ -49,7 +49,7 @@ bench:
 ## carries no plotting dependencies)
 ## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison (BENCH_ONLY=latency: latency under load alone), BENCH_OUT a copy of the tables,
 ## BENCH_PULSAR_URL a broker outside the process instead of the embedded one, BENCH_PROFILE a directory for a CPU profile
-## of every capacity burst of the latency comparison, BENCH_CHART the SVG to write:
+## of every measured window and every capacity burst, BENCH_CHART the SVG to write:
 ## docs/perf/bench-compare-embedded.svg, or docs/perf/bench-compare-pulsar.svg with BENCH_PULSAR_URL; empty, no chart;
 ## the judged rows it is drawn from are kept beside it, as .json, and the run's tables as .md (unless BENCH_OUT names
 ## another file), so that the chart can be redrawn and the README's tables checked without a new run, with

@@ -11,8 +11,10 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/google/uuid"
@@ -47,8 +50,9 @@ var (
 	outFile   = flag.String("compare.out", os.Getenv("BENCH_OUT"), "also write the tables to this file (env BENCH_OUT)")
 	brokerURL = flag.String("compare.url", os.Getenv("BENCH_PULSAR_URL"), "a broker outside this process to run against instead of an embedded one (env BENCH_PULSAR_URL)")
 	jsonFile  = flag.String("compare.json", os.Getenv("BENCH_JSON"), "also write the judged rows as JSON to this file, for tools/benchchart (env BENCH_JSON)")
-	// profileDir is where the latency comparison writes a CPU profile of every capacity burst.
-	profileDir = flag.String("compare.profile", os.Getenv("BENCH_PROFILE"), "write a CPU profile of every capacity burst of the latency comparison into this directory (env BENCH_PROFILE)")
+	// profileDir is where a CPU profile of every measured window of the comparisons and of
+	// every capacity burst of the latency comparison is written.
+	profileDir = flag.String("compare.profile", os.Getenv("BENCH_PROFILE"), "write a CPU profile of every measured window and capacity burst into this directory (env BENCH_PROFILE)")
 )
 
 func envInt(name string, def int) int {
@@ -169,7 +173,11 @@ const (
 
 // measure runs one window of v: prepare, a collection so that no earlier garbage is paid
 // for inside, then run between two snapshots.
-func measure(v variant, n int) (sample, error) {
+func measure(v variant, n int) (sample, error) { return measureAs(v, n, "") }
+
+// measureAs is measure, with the window's run (not its preparation) profiled under the name
+// profile when BENCH_PROFILE is set (see profiled); "" profiles nothing.
+func measureAs(v variant, n int, profile string) (sample, error) {
 	if v.prepare != nil {
 		if err := v.prepare(n); err != nil {
 			return sample{}, err
@@ -179,10 +187,55 @@ func measure(v variant, n int) (sample, error) {
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	c0, t0 := cputime.Process(), time.Now()
-	err := v.run(n)
+	var err error
+	if profile == "" {
+		err = v.run(n)
+	} else {
+		err = profiled(profile, func() error { return v.run(n) })
+	}
 	wall, c1 := time.Since(t0), cputime.Process()
 	runtime.ReadMemStats(&m1)
 	return sample{n: n, wall: wall, cpu: c1 - c0, mallocs: m1.Mallocs - m0.Mallocs}, err
+}
+
+// profiled runs fn and, with BENCH_PROFILE set, writes a CPU profile of the whole process
+// while it runs to <name>.pprof in that directory. Without BENCH_PROFILE it is fn().
+func profiled(name string, fn func() error) error {
+	if *profileDir == "" {
+		return fn()
+	}
+	if err := os.MkdirAll(*profileDir, 0o750); err != nil {
+		return fmt.Errorf("BENCH_PROFILE: %w", err)
+	}
+	f, err := os.Create(filepath.Join(*profileDir, name+".pprof"))
+	if err != nil {
+		return fmt.Errorf("BENCH_PROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return errors.Join(fmt.Errorf("BENCH_PROFILE: %w", err), f.Close())
+	}
+	err = fn()
+	pprof.StopCPUProfile()
+	return errors.Join(err, f.Close())
+}
+
+// slug is name as a file name's part: its letters and digits, lower case, every other run
+// of characters one '-'.
+func slug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	return b.String()
 }
 
 func TestCompare(t *testing.T) {
@@ -358,7 +411,7 @@ func (h *harness) compareAll(comps []comparison, n, reps int) report {
 			vs := append([]variant{c.raw}, c.sdks...)
 			for k := range vs { // rotating order: variant (r+k) mod len first
 				vi := (r + k) % len(vs)
-				s, err := measure(vs[vi], n)
+				s, err := measureAs(vs[vi], n, fmt.Sprintf("window-%s-%s-%02d", slug(c.name), slug(vs[vi].name), r))
 				if err != nil {
 					t.Fatalf("%s / %s: %v", c.name, vs[vi].name, err)
 				}

@@ -46,6 +46,17 @@
 // The topics are named compare-<run>-… in public/default, apart from an earlier run's, and
 // left behind.
 //
+// With BENCH_PROFILE (flag -compare.profile) set to a directory, every measured window (not
+// the warm-up) writes a CPU profile of the whole process while its messages run, to
+// window-<comparison>-<variant>-<repeat>.pprof there (each name in lower case, every run of
+// other characters than letters and digits one '-'). Merged over the repeats, two variants'
+// profiles say where one spends more than the other, over the same interleaved rounds, for
+// instance the SDK Consumer's against the consume comparison's contract floor:
+//
+//	go tool pprof -proto DIR/window-consume-no-op-handler-contract-floor-* > floor.pb.gz
+//	go tool pprof -proto DIR/window-consume-no-op-handler-sdk-consumer-[0-9]* > sdk.pb.gz
+//	go tool pprof -top -cum -diff_base=floor.pb.gz sdk.pb.gz
+//
 // # Latency under load
 //
 // The latency comparison (BENCH_ONLY=latency) measures how long a message takes from the
@@ -59,7 +70,7 @@
 // interval of their median, so it can say which half of the SDK costs more than the floor,
 // or that the bursts cannot tell.
 //
-// With BENCH_PROFILE set to a directory, every capacity burst writes a CPU profile of the
+// With BENCH_PROFILE set to a directory, every capacity burst also writes a CPU profile of the
 // whole process there, capacity-<side>-<round>.pprof (the sides are latency-raw,
 // latency-sdk, latency-floor, latency-sdk-producer and latency-sdk-consumer). Merged over
 // the rounds, two sides' profiles say where one spends more than the other, for instance the

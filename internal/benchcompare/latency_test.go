@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -507,22 +506,13 @@ func (h *harness) burst(s *latencySide, n int) (capacity, error) {
 // capacity-<s.slug>-<round>.pprof in that directory, so that where two sides' CPU goes can
 // be set side by side, burst for burst (see the package doc).
 func (h *harness) capacityBurst(s *latencySide, n, round int) (capacity, error) {
-	if *profileDir == "" {
-		return h.burst(s, n)
-	}
-	if err := os.MkdirAll(*profileDir, 0o750); err != nil {
-		return capacity{}, err
-	}
-	f, err := os.Create(filepath.Join(*profileDir, fmt.Sprintf("capacity-%s-%02d.pprof", s.slug, round)))
-	if err != nil {
-		return capacity{}, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return capacity{}, errors.Join(fmt.Errorf("BENCH_PROFILE: %w", err), f.Close())
-	}
-	c, err := h.burst(s, n)
-	pprof.StopCPUProfile()
-	return c, errors.Join(err, f.Close())
+	var c capacity
+	err := profiled(fmt.Sprintf("capacity-%s-%02d", s.slug, round), func() error {
+		var err error
+		c, err = h.burst(s, n)
+		return err
+	})
+	return c, err
 }
 
 // capacity is what one closed-loop burst of a side measured.
@@ -912,6 +902,49 @@ func TestCapacityBurstProfile(t *testing.T) {
 	}
 	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
 		t.Errorf("the profile is not a gzipped pprof profile (%d bytes)", len(b))
+	}
+}
+
+// With BENCH_PROFILE, every measured window of a comparison writes a CPU profile named by
+// the comparison, the variant and the repeat; the warm-up windows write none.
+func TestWindowProfile(t *testing.T) {
+	h := newHarness(t, "")
+	defer func(old string) { *profileDir = old }(*profileDir)
+	*profileDir = filepath.Join(t.TempDir(), "profiles")
+	c := h.consume(comparisonNames[1], 4)
+	h.compareAll([]comparison{c}, 100, 1)
+	entries, err := os.ReadDir(*profileDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := []string{"window-consume-no-op-handler-withconcurrency-4-raw-receive-ack-00.pprof"}
+	for _, v := range c.sdks {
+		want = append(want, "window-consume-no-op-handler-withconcurrency-4-"+slug(v.name)+"-00.pprof")
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("profiles %q, want %q", got, want)
+	}
+	if !slices.Contains(got, "window-consume-no-op-handler-withconcurrency-4-sdk-consumer-withconcurrency-4-00.pprof") {
+		t.Errorf("no profile of the SDK's window among %q", got)
+	}
+}
+
+func TestSlug(t *testing.T) {
+	for in, want := range map[string]string{
+		"consume, no-op handler":                "consume-no-op-handler",
+		"SDK Consumer, WithConcurrency(4)":      "sdk-consumer-withconcurrency-4",
+		"raw Receive + envelope.Classify + Ack": "raw-receive-envelope-classify-ack",
+		"  µs / msg ":                           "µs-msg",
+		"":                                      "",
+	} {
+		if got := slug(in); got != want {
+			t.Errorf("slug(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
