@@ -49,9 +49,10 @@
 // With BENCH_PROFILE (flag -compare.profile) set to a directory, every measured window (not
 // the warm-up) writes a CPU profile of the whole process while its messages run, to
 // window-<comparison>-<variant>-<repeat>.pprof there (each name in lower case, every run of
-// other characters than letters and digits one '-'). Merged over the repeats, two variants'
-// profiles say where one spends more than the other, over the same interleaved rounds, for
-// instance the SDK Consumer's against the consume comparison's contract floor:
+// other characters than letters and digits one '-'). The profiler's own cost, 100 samples a
+// second, falls on every window alike. Merged over the repeats, two variants' profiles say
+// where one spends more than the other, over the same interleaved rounds, for instance the
+// SDK Consumer's against the consume comparison's contract floor:
 //
 //	go tool pprof -proto DIR/window-consume-no-op-handler-contract-floor-* > floor.pb.gz
 //	go tool pprof -proto DIR/window-consume-no-op-handler-sdk-consumer-[0-9]* > sdk.pb.gz
