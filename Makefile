@@ -49,7 +49,8 @@ bench:
 ## carries no plotting dependencies)
 ## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison (BENCH_ONLY=latency: latency under load alone), BENCH_OUT a copy of the tables,
 ## BENCH_PULSAR_URL a broker outside the process instead of the embedded one, BENCH_PROFILE a directory for a CPU profile
-## of every measured window and every capacity burst, BENCH_CHART the SVG to write:
+## of every measured window and every capacity burst, BENCH_FLOOR_EXTRA a duration: the consume floor also runs with a
+## handler that spends that much CPU a message, BENCH_CHART the SVG to write:
 ## docs/perf/bench-compare-embedded.svg, or docs/perf/bench-compare-pulsar.svg with BENCH_PULSAR_URL; empty, no chart;
 ## the judged rows it is drawn from are kept beside it, as .json, and the run's tables as .md (unless BENCH_OUT names
 ## another file), so that the chart can be redrawn and the README's tables checked without a new run, with
@@ -64,7 +65,7 @@ bench-compare:
 	if [ -n "$(BENCH_CHART)" ]; then json="$(abspath $(basename $(BENCH_CHART))).json"; mkdir -p "$$(dirname "$$json")"; \
 		[ -n "$$out" ] || out="$(abspath $(basename $(BENCH_CHART))).md"; \
 	else json=$$(mktemp); trap 'rm -f "$$json"' EXIT; fi; \
-	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$$out" BENCH_JSON="$$json" \
+	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_FLOOR_EXTRA="$(BENCH_FLOOR_EXTRA)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$$out" BENCH_JSON="$$json" \
 		BENCH_PROFILE="$(if $(BENCH_PROFILE),$(abspath $(BENCH_PROFILE)))" \
 		$(GO) test -count=1 -timeout=$(BENCH_TIMEOUT) -run='^TestCompare$$' -v ./internal/benchcompare; \
 	if [ -n "$(BENCH_CHART)" ]; then \

@@ -53,7 +53,19 @@ var (
 	// profileDir is where a CPU profile of every measured window of the comparisons and of
 	// every capacity burst of the latency comparison is written.
 	profileDir = flag.String("compare.profile", os.Getenv("BENCH_PROFILE"), "write a CPU profile of every measured window and capacity burst into this directory (env BENCH_PROFILE)")
+	// floorExtra, when above zero, adds to the consume comparison (concurrency 1) the floor
+	// with a handler that spends that much CPU a message (see spinner).
+	floorExtra = flag.Duration("compare.floor-extra", envDuration("BENCH_FLOOR_EXTRA"), "add to the consume comparison the contract floor with a handler that spends this much CPU a message (env BENCH_FLOOR_EXTRA)")
 )
+
+// envDuration returns the duration in the environment variable name; 0 when it is unset or
+// not a positive duration.
+func envDuration(name string) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return 0
+}
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -555,6 +567,9 @@ func (h *harness) consume(name string, concurrency int) comparison {
 	fg := g
 	fg.sdk, fg.hiMax, fg.floor = 3, 0, true
 	sdks := []variant{sdk, cls, floor}
+	if concurrency == 1 && *floorExtra > 0 {
+		sdks = append(sdks, h.floorConsumerSpending("consume-floor-extra", msg, *floorExtra))
+	}
 	if concurrency == 1 {
 		// The tracing cost: the same Consumer with bqotel, on messages that carry a
 		// traceparent as an instrumented producer's do.

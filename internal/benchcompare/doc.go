@@ -54,9 +54,22 @@
 // where one spends more than the other, over the same interleaved rounds, for instance the
 // SDK Consumer's against the consume comparison's contract floor:
 //
-//	go tool pprof -proto DIR/window-consume-no-op-handler-contract-floor-* > floor.pb.gz
+//	go tool pprof -proto DIR/window-consume-no-op-handler-contract-floor-[0-9]* > floor.pb.gz
 //	go tool pprof -proto DIR/window-consume-no-op-handler-sdk-consumer-[0-9]* > sdk.pb.gz
 //	go tool pprof -top -cum -diff_base=floor.pb.gz sdk.pb.gz
+//
+// With BENCH_FLOOR_EXTRA (flag -compare.floor-extra) set to a duration, the consume
+// comparison at concurrency 1 also runs the contract floor with a handler that spends about
+// that much CPU a message in a loop that touches no memory (floorConsumerSpending; the loop is
+// calibrated once, so its real cost is what the profiles say). That variant costs more a
+// message than the floor by a known amount and differs from it in nothing else. Beside the
+// SDK, and profiled, it tells whether the code that every side runs (the client's connection
+// reader above all) slows beside any consumer that spends more a message, or beside the SDK
+// alone: its ratios to the SDK are in the table of the reference variants. For instance, with
+// a cost like that of the SDK's own loop:
+//
+//	make bench-compare BENCH_ONLY=consume BENCH_N=100000 BENCH_REPEATS=25 BENCH_CHART= \
+//		BENCH_FLOOR_EXTRA=150ns BENCH_PROFILE=DIR
 //
 // # Latency under load
 //

@@ -6,8 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+	"unicode"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
@@ -39,11 +45,34 @@ const floorInfo = "the reference + the contract's reads, routing and a stoppable
 // If the floor itself misses a target, the target is out of reach for any consumer that
 // keeps the contract on this machine: that is what its judged row says.
 func (h *harness) floorConsumer(topicName string, msg *apulsar.ProducerMessage, workers int) variant {
+	return h.floorWith(topicName, msg, workers, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil })
+}
+
+// floorConsumerSpending is the floor of floorConsumer at concurrency 1 with a handler that
+// spends about extra of CPU a message in a loop that touches no memory (spinner): a
+// consumer that costs more a message than the floor by a known amount and differs from it
+// in nothing else. Set beside the SDK, whose own loop costs more than the floor's too, it
+// tells how much of a consumer's gap comes from its own work and how much from the code
+// that every side runs (the client's connection reader, Classify) running slower beside a
+// slower consumer.
+func (h *harness) floorConsumerSpending(topicName string, msg *apulsar.ProducerMessage, extra time.Duration) variant {
+	burn := spinner(extra)
+	v := h.floorWith(topicName, msg, 1, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		burn()
+		return nil
+	})
+	v.name = fmt.Sprintf("%s, handler spending %v a message", floorName, extra)
+	v.info = "the floor with a handler that spends BENCH_FLOOR_EXTRA of CPU a message"
+	return v
+}
+
+// floorWith is floorConsumer with handle as the handler.
+func (h *harness) floorWith(topicName string, msg *apulsar.ProducerMessage, workers int, handle bqpulsar.HandlerFunc) variant {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.t.Cleanup(cancel)
 	topic := h.topic(topicName)
 	c := h.subscribe(topic)
-	work := contractWork(ctx, c, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil })
+	work := contractWork(ctx, c, handle)
 	receive := stoppableReceive(ctx, c)
 	if workers <= 1 {
 		return variant{
@@ -258,4 +287,58 @@ func TestFloorSmoke(t *testing.T) {
 			t.Errorf("WithConcurrency(%d): the floor's target %v (hi %v) is not the SDK's %v", conc, floor.Target, floor.HiMax, sdk.Target)
 		}
 	}
+}
+
+// TestFloorSpendingSmoke runs the consume comparison with BENCH_FLOOR_EXTRA set for a few
+// windows on the embedded broker: the floor that spends more a message is one more variant,
+// which handles every message and is not judged, and its profiles' file names are not caught
+// by the floor's pattern in the package documentation (contract-floor-[0-9]*).
+func TestFloorSpendingSmoke(t *testing.T) {
+	h := newHarness(t, "")
+	saved := *floorExtra
+	*floorExtra = 200 * time.Nanosecond
+	t.Cleanup(func() { *floorExtra = saved })
+	c := h.consume(comparisonNames[0], 1)
+	var names []string
+	for _, v := range c.sdks {
+		names = append(names, v.name)
+	}
+	want := floorName + ", handler spending 200ns a message"
+	if !slices.Contains(names, want) {
+		t.Fatalf("variants %q, want %q among them", names, want)
+	}
+	if rows := smokeRows(t, c); len(rows) != 2 {
+		t.Errorf("%d judged rows, want the SDK's and the floor's alone", len(rows))
+	}
+	if floor := slug(floorName) + "-"; !strings.HasPrefix(slug(want), floor) || unicode.IsDigit(rune(slug(want)[len(floor)])) {
+		t.Errorf("slug %q: the floor's pattern %s[0-9]* would take its profiles too", slug(want), floor)
+	}
+}
+
+// spinSink keeps the result of spin alive.
+var spinSink atomic.Uint64
+
+// spin runs n rounds of a xorshift generator, which touch no memory.
+func spin(n int) {
+	x := uint64(n) | 1
+	for range n {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+	}
+	spinSink.Store(x)
+}
+
+// spinner returns a function that spends about d of CPU a call in spin: the rounds are
+// calibrated once, from the fastest of five timed runs (a slower one was preempted).
+func spinner(d time.Duration) func() {
+	const probe = 1 << 22
+	best := time.Duration(math.MaxInt64)
+	for range 5 {
+		start := time.Now()
+		spin(probe)
+		best = min(best, time.Since(start))
+	}
+	n := int(float64(d) / float64(best) * probe)
+	return func() { spin(n) }
 }
