@@ -2,7 +2,6 @@ package pulsar
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,22 +47,36 @@ type Delivery struct {
 	txns     *txnState // the publishes held back by txn (nil without)
 }
 
-// deliveries recycles the deliveries that [engine.Release] is given.
-var deliveries = sync.Pool{New: func() any { return new(Delivery) }}
+// deliverySlot keeps the last delivery of one goroutine of Run (the receive loop, or one
+// worker of the pool) for that goroutine's next message. A delivery whose settlement
+// acknowledged it synchronously is held by nothing else, so it is reused rather than left to
+// the garbage collector. A slot belongs to its goroutine alone: it has no lock, and it is
+// cheaper than a sync.Pool, whose Get and Put pin the goroutine to its processor.
+type deliverySlot struct{ spare *Delivery }
 
-// release hands a settled delivery of Run back for reuse by a later admit. The caller
-// must hold the only reference: call it after a synchronous settlement that acknowledged
-// the message (Acked), never for a delivery a timer, a hook or a reactive message may still
-// use. A delivery that is not acknowledged is left to the garbage collector.
-func (*engine) release(d *Delivery) {
-	if d == nil || !d.acked || !d.finished {
+// take returns the slot's spare delivery, or a new one (always a new one for a nil slot).
+func (s *deliverySlot) take() *Delivery {
+	if s == nil || s.spare == nil {
+		return new(Delivery)
+	}
+	d := s.spare
+	s.spare = nil
+	return d
+}
+
+// keep gives d back to s for reuse. The caller must hold the only reference: call it after
+// a synchronous settlement that acknowledged the message, never for a delivery a timer, a
+// hook or a reactive message may still use. A delivery that is not acknowledged, or not
+// finished, is left to the garbage collector.
+func (s *deliverySlot) keep(d *Delivery) {
+	if s == nil || d == nil || !d.acked || !d.finished {
 		return
 	}
 	clear(d.finishers)
 	fins := d.finishers[:0]
 	*d = Delivery{}
 	d.finishers = fins
-	deliveries.Put(d)
+	s.spare = d
 }
 
 // failOptions adjust the settlement of a failed delivery.
@@ -78,11 +91,11 @@ type failOptions struct {
 // classification, attempts reconciliation and routing. It returns nil when the message was
 // settled here (a gate rejection or, with SettleRejects, poison).
 // With owner set (a pulled delivery), the delivery is registered with it before anything
-// can settle it.
-func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer) *Delivery {
+// can settle it; without, it comes from slot (see deliverySlot; nil for a new one).
+func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer, slot *deliverySlot) *Delivery {
 	var d *Delivery
 	if owner == nil {
-		d, _ = deliveries.Get().(*Delivery) // the pool holds *Delivery only
+		d = slot.take()
 		fins := d.finishers[:0]
 		d.eng, d.owner, d.msg, d.props, d.finishers = e, nil, msg, msg.Properties(), fins
 	} else {
@@ -90,7 +103,10 @@ func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer
 		d = &Delivery{eng: e, owner: owner, msg: msg, props: msg.Properties()}
 		owner.pulled(d)
 	}
-	d.ctx, d.finishers = e.cfg.Hooks.startDelivery(withConsumerInfo(ctx, e.info), msg, d.finishers)
+	if owner != nil {
+		ctx = withConsumerInfo(ctx, e.info) // Run's ctx carries it already (see process)
+	}
+	d.ctx, d.finishers = e.cfg.Hooks.startDelivery(ctx, msg, d.finishers)
 	e.observe(d, Event{Kind: EventReceived})
 	if e.cfg.Txns != nil && !e.openTxn(d) {
 		return nil
@@ -124,7 +140,7 @@ func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer
 	d.urn = bodyURN
 	if pj, ok := d.props[PropJob]; ok && !envelope.IsBlank(pj) {
 		d.urn = pj
-		if pj != bodyURN {
+		if e.observing() && pj != bodyURN { // the comparison only serves the event
 			e.observe(d, Event{Kind: EventRoutingMismatch})
 		}
 	}

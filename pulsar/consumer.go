@@ -329,7 +329,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	watchDone := c.watch(rctx, stopCause)
 	var pool *workerPool
 	if c.cfg.concurrency > 1 {
-		pool = newWorkerPool(c.cfg.concurrency, func(msg apulsar.Message) { c.process(wctx, msg) }, c.gate.release)
+		pool = newWorkerPool(c.cfg.concurrency, func() func(apulsar.Message) {
+			var slot deliverySlot // the worker's own
+			return func(msg apulsar.Message) { c.process(wctx, msg, &slot) }
+		}, c.gate.release)
 	}
 	fatal := c.receiveLoop(rctx, wctx, pool)
 	stop()
@@ -368,6 +371,7 @@ func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) err
 	if pool != nil {
 		gate = c.gate // one message at a time without a pool: no bound to keep
 	}
+	var slot deliverySlot // the receive loop's, when it handles the messages itself
 	return c.eng.pump(rctx, c.recv, gate, func(msg apulsar.Message) bool {
 		c.received.Add(1)
 		if c.probeTopic.Load() == nil {
@@ -375,7 +379,7 @@ func (c *Consumer) receiveLoop(rctx, wctx context.Context, pool *workerPool) err
 			c.probeTopic.Store(&topic)
 		}
 		if pool == nil {
-			c.process(wctx, msg)
+			c.process(wctx, msg, &slot)
 			return true
 		}
 		if !pool.submit(msg, orderingKey(msg)) {

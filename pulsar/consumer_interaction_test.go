@@ -138,7 +138,9 @@ func (h *harness) kinds() []EventKind {
 	return out
 }
 
-func (h *harness) process(msg apulsar.Message) { h.c.process(h.t.Context(), msg) }
+func (h *harness) process(msg apulsar.Message) {
+	h.c.process(withConsumerInfo(h.t.Context(), h.c.eng.info), msg, nil) // as Run derives it
+}
 
 func handlerReturning(err error) HandlerFunc {
 	return func(context.Context, *envelope.Envelope, apulsar.Message) error { return err }
@@ -547,7 +549,7 @@ func TestRetryBackoffWaitEndsWithCtx(t *testing.T) {
 	h.settler.EXPECT().Nack(msg)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	h.c.process(ctx, msg)
+	h.c.process(withConsumerInfo(ctx, h.c.eng.info), msg, nil)
 	errs := h.errors()
 	require.ErrorIs(t, errs[len(errs)-1], context.DeadlineExceeded)
 }

@@ -164,7 +164,7 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 			continue
 		}
 		c.received.Add(1)
-		if d := c.eng.admit(ctx, msg, c); d != nil {
+		if d := c.eng.admit(ctx, msg, c, nil); d != nil {
 			return d, nil
 		}
 		// Settled at admission: its slot was released with its settlement.

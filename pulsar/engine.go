@@ -116,13 +116,18 @@ func (e *engine) logger() *zap.Logger { return e.cfg.Logger }
 
 // observe hands ev to the Event hooks, completed with what the engine knows: the
 // subscription and, for an event of delivery d, its context, message, envelope, topic,
-// routing URN and attempt where ev leaves them empty.
+// routing URN and attempt where ev leaves them empty. It is small enough to be inlined, so
+// that a consumer without an Event hook does not build the event it would drop.
 func (e *engine) observe(d *Delivery, ev Event) {
-	if !e.cfg.Hooks.observing() {
-		return
+	if e.cfg.Hooks.observing() {
+		e.emitFor(d, ev)
 	}
-	e.cfg.Hooks.emit(e.complete(d, ev))
 }
+
+// emitFor is observe's work when an Event hook is set.
+//
+//go:noinline
+func (e *engine) emitFor(d *Delivery, ev Event) { e.cfg.Hooks.emit(e.complete(d, ev)) }
 
 // complete fills the fields of ev that d says (see observe).
 func (e *engine) complete(d *Delivery, ev Event) Event {

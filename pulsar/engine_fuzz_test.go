@@ -105,7 +105,7 @@ func FuzzEngineFronts(f *testing.F) {
 		}, settler)
 		props := map[string]string{PropSchemaVersion: schema, PropAttempts: attempts, PropJob: job}
 		msg := &fuzzMessage{payload: payload, props: props, redelivery: redelivery}
-		d := e.admit(context.Background(), msg, nil)
+		d := e.admit(context.Background(), msg, nil, nil)
 		if d != nil {
 			cause := errors.New("boom")
 			if mode&1 == 0 { // the Consumer: a handler's outcome

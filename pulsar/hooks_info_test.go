@@ -3,7 +3,9 @@ package pulsar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -12,6 +14,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/mocks"
 )
 
 // TestHooksKnowTheConsumerAndSeeItsOwnWrites: a Delivery hook's context and the handler's
@@ -104,4 +107,54 @@ func TestConsumerInfoFromAnotherContextIsNotOK(t *testing.T) {
 	assert.False(t, ok)
 	_, ok = ConsumerInfoFrom(nil) //nolint:staticcheck // a nil context is refused, not a panic
 	assert.False(t, ok)
+}
+
+// TestRunContextsNameTheConsumer: under Run, at concurrency 1 and 4, every Delivery hook's
+// and handler's context names the consumer, for every message, the ones handled with a
+// delivery reused from an earlier one included (Run derives that context once, not
+// admission per message).
+func TestRunContextsNameTheConsumer(t *testing.T) {
+	t.Parallel()
+	for _, concurrency := range []int{1, 4} {
+		t.Run(fmt.Sprintf("concurrency=%d", concurrency), func(t *testing.T) {
+			t.Parallel()
+			const n = 20
+			var named, unnamed, handled atomic.Int64
+			check := func(ctx context.Context) {
+				if i, ok := ConsumerInfoFrom(ctx); ok && i == (ConsumerInfo{Subscription: "sub", Type: apulsar.Shared}) {
+					named.Add(1)
+				} else {
+					unnamed.Add(1)
+				}
+			}
+			all := make(chan struct{})
+			h := newHarness(t, WithConcurrency(concurrency), Handle(testURN, func(ctx context.Context, _ *envelope.Envelope, _ apulsar.Message) error {
+				check(ctx)
+				if handled.Add(1) == n {
+					close(all)
+				}
+				return nil
+			}), WithHooks(Hooks{Delivery: func(ctx context.Context, _ apulsar.Message) (context.Context, func(Event)) {
+				check(ctx)
+				return ctx, nil
+			}}))
+			recv := mocks.NewMockReceiver(h.ctrl)
+			h.c.recv = recv
+			msgs := make([]apulsar.Message, n)
+			for i := range msgs {
+				msgs[i], _ = newMessage(t, testURN, 0, 0)
+			}
+			feed(recv, msgs...)
+			h.settler.EXPECT().Ack(gomock.Any()).Return(nil).Times(n)
+
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- h.c.Run(ctx) }()
+			<-all
+			cancel()
+			require.ErrorIs(t, <-done, context.Canceled)
+			assert.Equal(t, int64(2*n), named.Load(), "each message's hook and handler name the consumer")
+			assert.Zero(t, unnamed.Load())
+		})
+	}
 }

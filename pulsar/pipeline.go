@@ -13,11 +13,14 @@ import (
 // process runs the contract's pipeline on one message: the engine's admission (gate,
 // classify, reconcile, route), then the Consumer's dispatch by URN and the engine's
 // settlement of the outcome. It never panics and never returns an error: every outcome is a
-// settlement, a log line and, for failures, an event.
-func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
+// settlement, a log line and, for failures, an event. ctx must carry the consumer's
+// ConsumerInfo (Run derives it once, with withConsumerInfo, rather than admission per
+// message). slot is the calling goroutine's
+// (nil for none): the delivery comes from it and goes back to it once acknowledged.
+func (c *Consumer) process(ctx context.Context, msg apulsar.Message, slot *deliverySlot) {
 	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
-	d := c.eng.admit(ctx, msg, nil)
+	d := c.eng.admit(ctx, msg, nil, slot)
 	if d == nil {
 		return // settled at admission (gate rejection, poison)
 	}
@@ -27,7 +30,7 @@ func (c *Consumer) process(ctx context.Context, msg apulsar.Message) {
 		return
 	}
 	c.eng.settle(d, c.handle(h, d))
-	c.eng.release(d) // reused only when the settlement acknowledged it: nothing else holds it then
+	slot.keep(d) // reused only when the settlement acknowledged it: nothing else holds it then
 }
 
 // handle calls h on d and records its result (the event, timed when someone observes it,

@@ -43,9 +43,11 @@ func BenchmarkPipelineSuccess(b *testing.B) {
 	c := newConsumer(cfg, nil, nopSettler{}, nil)
 	msg, _ := newMessage(b, testURN, 0, 0)
 	ctx := withConsumerInfo(b.Context(), c.eng.info) // as Run derives it, once
+	// The delivery's slot, as Run's receive loop keeps it.
+	var slot deliverySlot
 	b.ReportAllocs()
 	for b.Loop() {
-		c.process(ctx, msg)
+		c.process(ctx, msg, &slot)
 	}
 }
 
@@ -225,8 +227,9 @@ func BenchmarkRunHandoff(b *testing.B) {
 		var workers sync.WaitGroup
 		for range 4 {
 			workers.Go(func() {
+				var slot deliverySlot
 				for m := range handoff {
-					c.process(ctx, m)
+					c.process(ctx, m, &slot)
 				}
 			})
 		}

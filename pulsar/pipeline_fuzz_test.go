@@ -83,7 +83,7 @@ func FuzzPipeline(f *testing.F) {
 		c := newConsumer(cfg, nil, settler, func(string) (seam.Sender, func(), error) { return sender, func() {}, nil })
 		props := map[string]string{PropSchemaVersion: schema, PropAttempts: attempts, PropJob: job}
 		msg := &fakeMessage{topic: testTopic, payload: payload, props: props, redelivery: redelivery}
-		c.process(t.Context(), msg)
+		c.process(withConsumerInfo(t.Context(), c.eng.info), msg, nil)
 		require.NoError(t, c.Close())
 
 		require.Equal(t, 1, settler.acks+settler.nack, "settled exactly once")

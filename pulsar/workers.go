@@ -14,7 +14,7 @@ import (
 // in-flight gate (the one bound of Run and Next) admits a message before it is received,
 // and freed is called as each message leaves the pool.
 type workerPool struct {
-	work  func(apulsar.Message)
+	work  func() func(apulsar.Message) // each worker's handling function, made once per worker
 	freed func()
 
 	mu     sync.Mutex
@@ -32,7 +32,9 @@ type poolItem struct {
 	seq uint64
 }
 
-func newWorkerPool(n int, work func(apulsar.Message), freed func()) *workerPool {
+// newWorkerPool starts n workers; each calls work once for its own handling function (which
+// may keep state of that worker's, unlocked) and freed after each message.
+func newWorkerPool(n int, work func() func(apulsar.Message), freed func()) *workerPool {
 	p := &workerPool{
 		work:   work,
 		freed:  freed,
@@ -73,6 +75,7 @@ func (p *workerPool) submit(msg apulsar.Message, key string) bool {
 
 func (p *workerPool) worker() {
 	defer p.wg.Done()
+	work := p.work()
 	p.mu.Lock()
 	for {
 		for p.ready.len() == 0 && !p.closed {
@@ -84,7 +87,7 @@ func (p *workerPool) worker() {
 		}
 		it := p.ready.pop()
 		p.mu.Unlock()
-		p.work(it.msg)
+		work(it.msg)
 		// The slot is freed before the lock is taken again: freeing it may wake the receive
 		// loop, which then submits, and should not find the lock held.
 		p.freed()
