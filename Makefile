@@ -9,7 +9,7 @@ MODULES   := . examples tools
 SUITE     ?= ../shared/babelqueue-conformance
 FUZZTIME  ?= 30s
 
-.PHONY: all check test race flake lint vet bench bench-compare fuzz cover generate generate-check tidy-check conformance fidelity fidelity-calibrate pulsar ci
+.PHONY: all check test race flake lint vet bench bench-compare bench-instructions fuzz cover generate generate-check tidy-check conformance fidelity fidelity-calibrate pulsar ci
 
 all: check
 
@@ -73,6 +73,15 @@ bench-compare:
 		(cd tools && GOWORK=off $(GO) run ./benchchart -in "$$json" -out "$(abspath $(BENCH_CHART))"); \
 		echo "bench-compare: the chart of the judged rows is $(BENCH_CHART), drawn from $(basename $(BENCH_CHART)).json; the run's tables are in $$out"; \
 	fi
+
+## bench-instructions: the instructions a message that the SDK's pipeline (BenchmarkPipelineSuccess, package
+## pulsar) runs beyond its contract floor (BenchmarkPipelineFloor), counted under Valgrind's cachegrind, in all and
+## function by function (tools/instructions): the engine's own work a message, free of the machine's noise.
+## Needs valgrind (Debian: apt-get install valgrind); about two minutes
+bench-instructions:
+	set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) test -c -o "$$dir/pulsar.test" ./pulsar; \
+	cd tools && GOWORK=off $(GO) run ./instructions -bin "$$dir/pulsar.test" -dir ../pulsar
 
 ## fuzz: every Fuzz* target of the module, FUZZTIME each, on top of the seed corpus. The
 ## targets are found with `go test -list '^Fuzz' ./...` (tools/fuzz/run.sh), so a new one is
