@@ -252,7 +252,8 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 	if err != nil {
 		return err
 	}
-	if st := txnStateOf(ctx); st != nil && st.hold(heldSend{p: p, env: env, po: po, async: true, done: done}) {
+	st := txnStateOf(ctx)
+	if st != nil && st.hold(heldSend{p: p, env: env, po: po, async: true, done: done}) {
 		return nil // sent inside the transaction once the handler succeeded; done is told then
 	}
 	om, err := p.message(env, &po)
@@ -288,7 +289,7 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 	p.wg.Add(1)
 	p.mu.RUnlock()
 	om.id, om.done = env.Meta.ID, done
-	om.finish = p.beforeSend(ctx, env, &om.pm)
+	om.finish = p.beforeSend(ctx, env, &om.pm, st)
 	p.producer.SendAsync(ctx, &om.pm, om.callback)
 	return nil
 }
@@ -435,14 +436,15 @@ func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publis
 	if closed {
 		return "", ErrClosed
 	}
-	if st := txnStateOf(ctx); st != nil && st.hold(heldSend{p: p, env: env, po: *po}) {
+	st := txnStateOf(ctx)
+	if st != nil && st.hold(heldSend{p: p, env: env, po: *po}) {
 		return env.Meta.ID, nil // sent inside the transaction once the handler succeeded
 	}
 	om, err := p.message(env, po)
 	if err != nil {
 		return "", err
 	}
-	finish := p.beforeSend(ctx, env, &om.pm)
+	finish := p.beforeSend(ctx, env, &om.pm, st)
 	mid, err := p.producer.Send(ctx, &om.pm)
 	if finish != nil {
 		finish(mid, err)
@@ -458,11 +460,12 @@ func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publis
 	return env.Meta.ID, nil
 }
 
-// beforeSend runs the publish hooks on msg and returns the function that reports the send's
+// beforeSend puts msg in the transaction of st, the state that ctx carries (txnStateOf, nil
+// for none), runs the publish hooks on msg and returns the function that reports the send's
 // outcome to them, or nil without hooks.
-func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg *apulsar.ProducerMessage) func(apulsar.MessageID, error) {
-	if txn := txnOf(ctx); txn != nil {
-		msg.Transaction = txn // a handler's publish joins its delivery's transaction (WithTransactions)
+func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg *apulsar.ProducerMessage, st *txnState) func(apulsar.MessageID, error) {
+	if st != nil {
+		msg.Transaction = st.txn // a handler's publish joins its delivery's transaction (WithTransactions)
 	}
 	if p.hooks == nil {
 		return nil // and no OutgoingMessage to allocate

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -96,15 +97,23 @@ type heldSend struct {
 	done  func(string, error) // PublishAsync's callback (nil for none)
 }
 
+// txnContexts is set, once and for good, before the first context that carries a
+// transaction is made (withTxn). Until then no context can carry one, so the look-up that
+// every publish and settlement write makes (txnStateOf), a walk up the context's chain, is
+// skipped. A context reaches a publish only after it was made, and so after the flag was
+// set: the goroutine that publishes with it sees the flag.
+var txnContexts atomic.Bool
+
 // withTxn returns ctx carrying txn, and the state that holds the publishes made with it.
 func withTxn(ctx context.Context, txn apulsar.Transaction) (context.Context, *txnState) {
+	txnContexts.Store(true)
 	st := &txnState{txn: txn}
 	return context.WithValue(ctx, txnKey{}, st), st
 }
 
 // txnStateOf returns the transaction state ctx carries, or nil.
 func txnStateOf(ctx context.Context) *txnState {
-	if ctx == nil {
+	if ctx == nil || !txnContexts.Load() {
 		return nil
 	}
 	st, _ := ctx.Value(txnKey{}).(*txnState)
