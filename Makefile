@@ -77,11 +77,15 @@ bench-compare:
 ## bench-instructions: the instructions a message that the SDK's pipeline (BenchmarkPipelineSuccess, package
 ## pulsar) runs beyond its contract floor (BenchmarkPipelineFloor), counted under Valgrind's cachegrind, in all and
 ## function by function (tools/instructions): the engine's own work a message, free of the machine's noise.
-## Needs valgrind (Debian: apt-get install valgrind); about two minutes
+## BENCH_FIRST and BENCH_SECOND name two other benchmarks of package pulsar, without their Benchmark prefix, a
+## sub-benchmark after a slash (BENCH_FIRST=PublishPath/recycled BENCH_SECOND=PublishFloor).
+## Needs valgrind (Debian: apt-get install valgrind); about 20 seconds
+BENCH_FIRST  ?= PipelineSuccess
+BENCH_SECOND ?= PipelineFloor
 bench-instructions:
 	set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) test -c -o "$$dir/pulsar.test" ./pulsar; \
-	cd tools && GOWORK=off $(GO) run ./instructions -bin "$$dir/pulsar.test" -dir ../pulsar
+	cd tools && GOWORK=off $(GO) run ./instructions -bin "$$dir/pulsar.test" -dir ../pulsar -first "$(BENCH_FIRST)" -second "$(BENCH_SECOND)"
 
 ## fuzz: every Fuzz* target of the module, FUZZTIME each, on top of the seed corpus. The
 ## targets are found with `go test -list '^Fuzz' ./...` (tools/fuzz/run.sh), so a new one is

@@ -9,6 +9,12 @@
 //
 //	cd tools && GOWORK=off go run ./instructions -bin PULSAR_TEST_BINARY -dir ../pulsar
 //
+// Two other benchmarks of the package are named by -first and -second (make:
+// BENCH_FIRST and BENCH_SECOND), without their Benchmark prefix, a sub-benchmark after a
+// slash; each level is matched whole:
+//
+//	make bench-instructions BENCH_FIRST=PublishPath/recycled BENCH_SECOND=PublishFloor
+//
 // # Why instructions
 //
 // Timing the engine's own work a message, tens of nanoseconds, needs a quiet machine: on a
@@ -42,6 +48,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,8 +77,8 @@ func parseFlags(args []string) (options, error) {
 	var n string
 	fs.StringVar(&o.bin, "bin", "", "the test binary (go test -c -o BIN ./pulsar)")
 	fs.StringVar(&o.dir, "dir", ".", "the directory the binary runs in (its package's)")
-	fs.StringVar(&o.first, "first", "^BenchmarkPipelineSuccess$", "the benchmark whose extra instructions are counted")
-	fs.StringVar(&o.second, "second", "^BenchmarkPipelineFloor$", "the benchmark it is set against")
+	fs.StringVar(&o.first, "first", "PipelineSuccess", "the benchmark whose extra instructions are counted: its name without Benchmark, a sub-benchmark after a slash")
+	fs.StringVar(&o.second, "second", "PipelineFloor", "the benchmark it is set against, named the same way")
 	fs.StringVar(&n, "n", "100000,300000", "the two iteration counts, comma-separated")
 	fs.Float64Var(&o.min, "min", 1, "list a function that differs by at least this many instructions a message")
 	fs.IntVar(&o.top, "top", 25, "list at most this many functions")
@@ -80,6 +87,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.bin == "" {
 		return o, errors.New("-bin is required: the test binary to run")
+	}
+	if o.first == "" || o.second == "" {
+		return o, errors.New("-first and -second name a benchmark each")
 	}
 	parts := strings.Split(n, ",")
 	if len(parts) != 2 {
@@ -116,7 +126,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	var perMsg [2]counts
-	for i, bench := range []string{o.first, o.second} {
+	for i, name := range []string{o.first, o.second} {
+		bench := benchPattern(name)
 		var runs [2]counts
 		for j, n := range o.counts {
 			file := filepath.Join(tmp, fmt.Sprintf("cg.%d.%d", i, j))
@@ -145,6 +156,20 @@ func readCounts(file string) (counts, error) {
 		return c, fmt.Errorf("%s: %w", file, err)
 	}
 	return c, nil
+}
+
+// benchPattern returns the -test.bench pattern that selects the benchmark name alone:
+// "PublishPath/recycled" is BenchmarkPublishPath's sub-benchmark recycled, and not
+// recycled_header beside it. Each level is matched whole, its text taken literally.
+func benchPattern(name string) string {
+	levels := strings.Split(name, "/")
+	for i, l := range levels {
+		if i == 0 {
+			l = "Benchmark" + l
+		}
+		levels[i] = "^" + regexp.QuoteMeta(l) + "$"
+	}
+	return strings.Join(levels, "/")
 }
 
 // cachegrind runs the benchmarks of bin that match bench for n iterations under cachegrind,

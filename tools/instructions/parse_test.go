@@ -89,6 +89,9 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags(nil); err == nil {
 		t.Error("no -bin: no error")
 	}
+	if _, err := parseFlags([]string{"-bin", "x", "-first", ""}); err == nil {
+		t.Error("empty -first: no error")
+	}
 	for _, n := range []string{"1", "a,b", "0,5", "5,5", "9,3"} {
 		if _, err := parseFlags([]string{"-bin", "x", "-n", n}); err == nil {
 			t.Errorf("-n %s: no error", n)
@@ -125,5 +128,18 @@ func TestRunSaysWhenValgrindIsMissing(t *testing.T) {
 	err := run(t.Context(), []string{"-bin", "pulsar.test"}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "valgrind not found") {
 		t.Fatalf("err = %v, want valgrind not found", err)
+	}
+}
+
+func TestBenchPatternNamesOneBenchmark(t *testing.T) {
+	for name, want := range map[string]string{
+		"PipelineSuccess":          "^BenchmarkPipelineSuccess$",
+		"PublishPath/recycled":     "^BenchmarkPublishPath$/^recycled$",
+		"RunHandoff/concurrency=4": "^BenchmarkRunHandoff$/^concurrency=4$",
+		"A.b(c)":                   `^BenchmarkA\.b\(c\)$`,
+	} {
+		if got := benchPattern(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
 	}
 }
