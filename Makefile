@@ -77,15 +77,18 @@ bench-compare:
 ## bench-instructions: the instructions a message that the SDK's pipeline (BenchmarkPipelineSuccess, package
 ## pulsar) runs beyond its contract floor (BenchmarkPipelineFloor), counted under Valgrind's cachegrind, in all and
 ## function by function (tools/instructions): the engine's own work a message, free of the machine's noise.
-## BENCH_FIRST and BENCH_SECOND name two other benchmarks of package pulsar, without their Benchmark prefix, a
-## sub-benchmark after a slash (BENCH_FIRST=PublishPath/recycled BENCH_SECOND=PublishFloor).
+## BENCH_FIRST and BENCH_SECOND name two other benchmarks of package BENCH_PKG (pulsar), without their Benchmark
+## prefix, a sub-benchmark after a slash (BENCH_FIRST=PublishPath/recycled BENCH_SECOND=PublishFloor; the decoder's
+## general path against its canonical one: BENCH_PKG=envelope BENCH_FIRST=ClassifyParts/scan-general
+## BENCH_SECOND=ClassifyParts/scan).
 ## Needs valgrind (Debian: apt-get install valgrind); about 20 seconds
+BENCH_PKG    ?= pulsar
 BENCH_FIRST  ?= PipelineSuccess
 BENCH_SECOND ?= PipelineFloor
 bench-instructions:
 	set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
-	$(GO) test -c -o "$$dir/pulsar.test" ./pulsar; \
-	cd tools && GOWORK=off $(GO) run ./instructions -bin "$$dir/pulsar.test" -dir ../pulsar -first "$(BENCH_FIRST)" -second "$(BENCH_SECOND)"
+	$(GO) test -c -o "$$dir/pkg.test" ./$(BENCH_PKG); \
+	cd tools && GOWORK=off $(GO) run ./instructions -bin "$$dir/pkg.test" -dir ../$(BENCH_PKG) -first "$(BENCH_FIRST)" -second "$(BENCH_SECOND)"
 
 ## fuzz: every Fuzz* target of the module, FUZZTIME each, on top of the seed corpus. The
 ## targets are found with `go test -list '^Fuzz' ./...` (tools/fuzz/run.sh), so a new one is

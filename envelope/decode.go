@@ -189,7 +189,17 @@ func (d *decoder) sub(i, j int) string {
 	return unsafe.String(&d.s[i], j-i) //nolint:gosec // G103: read only, and dropped when Decode returns
 }
 
+// frame decodes the payload: on the canonical path when it has the encoders' own shape
+// (canonical.go), else on the general path.
 func (d *decoder) frame() *PoisonError {
+	if !d.slow && d.canonical() {
+		return nil
+	}
+	return d.general()
+}
+
+// general decodes the payload, whatever its shape, from a decoder as it was made.
+func (d *decoder) general() *PoisonError {
 	s := d.s
 	i := skipWS(s, 0)
 	switch {

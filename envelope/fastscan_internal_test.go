@@ -49,6 +49,55 @@ func addFastSeeds(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	for _, v := range canonicalVariants() {
+		f.Add([]byte(v.payload))
+	}
+}
+
+// canonicalVariant is a payload of the canonical shape (canonical.go), or one step away from
+// it, and whether the canonical path takes it (it may still be refused later, by rules 5–6).
+type canonicalVariant struct {
+	payload   string
+	canonical bool
+}
+
+// canonicalVariants are payloads that the canonical path must decide as the general path
+// does.
+func canonicalVariants() []canonicalVariant {
+	const body = `{"job":"urn:babel:orders:created","trace_id":"18ffe3ee-bab3-459b-8f89-5a909ea520ca",` +
+		`"data":{"order_id":1042},"meta":{"id":"655cfeb2-e4b8-4160-aca5-cd939678f912","queue":"orders",` +
+		`"lang":"go","schema_version":1,"created_at":1796537910043},"attempts":0}`
+	const meta = `"meta":{"id":"655cfeb2-e4b8-4160-aca5-cd939678f912","queue":"orders","lang":"go","schema_version":1,"created_at":1796537910043}`
+	r := func(old, repl string) string { return strings.Replace(body, old, repl, 1) }
+	return []canonicalVariant{
+		{body, true},
+		{r(`"queue":"orders",`, ``), true},                                    // an optional member absent
+		{r(`,"attempts":0`, ``), true},                                        // the last member absent
+		{r(`"job":"urn:babel:orders:created",`, ``), true},                    // the job absent: rule 5
+		{r(`"schema_version":1,`, ``), true},                                  // no schema version: rule 5
+		{r(`"trace_id":"18ffe3ee`, `"trace_id":"18ffe3ee\u0041`), true},       // an escape in a string
+		{r(`"data":{"order_id":1042}`, `"data":{ "order_id" : 1042 }`), true}, // whitespace inside data
+		{r(`"attempts":0`, `"attempts":-3`), true},
+		{`{"job":"u"}`, true},
+		{`{"meta":{"id":"x"}}`, true},
+		{"{\"job\":\"caf\xc3\xa9\"}", true},
+		{r(`"meta":{`, `"meta": {`), false},                      // whitespace
+		{body + " ", false},                                      // trailing whitespace
+		{body + "x", false},                                      // trailing bytes
+		{r(`"attempts":0`, `"attempts":0,"attempts":2`), false},  // a repeated key
+		{r(`"attempts":0`, `"attempts":0,"extra":true`), false},  // an unknown key
+		{r(`"attempts":0`, `"attempts":0,"timestamp":1`), false}, // a forbidden key
+		{r(`"job":`, `"urn":"urn:x:y","job":`), false},           // urn
+		{r(`"data":{"order_id":1042}`, `"data":[1]`), false},     // data not an object
+		{r(`"attempts":0`, `"attempts":"0"`), false},             // a value of the wrong type
+		{r(`"created_at":1796537910043`, `"created_at":1.5`), false},
+		{r(`"meta":{"id"`, `"meta":{"lang":"py","id"`), false}, // meta out of order
+		{r(meta, `"meta":{}`), false},                          // an empty object
+		{r(`"trace_id":`, `"data":{},"trace_id":`), false},     // data twice, out of order
+		{r(`}`, ``), false},                                    // cut short
+		{body[:len(body)-1], false},
+		{`{}`, false}, {`{"job":`, false}, {`{"job":"u","data":`, false}, {`{"job":"u","meta":`, false}, {"{\"job\":\"\xff\"}", false},
+	}
 }
 
 // FuzzFastScanAgrees: where fastValue accepts a value, the general scanner accepts it too,
@@ -190,6 +239,37 @@ func BenchmarkClassifyScanner(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestCanonicalPathAgrees: every canonical variant is decided by Classify and Decode as the
+// general path decides it (the general scanner alone), verdict, error and envelope; the
+// ones of the canonical shape take the canonical path, and the others do not, having left
+// the decoder as it was made.
+func TestCanonicalPathAgrees(t *testing.T) {
+	for _, v := range canonicalVariants() {
+		payload := v.payload
+		for _, fn := range []struct {
+			name string
+			run  func([]byte, bool) (*Envelope, error)
+		}{{"Classify", classify}, {"Decode", decode}} {
+			fast, fastErr := fn.run([]byte(payload), false)
+			slow, slowErr := fn.run([]byte(payload), true)
+			if !samePoison(fastErr, slowErr) {
+				t.Errorf("%s(%q): error %v on the canonical path, %v on the general", fn.name, payload, fastErr, slowErr)
+			}
+			if !sameEnvelope(fast, slow) {
+				t.Errorf("%s(%q): envelope\n%+v\non the canonical path,\n%+v\non the general", fn.name, payload, fast, slow)
+			}
+		}
+		d := decoder{s: []byte(payload)}
+		took := d.canonical()
+		if took != v.canonical {
+			t.Errorf("canonical(%q) = %v, want %v", payload, took, v.canonical)
+		}
+		if !took && !reflect.DeepEqual(d, decoder{s: []byte(payload)}) {
+			t.Errorf("canonical(%q) refused it but left the decoder changed: %+v", payload, d)
 		}
 	}
 }

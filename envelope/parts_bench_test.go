@@ -12,7 +12,10 @@ var sinkParts *Envelope
 // then Encode, with the order-created fixture's data and queue) into its parts, each run on
 // its own, so that what a call costs can be added up:
 //
-//   - scan: the decoder's one pass over the payload (frame), which allocates nothing;
+//   - scan: the decoder's one pass over the payload (frame), which allocates nothing: the
+//     canonical path, the body being of the encoders' shape;
+//   - scan-general: the same pass on the general path, which any other shape takes (their
+//     difference is what the canonical path saves);
 //   - allocation: the envelope's one allocation, of the size Classify makes it (newEnvelope),
 //     with the garbage collection that allocating at Classify's rate brings;
 //   - whole: Classify.
@@ -40,6 +43,16 @@ func BenchmarkClassifyParts(b *testing.B) {
 		for b.Loop() {
 			d := decoder{s: payload}
 			if err := d.frame(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("scan-general", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			d := decoder{s: payload}
+			if err := d.general(); err != nil {
 				b.Fatal(err)
 			}
 		}
