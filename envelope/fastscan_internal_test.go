@@ -96,7 +96,11 @@ func canonicalVariants() []canonicalVariant {
 		{r(`"trace_id":`, `"data":{},"trace_id":`), false},     // data twice, out of order
 		{r(`}`, ``), false},                                    // cut short
 		{body[:len(body)-1], false},
-		{`{}`, false}, {`{"job":`, false}, {`{"job":"u","data":`, false}, {`{"job":"u","meta":`, false}, {"{\"job\":\"\xff\"}", false},
+		{`{}`, false},
+		{`{"job":`, false},
+		{`{"job":"u","data":`, false}, // cut short after a key's colon
+		{`{"job":"u","meta":`, false},
+		{"{\"job\":\"\xff\"}", false},
 	}
 }
 
