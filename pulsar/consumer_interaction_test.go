@@ -138,6 +138,18 @@ func (h *harness) kinds() []EventKind {
 	return out
 }
 
+// runUntil runs the consumer until wait is closed, then ends Run's ctx and checks that Run
+// returned ctx's error.
+func (h *harness) runUntil(wait <-chan struct{}) {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(h.t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(ctx) }()
+	<-wait
+	cancel()
+	require.ErrorIs(h.t, <-done, context.Canceled, "Run returns ctx.Err() when ctx ends")
+}
+
 func (h *harness) process(msg apulsar.Message) {
 	h.c.process(withConsumerInfo(h.t.Context(), h.c.eng.info), msg, nil) // as Run derives it
 }

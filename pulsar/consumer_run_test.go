@@ -56,13 +56,7 @@ func TestRunReportsTransientReceiveErrorsAndGoesOn(t *testing.T) {
 		}).AnyTimes(),
 	)
 	h.settler.EXPECT().Ack(msg).DoAndReturn(func(apulsar.Message) error { close(acked); return nil })
-
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	<-acked
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled, "Run returns ctx.Err() when ctx ends")
+	h.runUntil(acked)
 
 	errs := h.errors()
 	require.Len(t, errs, 1)
@@ -153,13 +147,7 @@ func TestConcurrencyKeepsPerKeyOrder(t *testing.T) {
 		}
 		return nil
 	}).Times(len(msgs))
-
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	<-all
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	h.runUntil(all)
 
 	for k := range keys {
 		got := seen["key-"+strconv.Itoa(k)]
@@ -193,13 +181,7 @@ func TestRunDrainsInFlightThenCancelsAfterDeadline(t *testing.T) {
 			return nil, ctx.Err()
 		}).AnyTimes()
 	h.settler.EXPECT().Nack(msg)
-
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	<-release
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	h.runUntil(release)
 	assert.True(t, sawCancel.Load())
 }
 

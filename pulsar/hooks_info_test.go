@@ -146,13 +146,7 @@ func TestRunContextsNameTheConsumer(t *testing.T) {
 			}
 			feed(recv, msgs...)
 			h.settler.EXPECT().Ack(gomock.Any()).Return(nil).Times(n)
-
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- h.c.Run(ctx) }()
-			<-all
-			cancel()
-			require.ErrorIs(t, <-done, context.Canceled)
+			h.runUntil(all)
 			assert.Equal(t, int64(2*n), named.Load(), "each message's hook and handler name the consumer")
 			assert.Zero(t, unnamed.Load())
 		})
