@@ -15,8 +15,8 @@ import (
 // settlement of the outcome. It never panics and never returns an error: every outcome is a
 // settlement, a log line and, for failures, an event. ctx must carry the consumer's
 // ConsumerInfo (Run derives it once, with withConsumerInfo, rather than admission per
-// message). slot is the calling goroutine's
-// (nil for none): the delivery comes from it and goes back to it once acknowledged.
+// message). slot is the calling goroutine's (nil for none): the delivery comes from it and
+// goes back to it once acknowledged.
 func (c *Consumer) process(ctx context.Context, msg apulsar.Message, slot *deliverySlot) {
 	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
