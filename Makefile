@@ -57,7 +57,7 @@ bench:
 ## `cd tools && go run ./benchchart -in ../docs/perf/bench-compare-embedded.json -out ../docs/perf/bench-compare-embedded.svg`)
 BENCH_N       ?= 20000
 BENCH_REPEATS ?= 5
-BENCH_TIMEOUT ?= 2h
+BENCH_TIMEOUT ?= 3h
 BENCH_CHART   ?= docs/perf/bench-compare-$(if $(BENCH_PULSAR_URL),pulsar,embedded).svg
 bench-compare:
 	set -e; \
