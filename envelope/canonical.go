@@ -11,36 +11,63 @@ package envelope
 // whitespace, an unknown, forbidden or repeated key, a value that member refuses, trailing
 // bytes) leaves the decision to the general path, from the start.
 
-// canonicalMember is a member of the canonical shape: its key as written, quotes and colon
-// included, and its id.
-type canonicalMember struct {
-	key string
-	id  memberID
+// canonicalKey returns the length of the key of member id as the encoders write it (quotes
+// and colon included) when s starts with it, and 0 otherwise. Each key is a constant of at
+// most 16 bytes (the one longer key is compared in two parts), which the compiler compares
+// a word or two at a time; a key read from a table would be compared by a call to the
+// runtime, about twice the instructions a key. TestCanonicalKey checks each text against
+// the name that the general path knows (knownNames).
+func canonicalKey(s []byte, id memberID) int {
+	switch id {
+	case memberJob:
+		if len(s) >= 6 && string(s[:6]) == `"job":` {
+			return 6
+		}
+	case memberTraceID:
+		if len(s) >= 11 && string(s[:11]) == `"trace_id":` {
+			return 11
+		}
+	case memberData:
+		if len(s) >= 7 && string(s[:7]) == `"data":` {
+			return 7
+		}
+	case memberMeta:
+		if len(s) >= 7 && string(s[:7]) == `"meta":` {
+			return 7
+		}
+	case memberAttempts:
+		if len(s) >= 11 && string(s[:11]) == `"attempts":` {
+			return 11
+		}
+	case memberMetaID:
+		if len(s) >= 5 && string(s[:5]) == `"id":` {
+			return 5
+		}
+	case memberMetaQueue:
+		if len(s) >= 8 && string(s[:8]) == `"queue":` {
+			return 8
+		}
+	case memberMetaLang:
+		if len(s) >= 7 && string(s[:7]) == `"lang":` {
+			return 7
+		}
+	case memberMetaSchemaVersion:
+		if len(s) >= 17 && string(s[:8]) == `"schema_` && string(s[8:17]) == `version":` {
+			return 17
+		}
+	case memberMetaCreatedAt:
+		if len(s) >= 13 && string(s[:13]) == `"created_at":` {
+			return 13
+		}
+	default: // not a member of the canonical shape
+	}
+	return 0
 }
-
-// canonicalTop and canonicalMeta are the members of the canonical shape's objects, in the
-// encoders' order; any of them may be absent.
-var (
-	canonicalTop = [...]canonicalMember{
-		{`"job":`, memberJob},
-		{`"trace_id":`, memberTraceID},
-		{`"data":`, memberData},
-		{`"meta":`, memberMeta},
-		{`"attempts":`, memberAttempts},
-	}
-	canonicalMeta = [...]canonicalMember{
-		{`"id":`, memberMetaID},
-		{`"queue":`, memberMetaQueue},
-		{`"lang":`, memberMetaLang},
-		{`"schema_version":`, memberMetaSchemaVersion},
-		{`"created_at":`, memberMetaCreatedAt},
-	}
-)
 
 // canonical decodes the payload when it has the canonical shape and reports whether it did.
 // When it did not, d is as it was made (its payload and mode), for the general path.
 func (d *decoder) canonical() bool {
-	end, touched, ok := d.canonicalObject(0, canonicalTop[:], 1)
+	end, touched, ok := d.canonicalObject(0, levelTop, 1)
 	if ok && end == len(d.s) {
 		return true
 	}
@@ -50,19 +77,19 @@ func (d *decoder) canonical() bool {
 	return false
 }
 
-// canonicalObject decodes the object at s[i] of the given members, nested depth levels deep
-// (the frame is 1), and returns the offset just past it. touched says whether a member was
-// recorded in d; ok is false when the object is not of the canonical shape, or a value was
-// refused.
-func (d *decoder) canonicalObject(i int, members []canonicalMember, depth int) (end int, touched, ok bool) {
+// canonicalObject decodes the object at s[i] of level lvl, nested depth levels deep (the
+// frame is 1), and returns the offset just past it. Its members are those of the encoders'
+// order (canonicalFirst, canonicalNext), each of them optional; a dead_letter member leaves
+// the decision to the general path. touched says whether a member was recorded in d; ok is
+// false when the object is not of the canonical shape, or a value was refused.
+func (d *decoder) canonicalObject(i int, lvl level, depth int) (end int, touched, ok bool) {
 	s := d.s
 	if i >= len(s) || s[i] != '{' {
 		return i, false, false
 	}
 	i++
 	first := true
-	for k := range members {
-		m := &members[k]
+	for id := canonicalFirst[lvl]; id != memberUnknown && id != memberDeadLetter; id = canonicalNext[id] {
 		j := i
 		if !first {
 			if j >= len(s) || s[j] != ',' {
@@ -70,25 +97,26 @@ func (d *decoder) canonicalObject(i int, members []canonicalMember, depth int) (
 			}
 			j++
 		}
-		if len(s)-j < len(m.key) || string(s[j:j+len(m.key)]) != m.key {
+		n := canonicalKey(s[j:], id)
+		if n == 0 {
 			continue // absent, or another key: the next member is tried at the same place
 		}
-		j += len(m.key)
+		j += n
 		if j == len(s) {
 			return j, touched, false // no value: member reads one byte at least
 		}
 		touched = true
 		d.depth = depth
-		if m.id == memberMeta {
+		if id == memberMeta {
 			// The general path's member would first clear what an earlier meta left: in
 			// this shape there is none.
 			var metaOK bool
-			if j, _, metaOK = d.canonicalObject(j, canonicalMeta[:], depth+1); !metaOK {
+			if j, _, metaOK = d.canonicalObject(j, levelMeta, depth+1); !metaOK {
 				return j, true, false
 			}
 		} else {
 			var err *PoisonError
-			if j, err = d.member(j, m.id); err != nil {
+			if j, err = d.member(j, id); err != nil {
 				return j, true, false
 			}
 		}

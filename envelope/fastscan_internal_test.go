@@ -277,3 +277,52 @@ func TestCanonicalPathAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalKey: canonicalKey recognises the key of each member of the canonical shape
+// (the encoders' order of the frame and of meta, up to dead_letter), with its quotes and
+// colon, whatever follows it, and nothing that differs from it in one byte, is cut short or
+// has a longer name. The names come from knownNames, so the texts it compares are checked
+// against the names the general path knows.
+func TestCanonicalKey(t *testing.T) {
+	for _, lvl := range []level{levelTop, levelMeta} {
+		names := knownNames[lvl]
+		for id := canonicalFirst[lvl]; id != memberUnknown && id != memberDeadLetter; id = canonicalNext[id] {
+			name := ""
+			for _, n := range names {
+				if memberNamed(lvl, n) == id {
+					name = n
+				}
+			}
+			if name == "" {
+				t.Fatalf("level %d: member %d of the encoders' order has no name", lvl, id)
+			}
+			key := `"` + name + `":`
+			for _, tail := range []string{"", "1", `"x"}`, `"a long string value, past 16 bytes"}`} {
+				s := []byte(key + tail)
+				if got := canonicalKey(s, id); got != len(key) {
+					t.Errorf("canonicalKey(%q, %s) = %d, want %d", s, name, got, len(key))
+				}
+				for k := range key {
+					for _, c := range []byte{'x', key[k] ^ 0x20, 0} {
+						if c == key[k] {
+							continue
+						}
+						changed := bytes.Clone(s)
+						changed[k] = c
+						if got := canonicalKey(changed, id); got != 0 {
+							t.Errorf("canonicalKey(%q, %s) = %d, want 0", changed, name, got)
+						}
+					}
+				}
+			}
+			for n := range len(key) {
+				if got := canonicalKey([]byte(key[:n]), id); got != 0 {
+					t.Errorf("canonicalKey(%q, %s) = %d, want 0", key[:n], name, got)
+				}
+			}
+			if got := canonicalKey([]byte(`"`+name+`x":1`), id); got != 0 {
+				t.Errorf("canonicalKey of %q with a longer name = %d, want 0", name, got)
+			}
+		}
+	}
+}
