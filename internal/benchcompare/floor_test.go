@@ -187,6 +187,20 @@ func madeMessage() (*apulsar.ProducerMessage, error) {
 	return &apulsar.ProducerMessage{Payload: payload, Properties: bqpulsar.ProjectProperties(env)}, nil
 }
 
+// BenchmarkMadeMessage is the contract floor's own work a publish, madeMessage alone, without
+// a broker: what a sync send's round trip must hide for the sync publish target to be within
+// reach (the README's "Sync publish" sets it against the round trip).
+//
+//	go test -run='^$' -bench=MadeMessage -benchmem -count=6 ./internal/benchcompare
+func BenchmarkMadeMessage(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := madeMessage(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // contractWork returns what the contract floor does with a message after receiving it,
 // through the SDK's exported functions: the schema gate of bq-schema-version (GateVerdict),
 // the body classified, bq-attempts reconciled with the redelivery count (Reconcile), the
