@@ -13,51 +13,61 @@ package envelope
 
 // canonicalKey returns the length of the key of member id as the encoders write it (quotes
 // and colon included) when s starts with it, and 0 otherwise. Each key is a constant of at
-// most 16 bytes (the one longer key is compared in two parts), which the compiler compares
-// a word or two at a time; a key read from a table would be compared by a call to the
-// runtime, about twice the instructions a key. TestCanonicalKey checks each text against
-// the name that the general path knows (knownNames).
+// most 16 bytes (the one longer key is split in two), which the compiler compares a word or
+// two at a time; a key read from a table would be compared by a call to the runtime, about
+// twice the instructions a key. The lengths are the constants' own. TestCanonicalKey checks
+// each text against the name that the general path knows (knownNames).
 func canonicalKey(s []byte, id memberID) int {
 	switch id {
 	case memberJob:
-		if len(s) >= 6 && string(s[:6]) == `"job":` {
-			return 6
+		const k = `"job":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	case memberTraceID:
-		if len(s) >= 11 && string(s[:11]) == `"trace_id":` {
-			return 11
+		const k = `"trace_id":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	case memberData:
-		if len(s) >= 7 && string(s[:7]) == `"data":` {
-			return 7
+		const k = `"data":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	case memberMeta:
-		if len(s) >= 7 && string(s[:7]) == `"meta":` {
-			return 7
+		const k = `"meta":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	case memberAttempts:
-		if len(s) >= 11 && string(s[:11]) == `"attempts":` {
-			return 11
+		const k = `"attempts":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	case memberMetaID:
-		if len(s) >= 5 && string(s[:5]) == `"id":` {
-			return 5
+		const k = `"id":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	case memberMetaQueue:
-		if len(s) >= 8 && string(s[:8]) == `"queue":` {
-			return 8
+		const k = `"queue":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	case memberMetaLang:
-		if len(s) >= 7 && string(s[:7]) == `"lang":` {
-			return 7
+		const k = `"lang":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	case memberMetaSchemaVersion:
-		if len(s) >= 17 && string(s[:8]) == `"schema_` && string(s[8:17]) == `version":` {
-			return 17
+		const k1, k2 = `"schema_`, `version":` // `"schema_version":`, past 16 bytes
+		if len(s) >= len(k1+k2) && string(s[:len(k1)]) == k1 && string(s[len(k1):len(k1+k2)]) == k2 {
+			return len(k1 + k2)
 		}
 	case memberMetaCreatedAt:
-		if len(s) >= 13 && string(s[:13]) == `"created_at":` {
-			return 13
+		const k = `"created_at":`
+		if len(s) >= len(k) && string(s[:len(k)]) == k {
+			return len(k)
 		}
 	default: // not a member of the canonical shape
 	}
