@@ -80,7 +80,8 @@ bench-compare:
 ## BENCH_FIRST and BENCH_SECOND name two other benchmarks of package BENCH_PKG (pulsar), without their Benchmark
 ## prefix, a sub-benchmark after a slash (BENCH_FIRST=PublishPath/recycled BENCH_SECOND=PublishFloor; the decoder's
 ## general path against its canonical one: BENCH_PKG=envelope BENCH_FIRST=ClassifyParts/scan-general
-## BENCH_SECOND=ClassifyParts/scan).
+## BENCH_SECOND=ClassifyParts/scan; the contract floor against the consume targets' reference: BENCH_FIRST=PipelineFloor
+## BENCH_SECOND=PipelineReference).
 ## Needs valgrind (Debian: apt-get install valgrind); about 20 seconds
 BENCH_PKG    ?= pulsar
 BENCH_FIRST  ?= PipelineSuccess

@@ -97,6 +97,34 @@ func BenchmarkPipelineFloor(b *testing.B) {
 	}
 }
 
+// BenchmarkPipelineReference is the consume targets' reference (issue 27) without a broker:
+// envelope.Classify of the payload and the ack, nothing else. BenchmarkPipelineFloor beside
+// it is what the contract adds to that for every message (its reads of the properties, the
+// gate, the reconciliation, the routing and the handler's call), so that
+//
+//	make bench-instructions BENCH_FIRST=PipelineFloor BENCH_SECOND=PipelineReference
+//
+// counts, function by function, the work by which any consumer keeping the contract exceeds
+// the reference, before the SDK adds anything of its own.
+func BenchmarkPipelineReference(b *testing.B) {
+	msg, _ := newMessage(b, testURN, 0, 0)
+	var settler seam.Settler = nopSettler{}
+	b.ReportAllocs()
+	for b.Loop() {
+		env, err := envelope.Classify(msg.Payload())
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkEnvelope = env
+		if err := settler.Ack(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// sinkEnvelope keeps BenchmarkPipelineReference's decode from being optimized away.
+var sinkEnvelope *envelope.Envelope
+
 // BenchmarkPublishPath: build, encode and project one message, without a broker: for a
 // wrapped producer, and with the reuse of outgoing messages that NewPublisher enables for
 // the producers it creates; and the latter with one header (WithHeaders, the map made once,
