@@ -65,7 +65,7 @@ func (e *Envelope) AppendEncode(dst []byte) ([]byte, error) {
 		dst = append(dst, `,"dead_letter":`...)
 		dst = appendDeadLetter(dst, e.DeadLetter)
 	}
-	dst = append(dst, e.unknown...)
+	dst = append(dst, e.unknownMembers()...)
 	return append(dst, '}'), nil
 }
 
@@ -198,7 +198,7 @@ func appendString(dst []byte, s string) []byte {
 func (e *Envelope) sizeHint() int {
 	n := 160 + len(e.Job) + len(e.TraceID) + len(e.Data) +
 		len(e.Meta.ID) + len(e.Meta.Queue) + len(e.Meta.Lang) +
-		len(e.unknown) + len(e.Meta.unknown)
+		len(e.unknownMembers()) + len(e.Meta.unknown)
 	if dl := e.DeadLetter; dl != nil {
 		n += 128 + len(dl.Reason) + len(dl.OriginalQueue) + len(dl.Lang) + len(dl.unknown)
 		if dl.Error != nil {

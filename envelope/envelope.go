@@ -60,12 +60,34 @@ type Envelope struct {
 	Attempts   int         // top-level retry counter, >= 0 after Decode
 	DeadLetter *DeadLetter // nil when absent
 
-	urn     string // the inbound urn alias, decoded (also kept verbatim among unknown)
-	unknown string // unknown top-level members (and urn) as `,<key>:<value>`…, in received order
-	// warnings are the forbidden keys seen by Decode, nil when none (most envelopes): a
-	// pointer keeps the Envelope, which shares one allocation with the text it keeps, small.
-	// The list is never changed after Decode returns, so copies share it.
-	warnings *[]Warning
+	// rare holds what few decoded envelopes have, nil for all others: one pointer keeps
+	// the Envelope, which shares one allocation with the text it keeps, small (a smaller
+	// size class for that allocation). It is never changed after Decode returns, so
+	// copies share it.
+	rare *rareParts
+}
+
+// rareParts are the parts of a decoded envelope that most envelopes lack.
+type rareParts struct {
+	urn      string    // the inbound urn alias, decoded (also kept verbatim among unknown)
+	unknown  string    // unknown top-level members (and urn) as `,<key>:<value>`…, in received order
+	warnings []Warning // the forbidden keys seen by Decode, each pointer once
+}
+
+// urnAlias returns the inbound urn alias as decoded, "" when absent.
+func (e *Envelope) urnAlias() string {
+	if e.rare == nil {
+		return ""
+	}
+	return e.rare.urn
+}
+
+// unknownMembers returns the unknown top-level members as `,<key>:<value>`…, "" when none.
+func (e *Envelope) unknownMembers() string {
+	if e.rare == nil {
+		return ""
+	}
+	return e.rare.unknown
 }
 
 // Warning reports a forbidden key that [Decode] accepted and that [Envelope.Encode] drops.
@@ -83,7 +105,7 @@ func (e *Envelope) URN() string {
 	if j := trimBlank(e.Job); j != "" {
 		return j
 	}
-	return trimBlank(e.urn)
+	return trimBlank(e.urnAlias())
 }
 
 // Bind decodes Data into v with encoding/json. Numbers decoded into an interface value
@@ -106,10 +128,10 @@ func (e *Envelope) Bind(v any) error {
 
 // Warnings returns the forbidden keys Decode saw (each pointer once), or nil.
 func (e *Envelope) Warnings() []Warning {
-	if e.warnings == nil {
+	if e.rare == nil || len(e.rare.warnings) == 0 {
 		return nil
 	}
-	return append([]Warning(nil), *e.warnings...)
+	return append([]Warning(nil), e.rare.warnings...)
 }
 
 // Clone returns a deep copy of e: changing the copy's Data bytes or DeadLetter never

@@ -1,0 +1,58 @@
+package envelope
+
+import (
+	"runtime"
+	"testing"
+)
+
+// allocatedBytes returns the bytes that the heap hands out for one value made by alloc: the
+// growth of the runtime's count of allocated bytes over a number of calls, divided by it,
+// which is the size class of the value (plus its malloc header, when it has one). Each
+// value is kept until the count is read, so that none is freed in between. What anything
+// else allocates meanwhile (the test runner, the race detector) can only add to the count,
+// so the least of a few tries is taken.
+func allocatedBytes[T any](alloc func() T) uint64 {
+	const calls, tries = 256, 3
+	keep := make([]T, calls)
+	least := uint64(0)
+	for try := range tries {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range keep {
+			keep[i] = alloc()
+		}
+		runtime.ReadMemStats(&after)
+		if per := (after.TotalAlloc - before.TotalAlloc) / calls; try == 0 || per < least {
+			least = per
+		}
+	}
+	runtime.KeepAlive(keep)
+	return least
+}
+
+// TestNewEnvelopeFillsTheSizeClass checks newEnvelope against the runtime's own size
+// classes: for text lengths up to 8 KiB, the one allocation that holds the Envelope and
+// its text is no larger than what the runtime hands out for an object of that total size
+// (a byte slice of it, one malloc header more above 512 B, where an object with pointers
+// carries one). A size class missing from newEnvelope's table would round the allocation
+// up to the next case and fail here. The lengths go up by 16, the narrowest class's width,
+// so every class is tried.
+func TestNewEnvelopeFillsTheSizeClass(t *testing.T) {
+	for n := 1; envelopeSize+n+mallocHeader <= 8192; n += 16 {
+		size := envelopeSize + n
+		if size > 512 {
+			size += mallocHeader
+		}
+		want := allocatedBytes(func() []byte { return make([]byte, size) })
+		got := allocatedBytes(func() *Envelope {
+			e, buf := newEnvelope(n)
+			if len(buf) != n {
+				t.Fatalf("newEnvelope(%d): a buffer of %d bytes", n, len(buf))
+			}
+			return e
+		})
+		if got > want {
+			t.Fatalf("newEnvelope(%d) (%d bytes with the Envelope): %d bytes allocated, want at most the %d of its size class", n, size, got, want)
+		}
+	}
+}
