@@ -176,5 +176,8 @@
 // envelope, and the caller's option value), go test -run='^$' -bench=Make -benchmem.
 //
 // Absolute times move by 5 % or more from one run to the next on that machine; the ratios
-// and allocation counts are stable.
+// and allocation counts are stable. The bytes above are of that run; the one allocation now
+// takes the runtime's size class of the Envelope (160 B) and the text it keeps, among every
+// class up to 8 KiB, which is 288 B for the compact order-created body and 320 B for the
+// indented one (go test -run='^$' -bench='^Benchmark(Decode|Classify)$' -benchmem).
 package envelope
