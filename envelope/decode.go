@@ -836,87 +836,101 @@ const (
 // are the runtime's size classes above the Envelope's own (160 B) up to 8 KiB, each one of
 // them (TestNewEnvelopeFillsTheSizeClass checks them against the runtime).
 func newEnvelope(n int) (*Envelope, []byte) {
-	switch size := envelopeSize + n; {
+	size := envelopeSize + n
+	// Grouped by range, so that a common size passes a few comparisons, not every class below it.
+	switch {
 	case n == 0:
 		return new(Envelope), nil
-	case size <= 176:
-		return withBuffer[[176 - envelopeSize]byte](n)
-	case size <= 192:
-		return withBuffer[[192 - envelopeSize]byte](n)
-	case size <= 208:
-		return withBuffer[[208 - envelopeSize]byte](n)
-	case size <= 224:
-		return withBuffer[[224 - envelopeSize]byte](n)
-	case size <= 240:
-		return withBuffer[[240 - envelopeSize]byte](n)
 	case size <= 256:
-		return withBuffer[[256 - envelopeSize]byte](n)
-	case size <= 288:
-		return withBuffer[[288 - envelopeSize]byte](n)
-	case size <= 320:
-		return withBuffer[[320 - envelopeSize]byte](n)
-	case size <= 352:
-		return withBuffer[[352 - envelopeSize]byte](n)
-	case size <= 384:
-		return withBuffer[[384 - envelopeSize]byte](n)
-	case size <= 416:
-		return withBuffer[[416 - envelopeSize]byte](n)
-	case size <= 448:
-		return withBuffer[[448 - envelopeSize]byte](n)
-	case size <= 480:
-		return withBuffer[[480 - envelopeSize]byte](n)
+		switch {
+		case size <= 176:
+			return withBuffer[[176 - envelopeSize]byte](n)
+		case size <= 192:
+			return withBuffer[[192 - envelopeSize]byte](n)
+		case size <= 208:
+			return withBuffer[[208 - envelopeSize]byte](n)
+		case size <= 224:
+			return withBuffer[[224 - envelopeSize]byte](n)
+		case size <= 240:
+			return withBuffer[[240 - envelopeSize]byte](n)
+		case size <= 256:
+			return withBuffer[[256 - envelopeSize]byte](n)
+		}
 	case size <= 512:
-		return withBuffer[[512 - envelopeSize]byte](n)
-	case size <= 576-mallocHeader:
-		return withBuffer[[576 - envelopeSize - mallocHeader]byte](n)
-	case size <= 640-mallocHeader:
-		return withBuffer[[640 - envelopeSize - mallocHeader]byte](n)
-	case size <= 704-mallocHeader:
-		return withBuffer[[704 - envelopeSize - mallocHeader]byte](n)
-	case size <= 768-mallocHeader:
-		return withBuffer[[768 - envelopeSize - mallocHeader]byte](n)
-	case size <= 896-mallocHeader:
-		return withBuffer[[896 - envelopeSize - mallocHeader]byte](n)
+		switch {
+		case size <= 288:
+			return withBuffer[[288 - envelopeSize]byte](n)
+		case size <= 320:
+			return withBuffer[[320 - envelopeSize]byte](n)
+		case size <= 352:
+			return withBuffer[[352 - envelopeSize]byte](n)
+		case size <= 384:
+			return withBuffer[[384 - envelopeSize]byte](n)
+		case size <= 416:
+			return withBuffer[[416 - envelopeSize]byte](n)
+		case size <= 448:
+			return withBuffer[[448 - envelopeSize]byte](n)
+		case size <= 480:
+			return withBuffer[[480 - envelopeSize]byte](n)
+		case size <= 512:
+			return withBuffer[[512 - envelopeSize]byte](n)
+		}
 	case size <= 1024-mallocHeader:
-		return withBuffer[[1024 - envelopeSize - mallocHeader]byte](n)
-	case size <= 1152-mallocHeader:
-		return withBuffer[[1152 - envelopeSize - mallocHeader]byte](n)
-	case size <= 1280-mallocHeader:
-		return withBuffer[[1280 - envelopeSize - mallocHeader]byte](n)
-	case size <= 1408-mallocHeader:
-		return withBuffer[[1408 - envelopeSize - mallocHeader]byte](n)
-	case size <= 1536-mallocHeader:
-		return withBuffer[[1536 - envelopeSize - mallocHeader]byte](n)
-	case size <= 1792-mallocHeader:
-		return withBuffer[[1792 - envelopeSize - mallocHeader]byte](n)
-	case size <= 2048-mallocHeader:
-		return withBuffer[[2048 - envelopeSize - mallocHeader]byte](n)
-	case size <= 2304-mallocHeader:
-		return withBuffer[[2304 - envelopeSize - mallocHeader]byte](n)
-	case size <= 2688-mallocHeader:
-		return withBuffer[[2688 - envelopeSize - mallocHeader]byte](n)
-	case size <= 3072-mallocHeader:
-		return withBuffer[[3072 - envelopeSize - mallocHeader]byte](n)
-	case size <= 3200-mallocHeader:
-		return withBuffer[[3200 - envelopeSize - mallocHeader]byte](n)
-	case size <= 3456-mallocHeader:
-		return withBuffer[[3456 - envelopeSize - mallocHeader]byte](n)
-	case size <= 4096-mallocHeader:
-		return withBuffer[[4096 - envelopeSize - mallocHeader]byte](n)
-	case size <= 4864-mallocHeader:
-		return withBuffer[[4864 - envelopeSize - mallocHeader]byte](n)
-	case size <= 5376-mallocHeader:
-		return withBuffer[[5376 - envelopeSize - mallocHeader]byte](n)
-	case size <= 6144-mallocHeader:
-		return withBuffer[[6144 - envelopeSize - mallocHeader]byte](n)
-	case size <= 6528-mallocHeader:
-		return withBuffer[[6528 - envelopeSize - mallocHeader]byte](n)
-	case size <= 6784-mallocHeader:
-		return withBuffer[[6784 - envelopeSize - mallocHeader]byte](n)
-	case size <= 6912-mallocHeader:
-		return withBuffer[[6912 - envelopeSize - mallocHeader]byte](n)
-	case size <= 8192-mallocHeader:
-		return withBuffer[[8192 - envelopeSize - mallocHeader]byte](n)
+		switch {
+		case size <= 576-mallocHeader:
+			return withBuffer[[576 - envelopeSize - mallocHeader]byte](n)
+		case size <= 640-mallocHeader:
+			return withBuffer[[640 - envelopeSize - mallocHeader]byte](n)
+		case size <= 704-mallocHeader:
+			return withBuffer[[704 - envelopeSize - mallocHeader]byte](n)
+		case size <= 768-mallocHeader:
+			return withBuffer[[768 - envelopeSize - mallocHeader]byte](n)
+		case size <= 896-mallocHeader:
+			return withBuffer[[896 - envelopeSize - mallocHeader]byte](n)
+		case size <= 1024-mallocHeader:
+			return withBuffer[[1024 - envelopeSize - mallocHeader]byte](n)
+		}
+	default:
+		switch {
+		case size <= 1152-mallocHeader:
+			return withBuffer[[1152 - envelopeSize - mallocHeader]byte](n)
+		case size <= 1280-mallocHeader:
+			return withBuffer[[1280 - envelopeSize - mallocHeader]byte](n)
+		case size <= 1408-mallocHeader:
+			return withBuffer[[1408 - envelopeSize - mallocHeader]byte](n)
+		case size <= 1536-mallocHeader:
+			return withBuffer[[1536 - envelopeSize - mallocHeader]byte](n)
+		case size <= 1792-mallocHeader:
+			return withBuffer[[1792 - envelopeSize - mallocHeader]byte](n)
+		case size <= 2048-mallocHeader:
+			return withBuffer[[2048 - envelopeSize - mallocHeader]byte](n)
+		case size <= 2304-mallocHeader:
+			return withBuffer[[2304 - envelopeSize - mallocHeader]byte](n)
+		case size <= 2688-mallocHeader:
+			return withBuffer[[2688 - envelopeSize - mallocHeader]byte](n)
+		case size <= 3072-mallocHeader:
+			return withBuffer[[3072 - envelopeSize - mallocHeader]byte](n)
+		case size <= 3200-mallocHeader:
+			return withBuffer[[3200 - envelopeSize - mallocHeader]byte](n)
+		case size <= 3456-mallocHeader:
+			return withBuffer[[3456 - envelopeSize - mallocHeader]byte](n)
+		case size <= 4096-mallocHeader:
+			return withBuffer[[4096 - envelopeSize - mallocHeader]byte](n)
+		case size <= 4864-mallocHeader:
+			return withBuffer[[4864 - envelopeSize - mallocHeader]byte](n)
+		case size <= 5376-mallocHeader:
+			return withBuffer[[5376 - envelopeSize - mallocHeader]byte](n)
+		case size <= 6144-mallocHeader:
+			return withBuffer[[6144 - envelopeSize - mallocHeader]byte](n)
+		case size <= 6528-mallocHeader:
+			return withBuffer[[6528 - envelopeSize - mallocHeader]byte](n)
+		case size <= 6784-mallocHeader:
+			return withBuffer[[6784 - envelopeSize - mallocHeader]byte](n)
+		case size <= 6912-mallocHeader:
+			return withBuffer[[6912 - envelopeSize - mallocHeader]byte](n)
+		case size <= 8192-mallocHeader:
+			return withBuffer[[8192 - envelopeSize - mallocHeader]byte](n)
+		}
 	}
 	return new(Envelope), make([]byte, n)
 }
