@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -278,17 +279,25 @@ func TestCanonicalPathAgrees(t *testing.T) {
 	}
 }
 
-// TestCanonicalKey: canonicalKey recognises the key of each member of the canonical shape
-// (the encoders' order of the frame and of meta, up to dead_letter), with its quotes and
-// colon, whatever follows it, and nothing that differs from it in one byte, is cut short or
-// has a longer name. The names come from knownNames, so the texts it compares are checked
-// against the names the general path knows.
-func TestCanonicalKey(t *testing.T) {
-	for _, lvl := range []level{levelTop, levelMeta} {
-		names := knownNames[lvl]
+// TestCanonicalKeys: the canonical path knows the key of each member of the encoders' order
+// (canonicalFirst and canonicalNext, the frame's and meta's, up to dead_letter), byte for
+// byte and in that order, each member optional: a body with every member takes it, and so
+// does one without any single member; one with a byte of a key changed, or two members
+// swapped, does not. The names come from knownNames, so the keys written in canonicalObject
+// are checked against the names the general path knows, and their order against the order
+// the general path tries first.
+func TestCanonicalKeys(t *testing.T) {
+	values := map[memberID]string{
+		memberJob: `"urn:babel:orders:created"`, memberTraceID: `"t-1"`, memberData: `{"a":1}`,
+		memberAttempts: `2`, memberMetaID: `"m-1"`, memberMetaQueue: `"orders"`, memberMetaLang: `"go"`,
+		memberMetaSchemaVersion: `1`, memberMetaCreatedAt: `1749132727000`,
+	}
+	type member struct{ key, value string }
+	order := func(lvl level) []member {
+		var ms []member
 		for id := canonicalFirst[lvl]; id != memberUnknown && id != memberDeadLetter; id = canonicalNext[id] {
 			name := ""
-			for _, n := range names {
+			for _, n := range knownNames[lvl] {
 				if memberNamed(lvl, n) == id {
 					name = n
 				}
@@ -296,33 +305,91 @@ func TestCanonicalKey(t *testing.T) {
 			if name == "" {
 				t.Fatalf("level %d: member %d of the encoders' order has no name", lvl, id)
 			}
-			key := `"` + name + `":`
-			for _, tail := range []string{"", "1", `"x"}`, `"a long string value, past 16 bytes"}`} {
-				s := []byte(key + tail)
-				if got := canonicalKey(s, id); got != len(key) {
-					t.Errorf("canonicalKey(%q, %s) = %d, want %d", s, name, got, len(key))
-				}
-				for k := range key {
-					for _, c := range []byte{'x', key[k] ^ 0x20, 0} {
-						if c == key[k] {
-							continue
-						}
-						changed := bytes.Clone(s)
-						changed[k] = c
-						if got := canonicalKey(changed, id); got != 0 {
-							t.Errorf("canonicalKey(%q, %s) = %d, want 0", changed, name, got)
-						}
+			ms = append(ms, member{`"` + name + `":`, values[id]})
+		}
+		return ms
+	}
+	object := func(ms []member) string {
+		var b strings.Builder
+		b.WriteByte('{')
+		for k, m := range ms {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(m.key + m.value)
+		}
+		return b.String() + "}"
+	}
+	metaMembers, top := order(levelMeta), order(levelTop)
+	withMeta := func(meta []member) []member {
+		body := slices.Clone(top)
+		for k := range body {
+			if body[k].key == `"meta":` {
+				body[k].value = object(meta)
+			}
+		}
+		return body
+	}
+	top = withMeta(metaMembers)
+	// bodies edits meta's members (in a whole frame), then the frame's.
+	bodies := func(edit func([]member) [][]member) (out []string) {
+		for _, ms := range edit(metaMembers) {
+			out = append(out, object(withMeta(ms)))
+		}
+		for _, ms := range edit(top) {
+			out = append(out, object(ms))
+		}
+		return out
+	}
+	took := func(body string) bool {
+		d := decoder{s: []byte(body)}
+		return d.canonical()
+	}
+	whole := bodies(func(ms []member) [][]member { return [][]member{ms} })
+	for _, body := range whole {
+		if !took(body) {
+			t.Errorf("the canonical path refused %s", body)
+		}
+	}
+	without := bodies(func(ms []member) (out [][]member) {
+		for k := range ms {
+			out = append(out, slices.Delete(slices.Clone(ms), k, k+1))
+		}
+		return out
+	})
+	for _, body := range without {
+		if !took(body) {
+			t.Errorf("the canonical path refused %s, a member left out", body)
+		}
+	}
+	var refused []string
+	refused = append(refused, bodies(func(ms []member) (out [][]member) {
+		for k := range ms {
+			for j := range ms[k].key {
+				for _, c := range []byte{'x', ms[k].key[j] ^ 0x20, 0} {
+					if c != ms[k].key[j] {
+						changed := slices.Clone(ms)
+						key := []byte(ms[k].key)
+						key[j] = c
+						changed[k].key = string(key)
+						out = append(out, changed)
 					}
 				}
 			}
-			for n := range len(key) {
-				if got := canonicalKey([]byte(key[:n]), id); got != 0 {
-					t.Errorf("canonicalKey(%q, %s) = %d, want 0", key[:n], name, got)
-				}
-			}
-			if got := canonicalKey([]byte(`"`+name+`x":1`), id); got != 0 {
-				t.Errorf("canonicalKey of %q with a longer name = %d, want 0", name, got)
-			}
+		}
+		return out
+	})...)
+	refused = append(refused, bodies(func(ms []member) (out [][]member) {
+		for k := 0; k+1 < len(ms); k++ {
+			swapped := slices.Clone(ms)
+			swapped[k], swapped[k+1] = swapped[k+1], swapped[k]
+			out = append(out, swapped)
+		}
+		return out
+	})...)
+	for _, body := range refused {
+		if took(body) {
+			t.Errorf("the canonical path took %s", body)
 		}
 	}
 }
