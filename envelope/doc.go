@@ -158,11 +158,12 @@
 // verdict, the error and the envelope are the same on both (FuzzClassifyFastPathAgrees sets
 // them against the general scanner alone). Counted in instructions under Valgrind's
 // cachegrind, which the machine's load does not move, the scan of the compact order-created
-// body takes about 2870 on that path against 3930 on the general one (make
+// body takes about 2670 on that path against 3930 on the general one (make
 // bench-instructions BENCH_PKG=envelope BENCH_FIRST=ClassifyParts/scan-general
-// BENCH_SECOND=ClassifyParts/scan), and the whole Classify about 4240. Measured with go test -run='^$' -bench='^Benchmark(Decode|Classify|Encode)$'
-// -benchmem -count=6 ./envelope on the idle 2-core amd64 development machine (Go 1.26), the
-// medians against encoding/json through map[string]any:
+// BENCH_SECOND=ClassifyParts/scan), and the whole Classify about 4030. Measured with go
+// test -run='^$' -bench='^Benchmark(Decode|Classify|Encode)$' -benchmem -count=6
+// ./envelope on the idle 2-core amd64 development machine (Go 1.26), the medians against
+// encoding/json through map[string]any:
 //
 //	Decode   order-created           ~0.39 µs, 384 B, 1 alloc   vs ~3.3 µs, 1632 B, 42 allocs  (~8×)
 //	Decode   nested-4k               ~4.1 µs, 4.9 KB, 1 alloc   vs ~65 µs, 39.6 KB, 910 allocs (~16×)
