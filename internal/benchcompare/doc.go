@@ -112,4 +112,18 @@
 // HdrHistogram (github.com/HdrHistogram/hdrhistogram-go); the report gives each side's p50,
 // p99, p99.9 and maximum, and the SDK's percentiles over the raw ones repeat by repeat,
 // judged like the other targets: p50 and p99 at most 1.10×, p99.9 at most 1.25×.
+//
+// # The collector in a consumer
+//
+// TestConsumerCollector, with BENCH_COLLECTOR=1, runs BENCH_REPEATS windows of BENCH_N
+// messages of the consume comparison's SDK Consumer and of its reference loop, in rotating
+// order, and reads runtime/metrics around each: the garbage collector's cycles a window and
+// the messages a cycle, the bytes allocated a message, and the heap goal and live heap at the
+// window's end. It says at what heap a consumer's collector runs, which the codec's
+// benchmarks, in a test binary whose live heap is nearly empty, cannot. With
+// BENCH_PULSAR_URL the heap is the client's alone; on the embedded broker it also holds
+// the messages the broker keeps, so the collector runs far less often than in a client:
+//
+//	BENCH_COLLECTOR=1 BENCH_N=50000 BENCH_REPEATS=6 BENCH_PULSAR_URL=pulsar://… \
+//		go test -count=1 -run='^TestConsumerCollector$' -v ./internal/benchcompare
 package benchcompare
