@@ -189,7 +189,8 @@ func madeMessage() (*apulsar.ProducerMessage, error) {
 
 // BenchmarkMadeMessage is the contract floor's own work a publish, madeMessage alone, without
 // a broker: what a sync send's round trip must hide for the sync publish target to be within
-// reach (the README's "Sync publish" sets it against the round trip).
+// reach ("Sync publish" in docs/perf/README.md, the performance record, sets it against the
+// round trip).
 //
 //	go test -run='^$' -bench=MadeMessage -benchmem -count=6 ./internal/benchcompare
 func BenchmarkMadeMessage(b *testing.B) {
