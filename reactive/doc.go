@@ -116,6 +116,9 @@
 //   - FlatMap requests the next outer element only while there is downstream
 //     demand, so an upstream completion after trailing empty inner publishers
 //     is signalled on the next Request.
-//   - Errors of Map, FlatMap and Merge are signalled at once: queued elements
-//     that were not yet delivered are dropped.
+//   - An error of Map, Filter and FlatMap, their function's or upstream's, is
+//     signalled after the elements that came before it: their queues hold no
+//     more than the subscriber's outstanding demand, so those elements never
+//     wait for a Request. Merge signals its first error at once: what its
+//     sources had queued, which may exceed that demand, is dropped.
 package reactive

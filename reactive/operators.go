@@ -16,7 +16,9 @@ const mergeWindow int64 = 16
 
 // Map returns a Publisher applying f to every element of p (1:1; demand passes
 // through in batches of at most 32). An error or a panic of f cancels upstream
-// and signals OnError (a panic wrapped in [ErrPanic]).
+// and signals OnError (a panic wrapped in [ErrPanic]) after the elements that f
+// mapped before it, so Map(FromSlice(1, 2, 3), f) with f failing on 3 emits 1
+// and 2, then the error.
 func Map[T, R any](p Publisher[T], f func(T) (R, error)) Publisher[R] {
 	if p == nil {
 		nilArg("publisher")
@@ -32,7 +34,8 @@ func Map[T, R any](p Publisher[T], f func(T) (R, error)) Publisher[R] {
 
 // Filter returns a Publisher of the elements of p for which keep returns true.
 // Every dropped element is replaced by a request of one more upstream, so
-// downstream demand is preserved. A panic of keep fails the stream.
+// downstream demand is preserved. A panic of keep fails the stream, after the
+// elements kept before it.
 func Filter[T any](p Publisher[T], keep func(T) bool) Publisher[T] {
 	if p == nil {
 		nilArg("publisher")
@@ -137,7 +140,10 @@ func (st *pipe[T, R]) OnComplete() {
 func (st *pipe[T, R]) poll(canEmit bool) (R, PollStatus, error) {
 	var zero R
 	st.mu.Lock()
-	if st.ended && st.err != nil {
+	if st.ended && st.err != nil && (st.queue.len() == 0 || !canEmit) {
+		// An error goes after the elements queued before it: the queue holds no more
+		// than the subscriber's outstanding demand, so they never wait for a Request.
+		// Without that demand (which the queue's bound rules out) it goes at once.
 		st.queue.clear()
 		st.mu.Unlock()
 		return zero, PollDone, st.err
@@ -168,8 +174,9 @@ func (st *pipe[T, R]) poll(canEmit bool) (R, PollStatus, error) {
 // f and concatenates their elements (MP RM flattening): the next element of p
 // is requested only after the current inner publisher completed, and unused
 // downstream demand carries over to the next inner. An inner error, or a panic
-// or nil result of f, cancels upstream and signals OnError; upstream completion
-// signals OnComplete after the last inner completed.
+// or nil result of f, cancels upstream and signals OnError, after the elements
+// received before it; upstream completion signals OnComplete after the last
+// inner completed.
 func FlatMap[T, R any](p Publisher[T], f func(T) Publisher[R]) Publisher[R] {
 	if p == nil {
 		nilArg("publisher")
@@ -272,7 +279,10 @@ func (st *flatMap[T, R]) cancel() {
 func (st *flatMap[T, R]) poll(canEmit bool) (R, PollStatus, error) {
 	var zero R
 	st.mu.Lock()
-	if st.err != nil {
+	if st.err != nil && (st.queue.len() == 0 || !canEmit) {
+		// An error goes after the elements queued before it: the queue holds no more
+		// than the subscriber's outstanding demand, so they never wait for a Request.
+		// Without that demand (which the queue's bound rules out) it goes at once.
 		st.queue.clear()
 		st.mu.Unlock()
 		return zero, PollDone, st.err

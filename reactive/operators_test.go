@@ -68,6 +68,75 @@ func TestMapErrorAndPanicCancelUpstream(t *testing.T) {
 	require.ErrorIs(t, err, reactive.ErrPanic)
 }
 
+// failOn returns a Map function that passes its element through, except want, on which it
+// fails with errBoom.
+func failOn(want int) func(int) (int, error) {
+	return func(v int) (int, error) {
+		if v == want {
+			return 0, errBoom
+		}
+		return v, nil
+	}
+}
+
+// An error goes after the elements that came before it, whether it is the operator's own
+// or upstream's. FromSlice emits synchronously, inside the operator's Request, so every
+// element before the failing one is still queued when the error arrives: the order here
+// does not depend on timing.
+func TestErrorFollowsTheElementsBeforeIt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    reactive.Publisher[int]
+		want []int
+		err  error
+	}{
+		{"Map, its function's error", reactive.Map(reactive.FromSlice(1, 2, 3, 4, 5), failOn(3)), []int{1, 2}, errBoom},
+		{"Map, its function's panic", reactive.Map(reactive.FromSlice(1, 2, 3), func(v int) (int, error) {
+			if v == 2 {
+				panic("map bug")
+			}
+			return v, nil
+		}), []int{1}, reactive.ErrPanic},
+		{"Map, upstream's error", reactive.Map(reactive.Map(reactive.FromSlice(1, 2, 3, 4), failOn(3)), failOn(-1)), []int{1, 2}, errBoom},
+		{"Filter, its function's panic", reactive.Filter(reactive.FromSlice(1, 2, 3, 4, 5), func(v int) bool {
+			if v == 4 {
+				panic("filter bug")
+			}
+			return v%2 == 1
+		}), []int{1, 3}, reactive.ErrPanic},
+		{"Filter, upstream's error", reactive.Filter(reactive.Map(reactive.FromSlice(1, 2, 3, 4), failOn(4)), func(v int) bool { return v != 2 }), []int{1, 3}, errBoom},
+		{"FlatMap, an inner's error", reactive.FlatMap(reactive.FromSlice(0), func(int) reactive.Publisher[int] {
+			return reactive.Map(reactive.FromSlice(1, 2, 3), failOn(3))
+		}), []int{1, 2}, errBoom},
+		{"FlatMap, upstream's error", reactive.FlatMap(reactive.Map(reactive.FromSlice(1, 2, 3), failOn(3)), func(v int) reactive.Publisher[int] {
+			return reactive.FromSlice(v*10, v*10+1)
+		}), []int{10, 11, 20, 21}, errBoom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorder[int](reactive.Unbounded)
+			tc.p.Subscribe(r)
+			r.wait(t)
+			vals, completed, err := r.snapshot()
+			assert.Equal(t, tc.want, vals)
+			require.ErrorIs(t, err, tc.err)
+			assert.False(t, completed)
+		})
+	}
+}
+
+// With demand of one at a time, the error comes with no further Request once the failing
+// element arrives: nothing is queued then.
+func TestMapErrorNeedsNoFurtherDemand(t *testing.T) {
+	r := newRecorder[int](0)
+	reactive.Map(reactive.FromSlice(1, 2, 3, 4), failOn(3)).Subscribe(r)
+	for range 3 {
+		r.subscription().Request(1)
+	}
+	vals, _, err := r.snapshot()
+	assert.Equal(t, []int{1, 2}, vals)
+	require.ErrorIs(t, err, errBoom)
+}
+
 func TestMapBoundsUpstreamDemand(t *testing.T) {
 	var pulled atomic.Int64
 	p := reactive.Map(countingSource(1<<20, &pulled), func(v int) (int, error) { return v, nil })
