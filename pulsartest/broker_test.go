@@ -280,3 +280,68 @@ func TestCommandHookDropsAReceipt(t *testing.T) {
 	require.Error(t, err, "the lost receipt surfaces as a send timeout")
 	assert.Equal(t, 1, b.Stats(topic).Entries, "the broker stored it anyway")
 }
+
+// TestLookupsAnswerTheirChecks pins what a lookup and a partitioned-metadata request answer
+// when they are refused, on the wire: an injected lookup fault, an invalid name, a role that
+// is not granted the topic's namespace. A client reaches the producer's and the consumer's
+// own checks only after a lookup, so this is the one place these answers are seen.
+func TestLookupsAnswerTheirChecks(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t, pulsartest.WithAuth(pulsartest.Auth{
+		Anonymous: "anon",
+		Grants:    map[string][]string{"acme/private": {"alice"}},
+	}))
+	rc := dialRaw(t, b)
+	var req uint64
+	type answer struct {
+		err wire.ServerError
+		msg string
+		ok  bool
+	}
+	// ask sends both requests for topic and returns their answers, the lookup's first.
+	ask := func(topic string) []answer {
+		t.Helper()
+		req++
+		rc.send(&wire.BaseCommand{Type: wire.BaseCommand_LOOKUP.Enum(), LookupTopic: &wire.CommandLookupTopic{
+			Topic: proto.String(topic), RequestId: proto.Uint64(req),
+		}})
+		f := rc.read()
+		require.Equal(t, wire.BaseCommand_LOOKUP_RESPONSE, f.Cmd.GetType())
+		lr := f.Cmd.GetLookupTopicResponse()
+		req++
+		rc.send(&wire.BaseCommand{Type: wire.BaseCommand_PARTITIONED_METADATA.Enum(), PartitionMetadata: &wire.CommandPartitionedTopicMetadata{
+			Topic: proto.String(topic), RequestId: proto.Uint64(req),
+		}})
+		f = rc.read()
+		require.Equal(t, wire.BaseCommand_PARTITIONED_METADATA_RESPONSE, f.Cmd.GetType())
+		pr := f.Cmd.GetPartitionMetadataResponse()
+		return []answer{
+			{lr.GetError(), lr.GetMessage(), lr.GetResponse() == wire.CommandLookupTopicResponse_Connect},
+			{pr.GetError(), pr.GetMessage(), pr.GetResponse() == wire.CommandPartitionedTopicMetadataResponse_Success},
+		}
+	}
+
+	for i, a := range ask("persistent://public/default/t") {
+		assert.True(t, a.ok, "answer %d to a granted topic: %+v", i, a)
+	}
+	for i, a := range ask("persistent://acme/private/t") {
+		assert.False(t, a.ok, "answer %d to a topic not granted", i)
+		assert.Equal(t, wire.ServerError_AuthorizationError, a.err, "answer %d", i)
+		assert.Equal(t, `pulsartest: role "anon" may not use persistent://acme/private/t`, a.msg, "answer %d", i)
+	}
+	for i, a := range ask("bogus://public/default/t") {
+		assert.False(t, a.ok, "answer %d to an invalid name", i)
+		assert.Equal(t, wire.ServerError_InvalidTopicName, a.err, "answer %d", i)
+		assert.Equal(t, "Invalid topic name: Invalid topic domain: 'bogus'", a.msg, "answer %d", i)
+	}
+	b.FailNextLookups(2, pulsartest.ServiceNotReady)
+	for i, a := range ask("persistent://public/default/t") {
+		assert.False(t, a.ok, "answer %d under an injected fault", i)
+		assert.Equal(t, wire.ServerError_ServiceNotReady, a.err, "answer %d", i)
+		assert.Equal(t, "pulsartest: injected lookup failure", a.msg, "answer %d", i)
+	}
+	assert.Equal(t, 2, b.Faults().LookupErrors)
+	for i, a := range ask("persistent://public/default/t") {
+		assert.True(t, a.ok, "answer %d once the faults are spent: %+v", i, a)
+	}
+}
