@@ -374,25 +374,30 @@ func (c *conn) consumer(id uint64) *consumer {
 	return c.consumers[id]
 }
 
+// lookupTopic makes the checks that a lookup and a partitioned-metadata request share: an
+// injected lookup fault first, then the topic's name, then the role's permission. It returns the fully qualified topic, or the error code and message to answer
+// with when ok is false.
+func (c *conn) lookupTopic(topic string) (fq string, code ServerError, msg string, ok bool) {
+	if fault, faulted := c.b.takeLookupFault(); faulted {
+		return "", fault, "pulsartest: injected lookup failure", false
+	}
+	fq, err := normalizeTopic(topic)
+	if err != nil {
+		return "", InvalidTopicName, invalidTopicMessage(topic), false
+	}
+	if !c.mayUse(fq) {
+		return "", AuthorizationError, "pulsartest: role " + strconv.Quote(c.role) + " may not use " + fq, false
+	}
+	return fq, 0, "", true
+}
+
 func (c *conn) handlePartitionedMetadata(m *wire.CommandPartitionedTopicMetadata) {
 	resp := &wire.CommandPartitionedTopicMetadataResponse{RequestId: ptr(m.GetRequestId())}
 	out := &wire.BaseCommand{Type: cmdType(wire.BaseCommand_PARTITIONED_METADATA_RESPONSE), PartitionMetadataResponse: resp}
-	if code, ok := c.b.takeLookupFault(); ok {
+	fq, code, msg, ok := c.lookupTopic(m.GetTopic())
+	if !ok {
 		resp.Response = wire.CommandPartitionedTopicMetadataResponse_Failed.Enum()
-		resp.Error, resp.Message = code.wire(), ptr("pulsartest: injected lookup failure")
-		c.sendCmd(out)
-		return
-	}
-	fq, err := normalizeTopic(m.GetTopic())
-	if err != nil {
-		resp.Response = wire.CommandPartitionedTopicMetadataResponse_Failed.Enum()
-		resp.Error, resp.Message = InvalidTopicName.wire(), ptr(invalidTopicMessage(m.GetTopic()))
-		c.sendCmd(out)
-		return
-	}
-	if !c.mayUse(fq) {
-		resp.Response = wire.CommandPartitionedTopicMetadataResponse_Failed.Enum()
-		resp.Error, resp.Message = AuthorizationError.wire(), ptr("pulsartest: role "+strconv.Quote(c.role)+" may not use "+fq)
+		resp.Error, resp.Message = code.wire(), ptr(msg)
 		c.sendCmd(out)
 		return
 	}
@@ -404,22 +409,9 @@ func (c *conn) handlePartitionedMetadata(m *wire.CommandPartitionedTopicMetadata
 func (c *conn) handleLookup(m *wire.CommandLookupTopic) {
 	resp := &wire.CommandLookupTopicResponse{RequestId: ptr(m.GetRequestId())}
 	out := &wire.BaseCommand{Type: cmdType(wire.BaseCommand_LOOKUP_RESPONSE), LookupTopicResponse: resp}
-	if code, ok := c.b.takeLookupFault(); ok {
+	if _, code, msg, ok := c.lookupTopic(m.GetTopic()); !ok {
 		resp.Response = wire.CommandLookupTopicResponse_Failed.Enum()
-		resp.Error, resp.Message = code.wire(), ptr("pulsartest: injected lookup failure")
-		c.sendCmd(out)
-		return
-	}
-	fq, err := normalizeTopic(m.GetTopic())
-	if err != nil {
-		resp.Response = wire.CommandLookupTopicResponse_Failed.Enum()
-		resp.Error, resp.Message = InvalidTopicName.wire(), ptr(invalidTopicMessage(m.GetTopic()))
-		c.sendCmd(out)
-		return
-	}
-	if !c.mayUse(fq) {
-		resp.Response = wire.CommandLookupTopicResponse_Failed.Enum()
-		resp.Error, resp.Message = AuthorizationError.wire(), ptr("pulsartest: role "+strconv.Quote(c.role)+" may not use "+fq)
+		resp.Error, resp.Message = code.wire(), ptr(msg)
 		c.sendCmd(out)
 		return
 	}
