@@ -11,6 +11,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 )
 
 // DefaultPeekLimit is the number of messages [Peek] returns when no limit is given.
@@ -102,7 +103,7 @@ func classified(out Message) Message {
 		return out
 	}
 	out.Kind, out.URN, out.RoutingURN = KindAnnotated, env.URN(), env.URN()
-	if pj, ok := out.Properties[propJob]; ok && !envelope.IsBlank(pj) {
+	if pj, ok := binding.RoutedJob(out.Properties); ok {
 		out.RoutingURN = pj
 	}
 	return out

@@ -5,24 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
-)
-
-// The message properties Redrive rewrites (the BabelQueue Pulsar binding's names).
-const (
-	propJob           = "bq-job"
-	propTraceID       = "bq-trace-id"
-	propMessageID     = "bq-message-id"
-	propSchemaVersion = "bq-schema-version"
-	propSourceLang    = "bq-source-lang"
-	propAttempts      = "bq-attempts"
-	propDelay         = "bq-delay"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 )
 
 // RedriveOptions configures [Redrive].
@@ -263,12 +252,8 @@ func redriveMessage(dm Message) (*apulsar.ProducerMessage, error) {
 	if props == nil {
 		props = map[string]string{}
 	}
-	delete(props, propDelay)
-	props[propJob] = dm.RoutingURN // the routing decision the failed delivery was made by
-	props[propTraceID] = out.TraceID
-	props[propMessageID] = out.Meta.ID
-	props[propSchemaVersion] = strconv.Itoa(out.Meta.SchemaVersion)
-	props[propSourceLang] = out.Meta.Lang
-	props[propAttempts] = "0"
+	delete(props, binding.Delay)
+	binding.Project(props, out)
+	props[binding.Job] = dm.RoutingURN // the routing decision the failed delivery was made by
 	return &apulsar.ProducerMessage{Payload: payload, Properties: props, Key: dm.Key, OrderingKey: dm.OrderingKey}, nil
 }

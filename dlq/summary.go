@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 )
 
 // Where a dead letter's time ([Message.DeadLetteredAt]) was read from.
@@ -109,7 +110,7 @@ type counter struct {
 func (c *counter) add(m Message) {
 	urn := m.RoutingURN
 	if urn == "" {
-		if pj, ok := m.Properties[propJob]; ok && !envelope.IsBlank(pj) {
+		if pj, ok := binding.RoutedJob(m.Properties); ok {
 			urn = pj
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 )
 
 // summaryOf counts seven classified copies without a broker: three urn:a failed, two urn:b
@@ -30,9 +31,9 @@ func summaryOf(t *testing.T) Summary {
 		{Payload: dead("urn:a", envelope.ReasonFailed, 1000)},
 		{Payload: dead("urn:a", envelope.ReasonFailed, 2000)},
 		{Payload: dead("urn:b", envelope.ReasonUnknownURN, 4000)},
-		{Payload: dead("urn:other", envelope.ReasonUnknownURN, 4000), Properties: map[string]string{propJob: "urn:b"}},
-		{Payload: poison, Properties: map[string]string{propJob: "urn:p"}, PublishTime: time.UnixMilli(8000)},
-		{Payload: []byte(`{"job":"urn:x"}`), Properties: map[string]string{propJob: " "}, PublishTime: time.UnixMilli(9000)},
+		{Payload: dead("urn:other", envelope.ReasonUnknownURN, 4000), Properties: map[string]string{binding.Job: "urn:b"}},
+		{Payload: poison, Properties: map[string]string{binding.Job: "urn:p"}, PublishTime: time.UnixMilli(8000)},
+		{Payload: []byte(`{"job":"urn:x"}`), Properties: map[string]string{binding.Job: " "}, PublishTime: time.UnixMilli(9000)},
 	}
 	var c counter
 	for _, m := range msgs {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 )
 
 // Delivery is one received message on its way through admission and settlement: what
@@ -138,7 +139,7 @@ func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer
 	d.env = env
 	bodyURN := env.URN()
 	d.urn = bodyURN
-	if pj, ok := d.props[PropJob]; ok && !envelope.IsBlank(pj) {
+	if pj, ok := binding.RoutedJob(d.props); ok {
 		d.urn = pj
 		if e.observing() && pj != bodyURN { // the comparison only serves the event
 			e.observe(d, Event{Kind: EventRoutingMismatch})

@@ -6,19 +6,20 @@ import (
 	"math"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 )
 
-// The message properties of the BabelQueue Pulsar binding. A plain
-// message carries exactly the six properties PropJob … PropAttempts; a delayed one also
-// carries PropDelay.
+// The message properties of the BabelQueue Pulsar binding, each with its name in the
+// comment. A plain message carries exactly the six properties PropJob … PropAttempts; a
+// delayed one also carries PropDelay.
 const (
-	PropJob           = "bq-job"            // the URN
-	PropTraceID       = "bq-trace-id"       // trace_id
-	PropMessageID     = "bq-message-id"     // meta.id
-	PropSchemaVersion = "bq-schema-version" // "1"
-	PropSourceLang    = "bq-source-lang"    // meta.lang
-	PropAttempts      = "bq-attempts"       // decimal attempts
-	PropDelay         = "bq-delay"          // the delay in whole milliseconds, on delayed messages only
+	PropJob           = binding.Job           // "bq-job": the URN
+	PropTraceID       = binding.TraceID       // "bq-trace-id": trace_id
+	PropMessageID     = binding.MessageID     // "bq-message-id": meta.id
+	PropSchemaVersion = binding.SchemaVersion // "bq-schema-version": "1"
+	PropSourceLang    = binding.SourceLang    // "bq-source-lang": meta.lang
+	PropAttempts      = binding.Attempts      // "bq-attempts": decimal attempts
+	PropDelay         = binding.Delay         // "bq-delay": the delay in whole milliseconds, on delayed messages only
 )
 
 // maxAttemptsValue is the largest attempts count the binding represents (int32 max, the
@@ -49,7 +50,7 @@ func (*SchemaVersionError) Unwrap() error { return ErrSchemaVersion }
 // new on every call, so callers may add to it.
 func ProjectProperties(env *envelope.Envelope) map[string]string {
 	props := make(map[string]string, 6)
-	project(props, env)
+	binding.Project(props, env)
 	return props
 }
 

@@ -6,7 +6,7 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 )
 
@@ -41,7 +41,7 @@ func buildInto(pm *apulsar.ProducerMessage, props map[string]string, o seam.Outg
 		props[k] = v
 	}
 	if o.Env != nil {
-		project(props, o.Env)
+		binding.Project(props, o.Env)
 	}
 	*pm = apulsar.ProducerMessage{
 		Payload:     o.Payload,
@@ -60,14 +60,4 @@ func buildInto(pm *apulsar.ProducerMessage, props map[string]string, o seam.Outg
 			props[PropDelay] = strconv.FormatInt(left.Milliseconds(), 10)
 		}
 	}
-}
-
-// project writes the six bq-* properties of env into props.
-func project(props map[string]string, env *envelope.Envelope) {
-	props[PropJob] = env.URN()
-	props[PropTraceID] = env.TraceID
-	props[PropMessageID] = env.Meta.ID
-	props[PropSchemaVersion] = strconv.Itoa(env.Meta.SchemaVersion)
-	props[PropSourceLang] = env.Meta.Lang
-	props[PropAttempts] = strconv.Itoa(max(env.Attempts, 0))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -269,9 +270,9 @@ func (e *engine) exhaust(d *Delivery, reason envelope.Reason, cause error) {
 		return
 	}
 	props := copyProps(d.props)
-	routed, hasRouted := props[PropJob]
-	maps.Copy(props, ProjectProperties(cp))
-	if hasRouted && !envelope.IsBlank(routed) {
+	routed, hasRouted := binding.RoutedJob(props)
+	binding.Project(props, cp)
+	if hasRouted {
 		props[PropJob] = routed // the routing decision survives the dead-letter topic
 	}
 	delete(props, PropDelay) // the copy is not delayed

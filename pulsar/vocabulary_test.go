@@ -29,6 +29,16 @@ func TestDocumentedDefaults(t *testing.T) {
 	assert.False(t, ok, "above MaxAttemptsValue")
 }
 
+// The property names are the binding's, as their doc comments spell them.
+func TestPropertyNames(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts", "bq-delay"},
+		[]string{
+			bqpulsar.PropJob, bqpulsar.PropTraceID, bqpulsar.PropMessageID, bqpulsar.PropSchemaVersion,
+			bqpulsar.PropSourceLang, bqpulsar.PropAttempts, bqpulsar.PropDelay,
+		})
+}
+
 // Every typed error matches its sentinel and unwraps to its cause, as its doc says, and
 // errors.As finds it through a wrap and a join.
 func TestErrorVocabulary(t *testing.T) {
