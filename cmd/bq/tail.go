@@ -14,6 +14,7 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -71,8 +72,9 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `Usage: bq tail --topic TOPIC [--subscription NAME] [flags]
 
 Prints the messages of a topic: their key, ordering key and properties, the consumer's
-verdict (accepted with URN and attempts, poison with the broken rule, or rejected by the
-schema-version gate) and the pretty-printed payload. Without --subscription nothing is
+verdict (accepted with URN and attempts, and the URN it is routed to when its bq-job
+property names another; poison with the broken rule; or rejected by the schema-version
+gate) and the pretty-printed payload. Without --subscription nothing is
 acknowledged. Terminal control characters in message values are shown escaped.
 
 Example:
@@ -222,6 +224,9 @@ func verdict(msg apulsar.Message) string {
 	ap, apPresent := props[bqpulsar.PropAttempts]
 	reconciled, _ := bqpulsar.Reconcile(ap, apPresent, env.Attempts, msg.RedeliveryCount())
 	s := fmt.Sprintf("accepted %s, attempts %d", env.URN(), reconciled)
+	if job, ok := binding.RoutedJob(props); ok && job != env.URN() {
+		s += ", routed to " + job + " by its bq-job property"
+	}
 	if env.DeadLetter != nil {
 		s += fmt.Sprintf(", dead-lettered (%s) from %s after %d attempts", env.DeadLetter.Reason,
 			env.DeadLetter.OriginalQueue, env.DeadLetter.Attempts)
