@@ -676,3 +676,53 @@ func TestTruncatedDeadLetterIsCountedAndMarked(t *testing.T) {
 	assert.Contains(t, eventNames(s), bqotel.EventTruncated)
 	assert.Equal(t, int64(1), f.counters(t)[bqotel.MetricTruncated])
 }
+
+// The routing URN that the consumer span starts with and the consumed count carry, before
+// decoding, is a usable bq-job property's, as the consumer routes: a blank one names no URN,
+// a usable one its own even when the body says another. The span ends with the URN the
+// message was routed by, if any (a poison body has none).
+func TestReceivedURNIsTheRoutingURN(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, bqotel.WithURNMetricAttribute())
+	const routed = "urn:babel:orders:created-v2"
+	handled := make(chan struct{}, 2)
+	h := func(context.Context, *envelope.Envelope, apulsar.Message) error { handled <- struct{}{}; return nil }
+	f.consumer(t, h, bqpulsar.Handle(routed, h))
+
+	p, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: f.topic, DisableBatching: true})
+	require.NoError(t, err)
+	defer p.Close()
+	env, err := envelope.Make(orderURN, map[string]any{"order_id": 1})
+	require.NoError(t, err)
+	payload, err := env.Encode()
+	require.NoError(t, err)
+	for _, m := range []struct{ job, payload string }{
+		{" \t", string(payload)}, {routed, string(payload)}, {" \t", "not an envelope"},
+	} {
+		props := bqpulsar.ProjectProperties(env)
+		props[bqpulsar.PropJob] = m.job
+		_, err := p.Send(context.Background(), &apulsar.ProducerMessage{Payload: []byte(m.payload), Properties: props})
+		require.NoError(t, err)
+	}
+	for range 2 {
+		select {
+		case <-handled:
+		case <-time.After(waitLong):
+			t.Fatal("a message was not handled")
+		}
+	}
+
+	urns := map[string]bool{}
+	for _, s := range f.ended(t, trace.SpanKindConsumer, 3) {
+		v := attrOf(s, bqotel.AttrURN)
+		urns[v.AsString()] = v.Type() != attribute.EMPTY
+	}
+	assert.Equal(t, map[string]bool{orderURN: true, routed: true, "": false}, urns,
+		"the body's URN routes past a blank bq-job, a usable one routes by itself, poison has none")
+
+	consumed := map[string]int64{}
+	for _, dp := range f.sums(t, bqotel.MetricConsumed) {
+		consumed[value(dp.Attributes, bqotel.AttrURN)] += dp.Value
+	}
+	assert.Equal(t, map[string]int64{"": 2, routed: 1}, consumed)
+}

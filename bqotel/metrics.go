@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -195,9 +196,9 @@ func (in *instruments) event(e bqpulsar.Event, d *delivery) {
 	var c metric.Int64Counter
 	switch e.Kind {
 	case bqpulsar.EventReceived:
-		// Before decoding, the URN known is the bq-job property's.
+		// Before decoding, the routing URN is known only when a usable bq-job names it.
 		if in.urn && e.Message != nil {
-			k.urn = e.Message.Properties()[bqpulsar.PropJob]
+			k.urn, _ = binding.RoutedJob(e.Message.Properties())
 		}
 		c = in.consumed
 	case bqpulsar.EventHandled:

@@ -16,6 +16,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -146,7 +147,7 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 	if id := props[bqpulsar.PropMessageID]; id != "" {
 		attrs = append(attrs, AttrMetaID.String(id))
 	}
-	if urn := props[bqpulsar.PropJob]; urn != "" {
+	if urn, ok := binding.RoutedJob(props); ok { // the routing URN, when bq-job names it
 		attrs = append(attrs, AttrURN.String(urn))
 	}
 	traceID := props[bqpulsar.PropTraceID]
