@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/binding"
 )
 
 // ErrSettled is returned by a settlement method of a [Delivery] that was already settled
@@ -50,17 +50,21 @@ func (d *Delivery) URN() string { return d.urn }
 func (d *Delivery) Context() context.Context { return d.ctx }
 
 // addCopyProperties adds p to the properties of the copy that a later [Delivery.Fail],
-// [Delivery.RetryAfter] or [Delivery.DeadLetter] republishes or dead-letters (the
-// contract's bq-attempts and bq-delay are still set by the settlement). It must be called
-// before the settlement, from the goroutine that settles (seam.AddCopyProperties).
+// [Delivery.RetryAfter] or [Delivery.DeadLetter] republishes or dead-letters. The binding's
+// own properties (bq-job … bq-delay) among p are left out, as a publish's headers are: the
+// settlement alone writes them, so that a copy's bq-attempts says what its body says. It
+// must be called before the settlement, from the goroutine that settles
+// (seam.AddCopyProperties).
 func (d *Delivery) addCopyProperties(p map[string]string) {
-	if len(p) == 0 {
-		return
+	for k, v := range p {
+		if binding.IsProperty(k) {
+			continue
+		}
+		if d.extraProps == nil {
+			d.extraProps = make(map[string]string, len(p))
+		}
+		d.extraProps[k] = v
 	}
-	if d.extraProps == nil {
-		d.extraProps = make(map[string]string, len(p))
-	}
-	maps.Copy(d.extraProps, p)
 }
 
 // Ack acknowledges the message. It returns a *[SettleError] when the acknowledgement failed

@@ -10,16 +10,6 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 )
 
-// isContractProp reports whether k is a property only the binding writes.
-func isContractProp(k string) bool {
-	switch k {
-	case PropJob, PropTraceID, PropMessageID, PropSchemaVersion, PropSourceLang, PropAttempts, PropDelay:
-		return true
-	default:
-		return false
-	}
-}
-
 // build returns the Pulsar message of o (seam.Build): the payload as it is; with an
 // envelope, exactly its six bq-* properties plus the non-contract headers; the keys, the
 // event time and the delay (with bq-delay) as o says. now is the clock DeliverAt is compared
@@ -35,7 +25,7 @@ func build(o seam.Outgoing, now time.Time) *apulsar.ProducerMessage {
 // and becomes pm.Properties.
 func buildInto(pm *apulsar.ProducerMessage, props map[string]string, o seam.Outgoing, now time.Time) {
 	for k, v := range o.Headers {
-		if k == "" || v == "" || (o.Env != nil && isContractProp(k)) || k == PropDelay {
+		if k == "" || v == "" || (o.Env != nil && binding.IsProperty(k)) || k == PropDelay {
 			continue
 		}
 		props[k] = v

@@ -25,6 +25,18 @@ const (
 	Delay         = "bq-delay"          // the delay in whole milliseconds, on delayed messages only
 )
 
+// IsProperty reports whether k is one of the binding's properties, Job to Delay: the binding
+// alone writes them, so a publish's headers and a failed delivery's copy properties never
+// replace them.
+func IsProperty(k string) bool {
+	switch k {
+	case Job, TraceID, MessageID, SchemaVersion, SourceLang, Attempts, Delay:
+		return true
+	default:
+		return false
+	}
+}
+
 // Project writes the six properties of env into props: the URN, the trace id, meta.id, the
 // schema version, meta.lang and attempts (negative counted as 0), all as strings.
 func Project(props map[string]string, env *envelope.Envelope) {

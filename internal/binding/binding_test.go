@@ -55,3 +55,13 @@ func TestRoutedJob(t *testing.T) {
 		})
 	}
 }
+
+func TestIsProperty(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts", "bq-delay"} {
+		assert.True(t, binding.IsProperty(k), k)
+	}
+	for _, k := range []string{"", "bq-", "bq-other", "BQ-JOB", "bq-job ", "traceparent"} {
+		assert.False(t, binding.IsProperty(k), k)
+	}
+}

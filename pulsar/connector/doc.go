@@ -76,7 +76,9 @@
 // reconsume-later uses the client's retry topic. A payload that is not an envelope is
 // retried and dead-lettered byte for byte with its properties (bq-attempts set); a body
 // the babelqueue codec refuses gets the poison copy ({"raw":…,"dead_letter":…}) at once.
-// Under ack-strategy=cumulative a nacked message makes the broker of the Exclusive or
+// The properties a nack names (messaging.WithNackProperties) go on the republished and the
+// dead-letter copies alike, except the binding's own bq-* properties, which the
+// settlement alone writes. Under ack-strategy=cumulative a nacked message makes the broker of the Exclusive or
 // Failover subscription redeliver every unacknowledged message after it, so messages
 // settled after it but not yet covered by a cumulative acknowledgement are delivered
 // again (at least once).
