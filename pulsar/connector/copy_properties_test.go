@@ -3,7 +3,6 @@ package connector_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -16,7 +15,6 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/messaging"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsar/connector"
-	"github.com/babelqueue/babelqueue-go-pulsar/reactive"
 	"github.com/babelqueue/babelqueue-go-pulsar/retry"
 )
 
@@ -41,30 +39,9 @@ func TestNackPropertiesGoOnEveryCopy(t *testing.T) {
 			MaxAttempts: 2, RetryStrategy: retry.Republish, Envelopes: true,
 		})
 		require.NoError(t, err)
-		stage := &chanSubscriber{msgs: make(chan bytesMsg, 16)}
-		src.Subscribe(stage)
-		stage.sub.Request(reactive.Unbounded)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case m := <-stage.msgs:
-					assert.NoError(t, m.Nack(context.Background(), errors.New("boom"),
-						messaging.WithNackProperties(map[string]string{"why": "boom", bqpulsar.PropAttempts: "99"})))
-				}
-			}
-		}()
-		t.Cleanup(func() {
-			close(stop)
-			wg.Wait()
-			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-			defer cancel()
-			assert.NoError(t, src.Close(ctx))
+		runStage(t, src, func(m bytesMsg) {
+			assert.NoError(t, m.Nack(context.Background(), errors.New("boom"),
+				messaging.WithNackProperties(map[string]string{"why": "boom", bqpulsar.PropAttempts: "99"})))
 		})
 
 		pub, err := bqpulsar.NewPublisher(client, topic)

@@ -241,6 +241,23 @@ func startSource(t *testing.T, client apulsar.Client, topic string, sub matrixSu
 		MaxAttempts: matrixMaxAttempts, RetryStrategy: sub.strategy, Envelopes: true,
 	})
 	require.NoError(t, err)
+	runStage(t, src, func(m bytesMsg) {
+		md, ok := messaging.MetadataOf[connector.IncomingMetadata](m.Metadata())
+		if !assert.True(t, ok, "incoming metadata") {
+			return
+		}
+		if err := callRecovered(handle, md.Attempts+1); err != nil {
+			assert.NoError(t, m.Nack(context.Background(), err))
+		} else {
+			assert.NoError(t, m.Ack(context.Background()))
+		}
+	})
+}
+
+// runStage subscribes a stage to src that settles each message it delivers with settle,
+// on a goroutine of its own, until the test ends; then it closes src.
+func runStage(t *testing.T, src *connector.Source, settle func(bytesMsg)) {
+	t.Helper()
 	stage := &chanSubscriber{msgs: make(chan bytesMsg, 16)}
 	src.Subscribe(stage)
 	stage.sub.Request(reactive.Unbounded)
@@ -254,15 +271,7 @@ func startSource(t *testing.T, client apulsar.Client, topic string, sub matrixSu
 			case <-stop:
 				return
 			case m := <-stage.msgs:
-				md, ok := messaging.MetadataOf[connector.IncomingMetadata](m.Metadata())
-				if !assert.True(t, ok, "incoming metadata") {
-					return
-				}
-				if err := callRecovered(handle, md.Attempts+1); err != nil {
-					assert.NoError(t, m.Nack(context.Background(), err))
-				} else {
-					assert.NoError(t, m.Ack(context.Background()))
-				}
+				settle(m)
 			}
 		}
 	}()
