@@ -280,6 +280,11 @@ func TestRetryCopyTooLargeGoesToTheDeadLetterPath(t *testing.T) {
 	)
 	h.process(msg)
 	require.NotNil(t, pm, "no republish was tried")
+	// The dead-letter copy would be over the bound as well: it is the truncated, marked copy
+	// within it, written at once rather than after the broker refuses the whole.
+	assert.Contains(t, string(pm.Payload), `"truncated":true`)
+	assert.LessOrEqual(t, messageSize(pm), 64<<10)
+	assert.Contains(t, h.kinds(), EventTruncated)
 }
 
 func tooBig() error {
