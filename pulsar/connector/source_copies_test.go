@@ -2,7 +2,9 @@ package connector_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -64,5 +66,57 @@ func TestNackPropertiesGoOnEveryCopy(t *testing.T) {
 		admin := tg.Admin(t)
 		testwait.Eventually(t, brokertest.WaitLong, func() bool { return brokertest.Backlog(t, admin, topic, "app") == 0 },
 			"every delivery settled")
+	})
+}
+
+// A stage that cannot decode a payload of a raw-payload Source (Envelopes off, so the
+// Source delivers what is not an envelope) and nacks with messaging.ErrDecode, without
+// asking for the dead-letter topic, still gets the poison copy at once, as a body that the
+// babelqueue codec refuses does: no retry, {"raw":…} with reason poison. It runs on the
+// embedded broker and, with PULSAR_URL set, on a real one.
+func TestDecodeFailureOfARawPayloadIsPoisonAtOnce(t *testing.T) {
+	t.Parallel()
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
+		t.Helper()
+		client := tg.Client(t)
+		topic := tg.Topic(t, "rawpoison")
+		copies := brokertest.Collect(t, client, topic)
+		dead := brokertest.Collect(t, client, topic+".dlq")
+		src, err := connector.NewSource(client, connector.SourceOptions{
+			Consumer: apulsar.ConsumerOptions{
+				Topic: topic, SubscriptionName: "app", Type: apulsar.Shared,
+				SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+			},
+			MaxAttempts: 3, RetryStrategy: retry.Republish,
+		})
+		require.NoError(t, err)
+		runStage(t, src, func(m bytesMsg) {
+			assert.NoError(t, m.Nack(context.Background(), fmt.Errorf("%w: not the stage's format", messaging.ErrDecode)))
+		})
+
+		p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		require.NoError(t, err)
+		defer p.Close()
+		_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("<order id=1/>"), Key: "k"})
+		require.NoError(t, err)
+
+		dl := dead.Wait(t, 1, waitLong)[0]
+		var body struct {
+			Raw        string `json:"raw"`
+			DeadLetter struct {
+				Reason   string `json:"reason"`
+				Attempts int    `json:"attempts"`
+			} `json:"dead_letter"`
+		}
+		require.NoError(t, json.Unmarshal(dl.Payload(), &body), "%s", dl.Payload())
+		assert.Equal(t, "<order id=1/>", body.Raw)
+		assert.Equal(t, "poison", body.DeadLetter.Reason)
+		assert.Equal(t, 1, body.DeadLetter.Attempts, "dead-lettered on its first delivery")
+		assert.Equal(t, "k", dl.Key())
+		admin := tg.Admin(t)
+		testwait.Eventually(t, brokertest.WaitLong, func() bool { return brokertest.Backlog(t, admin, topic, "app") == 0 },
+			"the original acknowledged")
+		copies.Wait(t, 1, waitLong)
+		assert.Equal(t, 1, copies.Count(), "the original alone: no retry was republished")
 	})
 }
