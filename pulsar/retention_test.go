@@ -317,3 +317,58 @@ func runUntil(t *testing.T, c *bqpulsar.Consumer, wait func()) {
 	require.ErrorIs(t, <-done, context.Canceled)
 	require.NoError(t, c.Close())
 }
+
+// countingClient counts the subscriptions made on dead-letter topics.
+type countingClient struct {
+	apulsar.Client
+	dlqSubscribes *atomic.Int32
+}
+
+func (c countingClient) Subscribe(o apulsar.ConsumerOptions) (apulsar.Consumer, error) {
+	if strings.HasSuffix(o.Topic, ".dlq") {
+		c.dlqSubscribes.Add(1)
+	}
+	return c.Client.Subscribe(o)
+}
+
+// TestRetentionSubscriptionIsMadeOncePerDeadLetterTopic: the retention subscription is made
+// before the first dead letter of a topic is written, and not again for the ones after it.
+func TestRetentionSubscriptionIsMadeOncePerDeadLetterTopic(t *testing.T) {
+	t.Parallel()
+	tg := brokertest.Embedded(t)
+	ctx := t.Context()
+	client := tg.Client(t)
+	topic := tg.Topic(t, "jobs")
+	var subscribes atomic.Int32
+	dead := make(chan struct{}, 3)
+	c, err := bqpulsar.NewConsumer(countingClient{client, &subscribes},
+		bqpulsar.WithTopic(topic),
+		bqpulsar.WithSubscription("workers", apulsar.Shared),
+		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			return bqpulsar.DeadLetter(errors.New("no"))
+		}),
+		onEvent(func(e bqpulsar.Event) {
+			if e.Kind == bqpulsar.EventDeadLettered {
+				dead <- struct{}{}
+			}
+		}),
+	)
+	require.NoError(t, err)
+	pub, err := bqpulsar.NewPublisher(client, topic)
+	require.NoError(t, err)
+	for range 3 {
+		_, err = pub.Publish(ctx, "urn:babel:jobs:run", map[string]any{})
+		require.NoError(t, err)
+	}
+	require.NoError(t, pub.Close())
+	runUntil(t, c, func() {
+		for range 3 {
+			select {
+			case <-dead:
+			case <-time.After(brokertest.WaitLong):
+				t.Fatal("a message was not dead-lettered")
+			}
+		}
+	})
+	assert.Equal(t, int32(1), subscribes.Load(), "one retention subscription for three dead letters")
+}
