@@ -89,8 +89,9 @@ var Deferral func(err error) (delay time.Duration, ok bool)
 var WrapConnectError func(serviceURL string, err error) error
 
 // AddCopyProperties adds p to the properties of the copy that a later settlement of d (a
-// *pulsar.Delivery) republishes or dead-letters; it must be called before the settlement,
-// from the goroutine that settles. Set by package pulsar.
+// *pulsar.Delivery) republishes or dead-letters, all but the binding's own bq-* keys, which
+// the settlement alone writes; it must be called before the settlement, from the goroutine
+// that settles. Set by package pulsar.
 var AddCopyProperties func(d any, p map[string]string)
 
 // ActiveTraceID returns the trace_id that continues the active trace of ctx, or "" when
