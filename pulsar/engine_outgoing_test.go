@@ -65,6 +65,7 @@ func TestBuildIntoReusesWithoutStaleFields(t *testing.T) {
 	}, now)
 	assert.Equal(t, time.Second, pm.DeliverAfter)
 	assert.Equal(t, "1000", pm.Properties[PropDelay])
+	assert.Equal(t, now, pm.EventTime)
 
 	clear(props)
 	buildInto(&pm, props, seam.Outgoing{Payload: []byte("b"), Env: env}, now)

@@ -3,6 +3,7 @@ package pulsar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -285,6 +286,33 @@ func TestRetryCopyTooLargeGoesToTheDeadLetterPath(t *testing.T) {
 	assert.Contains(t, string(pm.Payload), `"truncated":true`)
 	assert.LessOrEqual(t, messageSize(pm), 64<<10)
 	assert.Contains(t, h.kinds(), EventTruncated)
+}
+
+// permanentForMessage tells the send errors that no retry of the same copy can cure (the
+// copy goes to the dead-letter path) from those that a later attempt may (the message is
+// negatively acknowledged): a closed producer is replaced by a fresh one, so it is not
+// permanent, though it is not retryable either.
+func TestPermanentForMessage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{apulsar.ErrMessageTooLarge, true},
+		{apulsar.ErrTopicTerminated, true},
+		{apulsar.ErrProducerFenced, true},
+		{apulsar.ErrInvalidMessage, true},
+		{apulsar.ErrProducerClosed, false},
+		{apulsar.ErrSendTimeout, false},
+		{apulsar.ErrSendQueueIsFull, false},
+		{apulsar.ErrMemoryBufferIsFull, false},
+		{fmt.Errorf("pulsar: send to %q: %w", "t", apulsar.ErrTopicTerminated), true},
+		{fmt.Errorf("pulsar: send to %q: %w", "t", apulsar.ErrProducerClosed), false},
+		{errors.New("not a client error"), false},
+		{context.DeadlineExceeded, false},
+	} {
+		assert.Equal(t, tc.want, permanentForMessage(tc.err), "%v", tc.err)
+	}
 }
 
 func tooBig() error {
