@@ -308,6 +308,9 @@ func TestRedriveLimit(t *testing.T) {
 
 func redriveLimit(t *testing.T, f *fixture) {
 	f.seed(t)
+	dry, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 1, DryRun: true, Admin: f.admin})
+	require.NoError(t, err)
+	assert.Len(t, dry.Moved, 1, "a dry run reports no more than the limit")
 	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 1, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	assert.Len(t, rep.Moved, 1)
