@@ -14,6 +14,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
@@ -225,5 +226,35 @@ func TestTransactionsHoldTheHandlersPublishes(t *testing.T) {
 
 		time.Sleep(txnTimeout + time.Second) // every transaction has ended: nothing else comes
 		assert.Equal(t, 2, outCol.count())
+	}, pulsartest.WithTransactions())
+}
+
+// TestASettlementThatDoesNotAcknowledgeAbortsItsTransaction: a delivery settled without an
+// acknowledgement (a negative ack here, through the pull style) ends its transaction at
+// once, aborted, rather than leaving it open until the transaction timeout. It runs on the
+// embedded broker and, with PULSAR_URL set, on a real one.
+func TestASettlementThatDoesNotAcknowledgeAbortsItsTransaction(t *testing.T) {
+	t.Parallel()
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
+		client := tg.TxnClient(t)
+		topic := tg.Topic(t, "txn-nack")
+		c := pullConsumer(t, client, topic, bqpulsar.WithTransactions(txnTimeout),
+			bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest))
+		t.Cleanup(func() { assert.NoError(t, c.Close()) })
+		pub, err := bqpulsar.NewPublisher(client, topic)
+		require.NoError(t, err)
+		_, err = pub.Publish(t.Context(), okURN, map[string]any{})
+		require.NoError(t, err)
+		require.NoError(t, pub.Close())
+
+		ctx, cancel := context.WithTimeout(t.Context(), brokertest.WaitLong)
+		defer cancel()
+		d, err := c.Next(ctx)
+		require.NoError(t, err)
+		txn := seam.TxnOf(d.Context())
+		require.NotNil(t, txn, "the delivery runs in a transaction")
+		require.Equal(t, apulsar.TxnOpen, txn.GetState())
+		require.NoError(t, d.Nack(errors.New("later")))
+		assert.Equal(t, apulsar.TxnAborted, txn.GetState())
 	}, pulsartest.WithTransactions())
 }
