@@ -42,8 +42,13 @@ func TestNackPropertiesGoOnEveryCopy(t *testing.T) {
 		})
 		require.NoError(t, err)
 		runStage(t, src, func(m bytesMsg) {
-			assert.NoError(t, m.Nack(context.Background(), errors.New("boom"),
-				messaging.WithNackProperties(map[string]string{"why": "boom", bqpulsar.PropAttempts: "99"})))
+			// Each attempt names its own value, so that the dead-letter copy's cannot come
+			// from the retry copy that it was made from.
+			md, ok := messaging.MetadataOf[connector.IncomingMetadata](m.Metadata())
+			assert.True(t, ok, "incoming metadata")
+			why := fmt.Sprintf("boom %d", md.Attempts+1)
+			assert.NoError(t, m.Nack(context.Background(), errors.New(why),
+				messaging.WithNackProperties(map[string]string{"why": why, bqpulsar.PropAttempts: "99"})))
 		})
 
 		pub, err := bqpulsar.NewPublisher(client, topic)
@@ -54,10 +59,10 @@ func TestNackPropertiesGoOnEveryCopy(t *testing.T) {
 
 		got := copies.Wait(t, 2, waitLong)
 		assert.NotContains(t, got[0].Properties(), "why", "the original")
-		assert.Equal(t, "boom", got[1].Properties()["why"], "the republished retry")
+		assert.Equal(t, "boom 1", got[1].Properties()["why"], "the republished retry")
 		assert.Equal(t, "1", got[1].Properties()[bqpulsar.PropAttempts], "the contract's count, not the stage's")
 		dl := dead.Wait(t, 1, waitLong)[0]
-		assert.Equal(t, "boom", dl.Properties()["why"], "the dead-letter copy")
+		assert.Equal(t, "boom 2", dl.Properties()["why"], "the dead-letter copy")
 		assert.Equal(t, "2", dl.Properties()[bqpulsar.PropAttempts], "the dead-letter copy's count, not the stage's")
 		env, err := envelope.Decode(dl.Payload())
 		require.NoError(t, err)
