@@ -28,20 +28,9 @@ func TestNackPropertiesGoOnEveryCopy(t *testing.T) {
 	t.Parallel()
 	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
 		t.Helper()
-		client := tg.Client(t)
-		topic := tg.Topic(t, "copyprops")
-		copies := brokertest.Collect(t, client, topic)
-		dead := brokertest.Collect(t, client, topic+".dlq")
-
-		src, err := connector.NewSource(client, connector.SourceOptions{
-			Consumer: apulsar.ConsumerOptions{
-				Topic: topic, SubscriptionName: "app", Type: apulsar.Shared,
-				SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-			},
-			MaxAttempts: 2, RetryStrategy: retry.Republish, Envelopes: true,
-		})
-		require.NoError(t, err)
-		runStage(t, src, func(m bytesMsg) {
+		f := newSourceFixture(t, tg, "copyprops", 2, true)
+		client, topic, copies, dead := f.client, f.topic, f.copies, f.dead
+		runStage(t, f.src, func(m bytesMsg) {
 			// Each attempt names its own value, so that the dead-letter copy's cannot come
 			// from the retry copy that it was made from.
 			md, ok := messaging.MetadataOf[connector.IncomingMetadata](m.Metadata())
@@ -83,19 +72,9 @@ func TestDecodeFailureOfARawPayloadIsPoisonAtOnce(t *testing.T) {
 	t.Parallel()
 	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
 		t.Helper()
-		client := tg.Client(t)
-		topic := tg.Topic(t, "rawpoison")
-		copies := brokertest.Collect(t, client, topic)
-		dead := brokertest.Collect(t, client, topic+".dlq")
-		src, err := connector.NewSource(client, connector.SourceOptions{
-			Consumer: apulsar.ConsumerOptions{
-				Topic: topic, SubscriptionName: "app", Type: apulsar.Shared,
-				SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
-			},
-			MaxAttempts: 3, RetryStrategy: retry.Republish,
-		})
-		require.NoError(t, err)
-		runStage(t, src, func(m bytesMsg) {
+		f := newSourceFixture(t, tg, "rawpoison", 3, false)
+		client, topic, copies, dead := f.client, f.topic, f.copies, f.dead
+		runStage(t, f.src, func(m bytesMsg) {
 			assert.NoError(t, m.Nack(context.Background(), fmt.Errorf("%w: not the stage's format", messaging.ErrDecode)))
 		})
 
@@ -124,4 +103,31 @@ func TestDecodeFailureOfARawPayloadIsPoisonAtOnce(t *testing.T) {
 		copies.Wait(t, 1, waitLong)
 		assert.Equal(t, 1, copies.Count(), "the original alone: no retry was republished")
 	})
+}
+
+// sourceFixture is a Source under failure-strategy babelqueue on a fresh topic of a target
+// (a Shared subscription "app" from the earliest message, retries by republish), with
+// collectors of the topic and of its dead-letter topic.
+type sourceFixture struct {
+	client       apulsar.Client
+	topic        string
+	copies, dead *brokertest.Collector
+	src          *connector.Source
+}
+
+func newSourceFixture(t *testing.T, tg *brokertest.Target, base string, maxAttempts int, envelopes bool) *sourceFixture {
+	t.Helper()
+	f := &sourceFixture{client: tg.Client(t), topic: tg.Topic(t, base)}
+	f.copies = brokertest.Collect(t, f.client, f.topic)
+	f.dead = brokertest.Collect(t, f.client, f.topic+".dlq")
+	var err error
+	f.src, err = connector.NewSource(f.client, connector.SourceOptions{
+		Consumer: apulsar.ConsumerOptions{
+			Topic: f.topic, SubscriptionName: "app", Type: apulsar.Shared,
+			SubscriptionInitialPosition: apulsar.SubscriptionPositionEarliest,
+		},
+		MaxAttempts: maxAttempts, RetryStrategy: retry.Republish, Envelopes: envelopes,
+	})
+	require.NoError(t, err)
+	return f
 }
