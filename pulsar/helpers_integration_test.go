@@ -81,7 +81,11 @@ func onFailure(f func(err error, env *envelope.Envelope, msg apulsar.Message)) b
 	}})
 }
 
-// onEvent gives f every event.
-func onEvent(f func(e bqpulsar.Event)) bqpulsar.ConsumerOption {
-	return bqpulsar.WithHooks(bqpulsar.Hooks{Event: f})
+// onDeadLettered calls f each time the consumer reports a message dead-lettered.
+func onDeadLettered(f func()) bqpulsar.ConsumerOption {
+	return bqpulsar.WithHooks(bqpulsar.Hooks{Event: func(e bqpulsar.Event) {
+		if e.Kind == bqpulsar.EventDeadLettered {
+			f()
+		}
+	}})
 }

@@ -125,11 +125,7 @@ func TestDeadLetterWriteFailureIsNotAcked(t *testing.T) {
 				firstMu.Unlock()
 			}
 		}),
-		onEvent(func(e bqpulsar.Event) {
-			if e.Kind == bqpulsar.EventDeadLettered {
-				deadLettered.Add(1)
-			}
-		}))
+		onDeadLettered(func() { deadLettered.Add(1) }))
 	require.NoError(t, err)
 	runConsumer(t, c)
 

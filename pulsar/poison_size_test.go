@@ -51,11 +51,7 @@ func TestHugePoisonBodiesAreDeadLetteredOnceAsTruncatedCopies(t *testing.T) {
 				mu.Unlock()
 			}
 		}),
-		onEvent(func(e bqpulsar.Event) {
-			if e.Kind == bqpulsar.EventDeadLettered {
-				dead <- struct{}{}
-			}
-		}),
+		onDeadLettered(func() { dead <- struct{}{} }),
 	)
 	require.NoError(t, err)
 	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: true, SendTimeout: 30 * time.Second})

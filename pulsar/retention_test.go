@@ -45,11 +45,7 @@ func exhaustThenTrim(t *testing.T, tg *brokertest.Target, retention bool) (int32
 		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
 			return errors.New("downstream is down")
 		}),
-		onEvent(func(e bqpulsar.Event) {
-			if e.Kind == bqpulsar.EventDeadLettered {
-				failed <- struct{}{}
-			}
-		}),
+		onDeadLettered(func() { failed <- struct{}{} }),
 	)
 	require.NoError(t, err)
 	pub, err := bqpulsar.NewPublisher(client, topic)
@@ -215,11 +211,7 @@ func routingDecisionSurvivesTheDeadLetterTopic(t *testing.T, tg *brokertest.Targ
 			t.Error("routed by the body's URN")
 			return nil
 		}),
-		onEvent(func(e bqpulsar.Event) {
-			if e.Kind == bqpulsar.EventDeadLettered {
-				dead <- struct{}{}
-			}
-		}),
+		onDeadLettered(func() { dead <- struct{}{} }),
 	)
 	require.NoError(t, err)
 	runUntil(t, failing, func() {
@@ -347,11 +339,7 @@ func TestRetentionSubscriptionIsMadeOncePerDeadLetterTopic(t *testing.T) {
 		bqpulsar.Handle("urn:babel:jobs:run", func(context.Context, *envelope.Envelope, apulsar.Message) error {
 			return bqpulsar.DeadLetter(errors.New("no"))
 		}),
-		onEvent(func(e bqpulsar.Event) {
-			if e.Kind == bqpulsar.EventDeadLettered {
-				dead <- struct{}{}
-			}
-		}),
+		onDeadLettered(func() { dead <- struct{}{} }),
 	)
 	require.NoError(t, err)
 	pub, err := bqpulsar.NewPublisher(client, topic)

@@ -70,11 +70,7 @@ func TestPublishAndConsumeOverTLSWithAToken(t *testing.T) {
 			calls.Add(1)
 			return assert.AnError
 		}),
-		onEvent(func(e bqpulsar.Event) {
-			if e.Kind == bqpulsar.EventDeadLettered {
-				dead <- struct{}{}
-			}
-		}))
+		onDeadLettered(func() { dead <- struct{}{} }))
 	require.NoError(t, err)
 	runConsumer(t, c)
 	select {
