@@ -80,6 +80,9 @@ func TestBackoffDelay(t *testing.T) {
 
 	uncapped := retry.Backoff{Initial: time.Hour, Multiplier: 10}
 	assert.Positive(t, uncapped.Delay(1000), "no overflow into negative durations")
+	// 2^63 ns is finite as a float but one beyond time.Duration's range.
+	beyond := retry.Backoff{Initial: 1 << 62, Multiplier: 2}
+	assert.Equal(t, time.Duration(1<<62), beyond.Delay(2), "a finite delay beyond the range is capped at half of it, not wrapped")
 
 	jittered := retry.Backoff{Initial: time.Second, Multiplier: 1, Jitter: 0.5}
 	seen := map[time.Duration]bool{}
@@ -96,6 +99,7 @@ func TestPolicyValidate(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, retry.DefaultPolicy().Validate())
 	require.NoError(t, retry.Policy{}.Validate())
+	require.NoError(t, retry.Policy{Backoff: retry.Backoff{Jitter: 1}}.Validate(), "a jitter of 1 is in [0, 1]")
 	assert.Equal(t, retry.DefaultMaxAttempts, retry.Policy{}.Attempts())
 	assert.Equal(t, 1, retry.Policy{MaxAttempts: 1}.Attempts())
 
@@ -125,7 +129,9 @@ func TestStrategyString(t *testing.T) {
 func TestWait(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, retry.Wait(t.Context(), 0))
-	require.NoError(t, retry.Wait(t.Context(), time.Millisecond))
+	start := time.Now()
+	require.NoError(t, retry.Wait(t.Context(), 20*time.Millisecond))
+	assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond, "a live ctx waits the full delay")
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
