@@ -72,9 +72,34 @@ func TestEveryViolationIsListed(t *testing.T) {
 	assert.Equal(t, "/additionalProperties", ptrs[""])
 	assert.Equal(t, "/properties/lines/items/required", ptrs["/lines/1"])
 	assert.Len(t, vs, 4, "%v", vs)
-	assert.Contains(t, err.Error(), "4 violations")
-	assert.Contains(t, err.Error(), "/order_id: ")
-	assert.Contains(t, err.Error(), "(root): ")
+	// Ordered by pointer, the root first; the first one after ": ", the others after "; ".
+	assert.Equal(t, "schema: data of "+orderURN+" fails its schema (4 violations): "+
+		"(root): additional properties 'extra' not allowed; "+
+		"/currency: value must be one of 'USD', 'EUR', 'TRY'; "+
+		"/lines/1: missing property 'sku'; "+
+		"/order_id: minimum: got 0, want 1", err.Error())
+}
+
+// Violations are ordered by pointer, then by keyword, whatever order the validator finds
+// them in: it finds minimum before maximum, and its keyword order is not the pointers'.
+func TestViolationsAreOrderedByPointerThenKeyword(t *testing.T) {
+	s, err := schema.Compile("urn:babel:a:b", []byte(`{
+	  "properties": {"a": {"type": "integer"}, "n": {"multipleOf": 7, "minimum": 100, "maximum": 1}},
+	  "additionalProperties": {"type": "integer"}
+	}`))
+	require.NoError(t, err)
+	vs := violations(t, s.Validate([]byte(`{"z":"x","n":50,"a":"x"}`)))
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.Pointer+" "+v.Keyword)
+	}
+	assert.Equal(t, []string{
+		"/a /properties/a/type",
+		"/n /properties/n/maximum",
+		"/n /properties/n/minimum",
+		"/n /properties/n/multipleOf",
+		"/z /additionalProperties/type",
+	}, got)
 }
 
 func TestPointerTokensAreEscaped(t *testing.T) {

@@ -107,6 +107,9 @@ func TestViolationsAreCapped(t *testing.T) {
 	assert.Contains(t, verr.Error(), "(30000 violations)")
 	assert.Contains(t, verr.Error(), "; and 29980 more")
 	assert.Less(t, len(verr.Error()), 16<<10, "the error text is bounded")
+	exactly := s.Validate(manyViolations(schema.MaxViolations))
+	require.Len(t, violations(t, exactly), schema.MaxViolations)
+	assert.NotContains(t, exactly.Error(), "more", "every violation is shown: nothing more to count")
 	for _, v := range vs {
 		assert.LessOrEqual(t, len(v.Pointer), 256)
 		assert.LessOrEqual(t, len(v.Message), 256)
