@@ -9,7 +9,9 @@
 // Every keyword of the draft applies; "format" is an annotation, not an assertion, as the
 // drafts specify by default. A schema may "$ref" another schema of the same provider by its
 // URN, by its "$id", or (in a registry.json) by its path relative to the referring file;
-// nothing is ever loaded from the network or from files the provider was not given.
+// nothing is ever loaded from the network or from files the provider was not given. Each
+// URL names one schema: two schemas of a provider that declare the same "$id", or one
+// whose "$id" is another's URN, are refused.
 //
 // # Providers
 //

@@ -52,36 +52,17 @@ func (p *MapProvider) URNs() []string {
 // with "$ref" by URN or by "$id". An empty URN or a schema that does not compile is an error wrapping
 // [ErrSchema].
 func NewMapProvider(schemas map[string][]byte) (*MapProvider, error) {
-	c := newCompiler()
-	locs := make(map[string]string, len(schemas))
+	set := newSchemaSet()
 	for urn, raw := range schemas {
 		if urn == "" {
 			return nil, fmt.Errorf("%w: empty URN", ErrSchema)
 		}
-		loc := urn // a schema's URN is its URL: another may $ref it by URN
-		if err := addResource(c, loc, raw); err != nil {
+		// A schema's URN is its URL: another may $ref it by URN.
+		if err := set.add(urn, urn, func() ([]byte, error) { return raw, nil }); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrSchema, urn, err)
 		}
-		locs[urn] = loc
 	}
-	return compileAll(c, locs)
-}
-
-func compileAll(c *jsonschema.Compiler, locs map[string]string) (*MapProvider, error) {
-	p := &MapProvider{schemas: make(map[string]*Schema, len(locs))}
-	urns := make([]string, 0, len(locs))
-	for u := range locs {
-		urns = append(urns, u)
-	}
-	sort.Strings(urns) // the first error reported is the same on every run
-	for _, urn := range urns {
-		s, err := compile(c, urn, locs[urn])
-		if err != nil {
-			return nil, err
-		}
-		p.schemas[urn] = s
-	}
-	return p, nil
+	return set.compile()
 }
 
 // NewDirProvider compiles every "<urn>.json" file of dir (not its subdirectories): the file
@@ -125,41 +106,150 @@ func compileFiles(files map[string]string) (*MapProvider, error) {
 
 // compileSources compiles URN → source (a path that read reads), each added at its loc.
 func compileSources(sources, locs map[string]string, read func(string) ([]byte, error)) (*MapProvider, error) {
-	c := newCompiler()
-	added := map[string]bool{}
+	set := newSchemaSet()
 	for urn, src := range sources {
-		loc := locs[urn]
-		if added[loc] {
-			continue // two URNs may share one schema file
-		}
-		raw, err := read(src)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: read schema: %w", ErrSchema, urn, err)
-		}
-		if err := addResource(c, loc, raw); err != nil {
+		if err := set.add(urn, locs[urn], func() ([]byte, error) { return read(src) }); err != nil {
 			return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, src, err)
 		}
-		added[loc] = true
-		if !hasID(raw) {
-			// Also under its URN, so another schema may $ref it by URN.
-			if err := addResource(c, urn, raw); err != nil {
-				return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, src, err)
-			}
-		}
 	}
-	return compileAll(c, locs)
+	return set.compile()
 }
 
-// hasID reports whether the schema text declares an "$id" (or draft-4 "id") at its root.
-func hasID(raw []byte) bool {
-	var root map[string]json.RawMessage
-	if json.Unmarshal(raw, &root) != nil {
-		return false
-	}
-	_, id := root["$id"]
-	_, old := root["id"]
-	return id || old
+// schemaSet gathers the schemas of a provider in one compiler, so that they may $ref one
+// another, and then compiles each URN's.
+type schemaSet struct {
+	c *jsonschema.Compiler
+	// docs holds each document added, by its location.
+	docs map[string]any
+	// at maps every URL a document answers to (its location, the URNs it is the schema of,
+	// its root "$id") to that document's location.
+	at map[string]string
+	// locs maps each URN to its document's location.
+	locs map[string]string
 }
+
+func newSchemaSet() *schemaSet {
+	return &schemaSet{c: newCompiler(), docs: map[string]any{}, at: map[string]string{}, locs: map[string]string{}}
+}
+
+// add makes the document at loc (read once, however many URNs share it) the schema of urn,
+// reachable by $ref at loc and at urn.
+func (s *schemaSet) add(urn, loc string, read func() ([]byte, error)) error {
+	if _, ok := s.docs[loc]; !ok {
+		raw, err := read()
+		if err != nil {
+			return fmt.Errorf("read schema: %w", err)
+		}
+		doc, err := decodeJSON(raw)
+		if err != nil {
+			return err
+		}
+		if err := s.addURL(loc, loc, doc); err != nil {
+			return err
+		}
+		s.docs[loc] = doc
+	}
+	s.locs[urn] = loc
+	if urn == loc {
+		return nil
+	}
+	return s.addURL(urn, loc, s.docs[loc])
+}
+
+// addURL adds doc, the document at loc, to the compiler at u.
+func (s *schemaSet) addURL(u, loc string, doc any) error {
+	if owner, ok := s.at[u]; ok {
+		return fmt.Errorf("%s is both the schema at %s and the one at %s", u, owner, loc)
+	}
+	if err := s.c.AddResource(u, doc); err != nil {
+		return fmt.Errorf("add schema: %w", err)
+	}
+	s.at[u] = loc
+	return nil
+}
+
+// compile adds every document under the URL of its root "$id" (the compiler finds an "$id"
+// only inside the document that declares it, so a $ref by "$id" from another schema would
+// otherwise reach the refusing loader), then compiles the schema of every URN, in URN
+// order so that the first error reported is the same on every run.
+func (s *schemaSet) compile() (*MapProvider, error) {
+	urns := make([]string, 0, len(s.locs))
+	for u := range s.locs {
+		urns = append(urns, u)
+	}
+	sort.Strings(urns)
+	for _, urn := range urns {
+		loc := s.locs[urn]
+		id := declaredID(s.docs[loc], loc)
+		if id == "" || s.at[id] == loc {
+			continue // none, or an URL the document already answers to
+		}
+		if err := s.addURL(id, loc, s.docs[loc]); err != nil {
+			return nil, fmt.Errorf("%w: %s: its $id: %w", ErrSchema, urn, err)
+		}
+	}
+	p := &MapProvider{schemas: make(map[string]*Schema, len(urns))}
+	for _, urn := range urns {
+		sch, err := compile(s.c, urn, s.locs[urn])
+		if err != nil {
+			return nil, err
+		}
+		p.schemas[urn] = sch
+	}
+	return p, nil
+}
+
+// declaredID returns the absolute URL, without its fragment, that the root of doc (the
+// document at loc) declares as its identifier, or "" when it declares none that resolves
+// to an absolute URL. Which member that is ("$id", or "id" in draft-04) and when it is
+// ignored (beside "$ref", before 2019-09) is the validator's reading, not ours: see
+// [rootID]. A relative identifier is resolved against loc when loc is hierarchical (a
+// file's URL).
+func declaredID(doc any, loc string) string {
+	raw := rootID(doc)
+	if raw == "" {
+		return ""
+	}
+	id, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	if !id.IsAbs() {
+		base, err := url.Parse(loc)
+		if err != nil || base.Opaque != "" {
+			return ""
+		}
+		id = base.ResolveReference(id)
+	}
+	id.Fragment, id.RawFragment = "", ""
+	if !id.IsAbs() {
+		return ""
+	}
+	return id.String()
+}
+
+// rootID compiles doc alone, every other document it names read as the schema true, and
+// returns the identifier the validator found at its root, as written. A document that does
+// not compile so has none here; its own compilation reports why.
+func rootID(doc any) string {
+	const probe = "urn:babelqueue:schema:probe"
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(trueLoader{})
+	if c.AddResource(probe, doc) != nil {
+		return ""
+	}
+	s, err := c.Compile(probe)
+	if err != nil {
+		return ""
+	}
+	return s.ID
+}
+
+// trueLoader reads every URL as the schema true.
+type trueLoader struct{}
+
+func (trueLoader) Load(string) (any, error) { return true, nil }
 
 // RegistryEntry is one entry of a registry.json manifest.
 type RegistryEntry struct {

@@ -1,8 +1,10 @@
 package schema_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -32,7 +34,7 @@ func TestMapProvider(t *testing.T) {
 	s, found, err := p.Schema("urn:babel:orders:refund")
 	require.NoError(t, err)
 	require.True(t, found)
-	require.Error(t, s.Validate([]byte(`{"amount":-1}`)), "the $ref by $id applies")
+	require.Error(t, s.Validate([]byte(`{"amount":-1}`)), "the $ref by URN applies")
 	require.NoError(t, s.Validate([]byte(`{"amount":1}`)))
 	_, found, err = p.Schema("urn:babel:users:registered")
 	require.NoError(t, err)
@@ -149,4 +151,93 @@ func TestParseRegistryErrors(t *testing.T) {
 	entries, err := schema.ParseRegistry([]byte(`{"schemas": []}`))
 	require.NoError(t, err)
 	assert.Empty(t, entries)
+}
+
+// providersOf builds each provider from the same schemas (URN → text): in memory, as a
+// directory of <urn>.json files, and as a registry.json on a file system.
+func providersOf(t *testing.T, schemas map[string]string) map[string]func() (*schema.MapProvider, error) {
+	t.Helper()
+	raw := map[string][]byte{}
+	files := map[string]string{}
+	fsys := fstest.MapFS{}
+	var entries []string
+	for urn, text := range schemas {
+		raw[urn] = []byte(text)
+		files[urn+".json"] = text
+		fsys["reg/"+urn+".json"] = &fstest.MapFile{Data: []byte(text)}
+		entries = append(entries, fmt.Sprintf(`{"urn":%q,"schema":%q}`, urn, urn+".json"))
+	}
+	fsys["reg/registry.json"] = &fstest.MapFile{Data: []byte(`{"schemas":[` + strings.Join(entries, ",") + `]}`)}
+	dir := t.TempDir()
+	writeFiles(t, dir, files)
+	return map[string]func() (*schema.MapProvider, error){
+		"map":      func() (*schema.MapProvider, error) { return schema.NewMapProvider(raw) },
+		"dir":      func() (*schema.MapProvider, error) { return schema.NewDirProvider(dir) },
+		"registry": func() (*schema.MapProvider, error) { return schema.NewRegistryProviderFS(fsys, "reg/registry.json") },
+	}
+}
+
+// A schema that declares an "$id" may be referred to by it, and still by its URN, from any
+// provider: the validator finds an "$id" only in the document that declares it.
+func TestRefByID(t *testing.T) {
+	for name, build := range providersOf(t, map[string]string{
+		"urn:babel:common:money": `{"$id":"https://schemas.example/money.json","type":"number","minimum":0}`,
+		"urn:babel:common:sku":   `{"$schema":"http://json-schema.org/draft-04/schema#","id":"https://schemas.example/sku.json#","type":"string","minLength":3}`,
+		"urn:babel:orders:refund": `{"properties":{
+			"by_id":  {"$ref":"https://schemas.example/money.json"},
+			"by_urn": {"$ref":"urn:babel:common:money"},
+			"sku":    {"$ref":"https://schemas.example/sku.json"}}}`,
+	}) {
+		t.Run(name, func(t *testing.T) {
+			p, err := build()
+			require.NoError(t, err)
+			s, found, err := p.Schema("urn:babel:orders:refund")
+			require.NoError(t, err)
+			require.True(t, found)
+			require.NoError(t, s.Validate([]byte(`{"by_id":1,"by_urn":2,"sku":"abc"}`)))
+			require.Error(t, s.Validate([]byte(`{"by_id":-1}`)), "the $ref by $id applies")
+			require.Error(t, s.Validate([]byte(`{"by_urn":-1}`)), "the $ref by URN applies")
+			require.Error(t, s.Validate([]byte(`{"sku":"a"}`)), "the $ref by a draft-04 id applies")
+		})
+	}
+}
+
+// Two schemas that answer to one URL are refused, naming the URL: a $ref to it would reach
+// one of them by chance.
+func TestOneURLOneSchema(t *testing.T) {
+	for dup, schemas := range map[string]map[string]string{
+		"https://schemas.example/money.json": {
+			"urn:babel:common:money": `{"$id":"https://schemas.example/money.json","minimum":0}`,
+			"urn:babel:common:price": `{"$id":"https://schemas.example/money.json#","minimum":1}`,
+		},
+		"urn:babel:common:money": {
+			"urn:babel:common:money": `{"minimum":0}`,
+			"urn:babel:common:price": `{"$id":"urn:babel:common:money","minimum":1}`,
+		},
+	} {
+		for name, build := range providersOf(t, schemas) {
+			_, err := build()
+			require.ErrorIs(t, err, schema.ErrSchema, name)
+			assert.Contains(t, err.Error(), "urn:babel:common:price: its $id: "+dup+" is both the schema at", name)
+		}
+	}
+}
+
+// Two URNs of a registry may share one schema file, and each is a URL of it.
+func TestRegistryURNsSharingAFileAreBothReachable(t *testing.T) {
+	fsys := fstest.MapFS{
+		"registry.json": {Data: []byte(`{"schemas":[
+			{"urn":"urn:babel:common:money","schema":"money.json"},
+			{"urn":"urn:babel:common:price","schema":"money.json"},
+			{"urn":"urn:babel:orders:refund","schema":"refund.json"}]}`)},
+		"money.json":  {Data: []byte(`{"type":"number","minimum":0}`)},
+		"refund.json": {Data: []byte(`{"properties":{"a":{"$ref":"urn:babel:common:money"},"b":{"$ref":"urn:babel:common:price"}}}`)},
+	}
+	p, err := schema.NewRegistryProviderFS(fsys, "registry.json")
+	require.NoError(t, err)
+	s, _, err := p.Schema("urn:babel:orders:refund")
+	require.NoError(t, err)
+	require.Error(t, s.Validate([]byte(`{"a":-1}`)))
+	require.Error(t, s.Validate([]byte(`{"b":-1}`)))
+	require.NoError(t, s.Validate([]byte(`{"a":1,"b":2}`)))
 }
