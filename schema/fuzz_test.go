@@ -39,7 +39,18 @@ func FuzzCompileAndValidate(f *testing.F) {
 	f.Add([]byte(`{"type":"object","required":["a"]}`), []byte(`{"b":1}`))
 	f.Add([]byte(`{"$ref":"#/$defs/x","$defs":{"x":{"minimum":3}}}`), []byte(`2`))
 	f.Add([]byte(`true`), []byte(`{`))
+	f.Add([]byte(`{"$id":"https://schemas.example/x.json#","minimum":3}`), []byte(`2`))
+	f.Add([]byte(`{"$schema":"http://json-schema.org/draft-04/schema#","id":"x.json","$ref":"#/definitions/a","definitions":{"a":{}}}`), []byte(`2`))
 	f.Fuzz(func(t *testing.T, raw, data []byte) {
+		// The same text as a provider's schema, which also reads its root identifier and
+		// answers to it, and as the target of another schema's $ref by URN.
+		p, perr := schema.NewMapProvider(map[string][]byte{
+			"urn:babel:fuzz:x":   raw,
+			"urn:babel:fuzz:ref": []byte(`{"$ref":"urn:babel:fuzz:x"}`),
+		})
+		if perr != nil && !errors.Is(perr, schema.ErrSchema) {
+			t.Fatalf("provider error %v does not wrap ErrSchema", perr)
+		}
 		s, err := schema.Compile("urn:babel:fuzz:x", raw)
 		if err != nil {
 			if !errors.Is(err, schema.ErrSchema) {
@@ -47,8 +58,18 @@ func FuzzCompileAndValidate(f *testing.F) {
 			}
 			return
 		}
-		if err := s.Validate(data); err != nil && !errors.Is(err, schema.ErrInvalid) {
-			t.Fatalf("validation error %v does not wrap ErrInvalid", err)
+		verdict := s.Validate(data)
+		if verdict != nil && !errors.Is(verdict, schema.ErrInvalid) {
+			t.Fatalf("validation error %v does not wrap ErrInvalid", verdict)
+		}
+		if perr != nil {
+			return // a schema may compile alone and not in a provider: its $id may be taken
+		}
+		for _, urn := range []string{"urn:babel:fuzz:x", "urn:babel:fuzz:ref"} {
+			ps, _, _ := p.Schema(urn)
+			if got := ps.Validate(data); (got == nil) != (verdict == nil) {
+				t.Fatalf("%s: the provider's verdict %v differs from Compile's %v", urn, got, verdict)
+			}
 		}
 	})
 }
