@@ -182,7 +182,7 @@ func (s *schemaSet) compile() (*MapProvider, error) {
 		loc := s.locs[urn]
 		id := declaredID(s.docs[loc], loc)
 		if id == "" || s.at[id] == loc {
-			continue // none, or an URL the document already answers to
+			continue // none, or a URL the document already answers to
 		}
 		if err := s.addURL(id, loc, s.docs[loc]); err != nil {
 			return nil, fmt.Errorf("%w: %s: its $id: %w", ErrSchema, urn, err)
