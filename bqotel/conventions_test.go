@@ -138,41 +138,94 @@ func TestMetricsFollowTheMessagingConventions(t *testing.T) {
 }
 
 // TestAConsumerInsideASpanLinksIt: a consumer run with a context that carries a span of its
-// own (a worker's) gets consumer spans linked to it (babelqueue.link.source=ambient); the
-// producer span stays the parent.
+// own (a worker's, recorded here or remote) gets consumer spans linked to it
+// (babelqueue.link.source=ambient), and it is never their parent: not when the producer
+// span is, not when the trace_id names the trace, and not when the message has neither and
+// its span is a root.
 func TestAConsumerInsideASpanLinksIt(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	c, err := bqpulsar.NewConsumer(f.client, append([]bqpulsar.ConsumerOption{
-		bqpulsar.WithTopic(f.topic),
-		bqpulsar.WithSubscription("billing", apulsar.Shared),
-		bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
-		bqpulsar.Handle(orderURN, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }),
-	}, f.tel.ConsumerOptions()...)...)
-	require.NoError(t, err)
-	worker, span := f.tp.Tracer("app").Start(context.Background(), "worker")
-	defer span.End()
-	ctx, cancel := context.WithCancel(worker)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.ErrorIs(t, <-done, context.Canceled)
-		assert.NoError(t, c.Close())
-	})
-	_, err = f.publisher(t).Publish(context.Background(), orderURN, nil)
-	require.NoError(t, err)
-	consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
-	producer := f.ended(t, trace.SpanKindProducer, 1)[0]
-	assert.Equal(t, producer.SpanContext().SpanID(), consumer.Parent().SpanID(), "the producer span is the parent")
-	var ambient int
-	for _, l := range consumer.Links() {
-		if l.SpanContext.SpanID() == span.SpanContext().SpanID() {
-			ambient++
-			assert.Contains(t, l.Attributes, bqotel.AttrLinkSource.String("ambient"))
+	ambients := map[string]func(f *fixture) (context.Context, trace.SpanContext){
+		"a recorded span": func(f *fixture) (context.Context, trace.SpanContext) {
+			ctx, span := f.tp.Tracer("app").Start(context.Background(), "worker")
+			t.Cleanup(func() { span.End() })
+			return ctx, span.SpanContext()
+		},
+		"a remote span": func(*fixture) (context.Context, trace.SpanContext) {
+			sc := trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true,
+			})
+			return trace.ContextWithRemoteSpanContext(context.Background(), sc), sc
+		},
+	}
+	sends := map[string]func(t *testing.T, f *fixture){
+		"a traceparent": func(t *testing.T, f *fixture) {
+			_, err := f.publisher(t).Publish(context.Background(), orderURN, nil)
+			require.NoError(t, err)
+		},
+		"a trace_id only": func(t *testing.T, f *fixture) {
+			p, err := bqpulsar.NewPublisher(f.client, f.topic) // no hooks: no traceparent
+			require.NoError(t, err)
+			defer func() { assert.NoError(t, p.Close()) }()
+			_, err = p.Publish(context.Background(), orderURN, nil, bqpulsar.WithTraceID("order-42"))
+			require.NoError(t, err)
+		},
+		"neither": func(t *testing.T, f *fixture) {
+			env, err := envelope.Make(orderURN, nil)
+			require.NoError(t, err)
+			body, err := env.Encode()
+			require.NoError(t, err)
+			prod, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: f.topic})
+			require.NoError(t, err)
+			defer prod.Close()
+			_, err = prod.Send(context.Background(), &apulsar.ProducerMessage{Payload: body, Properties: map[string]string{bqpulsar.PropJob: orderURN}})
+			require.NoError(t, err)
+		},
+	}
+	for ambientName, ambient := range ambients {
+		for sendName, send := range sends {
+			t.Run("inside "+ambientName+", a message with "+sendName, func(t *testing.T) {
+				t.Parallel()
+				f := newFixture(t)
+				c, err := bqpulsar.NewConsumer(f.client, append([]bqpulsar.ConsumerOption{
+					bqpulsar.WithTopic(f.topic),
+					bqpulsar.WithSubscription("billing", apulsar.Shared),
+					bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
+					bqpulsar.Handle(orderURN, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil }),
+				}, f.tel.ConsumerOptions()...)...)
+				require.NoError(t, err)
+				worker, workerSC := ambient(f)
+				ctx, cancel := context.WithCancel(worker)
+				done := make(chan error, 1)
+				go func() { done <- c.Run(ctx) }()
+				t.Cleanup(func() {
+					cancel()
+					assert.ErrorIs(t, <-done, context.Canceled)
+					assert.NoError(t, c.Close())
+				})
+				send(t, f)
+				consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
+				assert.NotEqual(t, workerSC.SpanID(), consumer.Parent().SpanID(), "the worker's span is never the parent")
+				switch sendName {
+				case "a traceparent":
+					producer := f.ended(t, trace.SpanKindProducer, 1)[0]
+					assert.Equal(t, producer.SpanContext().SpanID(), consumer.Parent().SpanID(), "the producer span is the parent")
+				case "a trace_id only":
+					tid, _ := bqotel.TraceIDFrom("order-42")
+					assert.Equal(t, tid, consumer.SpanContext().TraceID(), "in the trace the trace_id names")
+				default:
+					assert.False(t, consumer.Parent().IsValid(), "a root span")
+				}
+				var linked int
+				for _, l := range consumer.Links() {
+					if l.SpanContext.SpanID() == workerSC.SpanID() {
+						linked++
+						assert.Contains(t, l.Attributes, bqotel.AttrLinkSource.String("ambient"))
+					}
+				}
+				assert.Equal(t, 1, linked, "linked to the worker's span once")
+			})
 		}
 	}
-	assert.Equal(t, 1, ambient, "linked to the worker's span once")
 }
 
 // startRecorder is a sampler that samples everything and keeps what each span was started

@@ -31,9 +31,8 @@ func (t *Telemetry) Redrive(ctx context.Context, client apulsar.Client, opts dlq
 		trace.WithAttributes(attrSystem, semconv.MessagingDestinationName(dest)))
 	defer span.End()
 	rep, err := dlq.Redrive(ctx, client, opts)
-	bare := trace.ContextWithSpanContext(ctx, trace.SpanContext{}) // not the redrive span itself
 	for _, m := range rep.Moved {
-		sc := trace.SpanContextFromContext(t.cfg.prop.Extract(bare, readCarrier(m.Properties)))
+		_, sc := t.extract(ctx, m.Properties) // the message's, never the redrive span itself
 		if !sc.IsValid() {
 			continue
 		}

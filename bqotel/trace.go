@@ -130,8 +130,8 @@ func (t *Telemetry) delivery(ctx context.Context, msg apulsar.Message) (context.
 
 func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, d *delivery) context.Context {
 	props := msg.Properties()
-	pctx := t.cfg.prop.Extract(ctx, readCarrier(props))
-	remote := trace.SpanContextFromContext(pctx)
+	amb := trace.SpanContextFromContext(ctx) // the consumer's own span, a worker's say
+	pctx, remote := t.extract(ctx, props)
 	dest, partition := d.dest, d.partition
 	attrs := append(d.attrs[:0], attrSystem, attrOpProcess, attrNameProcess, semconv.MessagingDestinationName(dest),
 		semconv.MessagingMessageBodySize(len(msg.Payload())),
@@ -177,7 +177,7 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 			opts = append(opts, newRoot)
 		}
 	}
-	if amb := trace.SpanContextFromContext(ctx); amb.IsValid() && !amb.Equal(remote) {
+	if amb.IsValid() && !amb.Equal(remote) {
 		// The consumer runs inside a span of its own (a worker's, say): never the parent,
 		// but linked, as the conventions recommend.
 		links = append(links, trace.Link{SpanContext: amb, Attributes: linkAmbient})
@@ -187,6 +187,16 @@ func (t *Telemetry) startConsumerSpan(ctx context.Context, msg apulsar.Message, 
 	}
 	ctx, d.span = t.tracer.Start(pctx, t.spanName(&t.processNames, "process ", dest), opts...)
 	return ctx
+}
+
+// extract returns ctx with the span context that props carry (a producer's traceparent) in
+// place of ctx's own span, and that span context, invalid when props carry none. ctx's own
+// span is taken out first: a propagator returns the context it was given when there is
+// nothing to extract, and the caller's span (a worker's, recorded or remote) would then be
+// taken for the message's.
+func (t *Telemetry) extract(ctx context.Context, props map[string]string) (context.Context, trace.SpanContext) {
+	pctx := t.cfg.prop.Extract(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), readCarrier(props))
+	return pctx, trace.SpanContextFromContext(pctx)
 }
 
 // spanEvent records an event on the delivery's span.
