@@ -311,10 +311,46 @@ func redriveLimit(t *testing.T, f *fixture) {
 	dry, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 1, DryRun: true, Admin: f.admin})
 	require.NoError(t, err)
 	assert.Len(t, dry.Moved, 1, "a dry run reports no more than the limit")
-	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 1, IdleTimeout: brokertest.IdleTimeout})
+	// The limit counts messages moved, not messages read: the first one read (urnA's) does
+	// not match, and the run goes on to the one that does.
+	dry, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnB, Limit: 1, DryRun: true, Admin: f.admin})
+	require.NoError(t, err)
+	require.Len(t, dry.Moved, 1, "a dry run's limit counts what it would move")
+	assert.Equal(t, urnB, dry.Moved[0].RoutingURN)
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, URN: urnB, Limit: 1, IdleTimeout: brokertest.IdleTimeout})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 1, "a skipped message does not count")
+	assert.Equal(t, urnB, rep.Moved[0].RoutingURN)
+	rep, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Limit: 1, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	assert.Len(t, rep.Moved, 1)
-	assert.Len(t, f.stored(t, f.queue), 1)
+	assert.Len(t, f.stored(t, f.queue), 2)
+}
+
+func TestRedriveToATarget(t *testing.T) {
+	eachTarget(t, redriveToATarget)
+}
+
+// redriveToATarget: RedriveOptions.Target wins over the topic the dead-letter topic's name
+// implies, and is required of a dead-letter topic without the ".dlq" suffix.
+func redriveToATarget(t *testing.T, f *fixture) {
+	f.seed(t)
+	target := f.queue + "-v2"
+	rep, err := dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: f.dlq, Target: target, IdleTimeout: brokertest.IdleTimeout})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 2)
+	assert.Len(t, f.stored(t, target), 2, "moved to the target")
+	assert.Empty(t, f.stored(t, f.queue), "not to the topic the name implies")
+
+	dead := f.queue + "-dead"
+	require.NoError(t, dlq.EnsureSubscription(t.Context(), f.client, dead, dlq.DefaultSubscription))
+	f.write(t, dead, map[string]string{"bq-job": urnA}, annotated(urnA, "id-d", envelope.ReasonFailed))
+	rep, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: dead, Target: f.queue, IdleTimeout: brokertest.IdleTimeout})
+	require.NoError(t, err)
+	require.Len(t, rep.Moved, 1)
+	stored := f.stored(t, f.queue)
+	require.Len(t, stored, 1)
+	assert.Equal(t, urnA, stored[0].Properties()["bq-job"])
 }
 
 // TestRedriveFailedPublishIsNotAcked runs against the embedded broker only: it needs a fault
