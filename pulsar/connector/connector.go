@@ -232,7 +232,7 @@ func (*Connector) Attributes() []messaging.Attribute {
 	return []messaging.Attribute{
 		{Name: AttrServiceURL, Type: str, Default: "pulsar://localhost:6650", Description: "broker URL"},
 		{Name: AttrTopic, Type: str, Description: "topic (default: the channel name); incoming accepts a comma-separated list"},
-		{Name: AttrQueue, Type: str, Description: "BabelQueue logical queue (default: last topic segment)"},
+		{Name: AttrQueue, Type: str, Directions: dirIn, Description: "BabelQueue logical queue, which names the dead-letter topic <queue>.dlq (default: last topic segment)"},
 		{Name: AttrAuthPlugin, Type: enum, Default: "none", Enum: []string{"none", "token", "token-file", "oauth2", "tls"}, Description: "authentication provider"},
 		{Name: AttrAuthParams, Type: str, Description: "token, token file, OAuth2 JSON, or tlsCertFile:…,tlsKeyFile:…"},
 		{Name: AttrTLSTrustCertsFilePath, Type: str, Description: "trusted CA certificates"},
@@ -310,6 +310,21 @@ func (a *attrs) positive(name string, v int) {
 }
 
 func (a *attrs) err() error { return errors.Join(a.errs...) }
+
+// queue returns the queue attribute, "" when it is not given or not a valid queue name
+// (then a fault is recorded): it is checked whenever it is given, even when
+// dead-letter-topic or dead-letter-enabled=false leaves it unused.
+func (a *attrs) queue() string {
+	if !a.has(AttrQueue) {
+		return ""
+	}
+	q := attr[string](a, AttrQueue)
+	if err := dlq.ValidateQueueName(q); err != nil {
+		a.invalid("%s: %v", AttrQueue, err)
+		return ""
+	}
+	return q
+}
 
 func (a *attrs) topics() []string {
 	ts := attr[[]string](a, AttrTopic)
@@ -422,13 +437,14 @@ func (c *Connector) sourceOptions(a *attrs) (SourceOptions, error) {
 		o.Consumer.NackBackoffPolicy = seam.NackBackoff(b)
 	}
 	c.nativeDLQ(a, &o)
+	queue := a.queue()
 	switch {
 	case !attr[bool](a, AttrDeadLetterEnabled):
 		o.DeadLetter = dlq.Off()
 	case a.has(AttrDeadLetterTopic):
 		o.DeadLetter = dlq.Config{Topic: attr[string](a, AttrDeadLetterTopic)}
-	case a.has(AttrQueue):
-		o.DeadLetter = c.queueDeadLetter(a, o.Consumer.Topics)
+	case queue != "":
+		o.DeadLetter = queueDeadLetter(a, queue, o.Consumer.Topics)
 	}
 	if err := a.err(); err != nil {
 		return o, err
@@ -499,14 +515,9 @@ func (*Connector) nativeDLQ(a *attrs, o *SourceOptions) {
 	o.Consumer.DLQ = p
 }
 
-// queueDeadLetter names the dead-letter topic after the queue attribute:
-// "<queue>.dlq" in the first topic's tenant and namespace.
-func (*Connector) queueDeadLetter(a *attrs, topics []string) dlq.Config {
-	queue := attr[string](a, AttrQueue)
-	if err := dlq.ValidateQueueName(queue); err != nil {
-		a.invalid("%s: %v", AttrQueue, err)
-		return dlq.Config{}
-	}
+// queueDeadLetter names the dead-letter topic after queue: "<queue>.dlq" in the first
+// topic's tenant and namespace.
+func queueDeadLetter(a *attrs, queue string, topics []string) dlq.Config {
 	t, err := dlq.TopicFor(topics[0])
 	if err != nil {
 		a.invalid("%s: %v", AttrTopic, err)

@@ -181,6 +181,12 @@ func TestConnector_InvalidCombinations(t *testing.T) {
 		{"zero-queue with reconsume-later", map[string]string{"zero-queue": "true", "failure-strategy": "reconsume-later"}, "reconsume-later cannot be combined with a zero-queue consumer", true},
 		{"native DLQ with babelqueue", map[string]string{"deadLetterPolicy.maxRedeliverCount": "3"}, "deadLetterPolicy.maxRedeliverCount not allowed with failure-strategy=babelqueue", false},
 		{"max-inflight 0", map[string]string{"max-inflight": "0"}, "max-inflight must be >= 1", false},
+		{"max-attempts 0", map[string]string{"max-attempts": "0"}, "max-attempts must be >= 1", false},
+		{"receiverQueueSize 0", map[string]string{"receiverQueueSize": "0"}, "receiverQueueSize must be >= 1", false},
+		{"native DLQ redeliveries 0", map[string]string{"failure-strategy": "nack", "deadLetterPolicy.maxRedeliverCount": "0"}, "deadLetterPolicy.maxRedeliverCount must be >= 1", false},
+		{"invalid queue", map[string]string{"queue": "a/b"}, "queue: dlq: invalid", false},
+		{"invalid queue beside a dead-letter topic", map[string]string{"queue": "a/b", "dead-letter-topic": "orders-dead"}, "queue: dlq: invalid", false},
+		{"invalid queue without dead letters", map[string]string{"queue": "a/b", "dead-letter-enabled": "false"}, "queue: dlq: invalid", false},
 		{"bad nack backoff", map[string]string{"negativeAck.redeliveryBackoff": "100,50,2"}, "negativeAck.redeliveryBackoff", false},
 		{"bad enum", map[string]string{"subscriptionType": "Sharded"}, `"Sharded" is not one of`, false},
 		{"transactions with cumulative", map[string]string{"subscriptionType": "Exclusive", "ack-strategy": "cumulative", "transactions": "5s"}, "transactions cannot be combined with cumulative acknowledgement", true},
@@ -205,6 +211,19 @@ func TestConnector_InvalidCombinations(t *testing.T) {
 		require.ErrorIs(t, err, messaging.ErrInvalidAttribute)
 		require.ErrorContains(t, err, `channel "out": max-inflight-messages must be >= 1`)
 	})
+	for name, tc := range map[string]struct {
+		attrs map[string]string
+		want  string
+	}{
+		"sink maxPendingMessages 0": {map[string]string{"maxPendingMessages": "0"}, "maxPendingMessages must be >= 1"},
+		"sink with two topics":      {map[string]string{"topic": "a,b"}, "an outgoing channel takes one topic, got 2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.NewSink(t.Context(), messaging.NewChannelConfig("out", connector.Name, messaging.Outgoing, tc.attrs, c.Attributes()))
+			require.ErrorIs(t, err, messaging.ErrInvalidAttribute)
+			require.ErrorContains(t, err, `channel "out": `+tc.want)
+		})
+	}
 	require.NoError(t, c.Close(t.Context()))
 }
 

@@ -28,11 +28,12 @@
 //
 // [Connector.Attributes] declares the attributes with their types, defaults and
 // directions ([AttrServiceURL] and the other Attr* constants): serviceUrl, topic (an
-// incoming channel accepts a comma-separated list; default: the channel name), queue,
+// incoming channel accepts a comma-separated list; default: the channel name),
 // authPlugin (none, token, token-file, oauth2, tls) with authParams,
 // tlsTrustCertsFilePath, tlsAllowInsecureConnection, tlsHostnameVerificationEnable,
 // operationTimeoutMs, connectionTimeoutMs and tracing-enabled on both directions;
-// subscriptionName, subscriptionType, subscriptionInitialPosition, receiverQueueSize,
+// queue (which names the dead-letter topic, <queue>.dlq), subscriptionName,
+// subscriptionType, subscriptionInitialPosition, receiverQueueSize,
 // zero-queue, max-inflight, complete-at-end, ack-strategy (ack, cumulative),
 // ackTimeoutMillis, failure-strategy (babelqueue, nack, fail, ignore, continue,
 // reconsume-later), max-attempts, retry-strategy (republish, nack), retry-delay,
@@ -50,7 +51,7 @@
 // its enumeration, a count below 1 (max-inflight, max-attempts, receiverQueueSize,
 // max-inflight-messages, maxPendingMessages, deadLetterPolicy.maxRedeliverCount), a
 // negative ackTimeoutMillis, a malformed negativeAck.redeliveryBackoff, an invalid
-// queue, an outgoing channel with more than one topic, an unknown authentication plugin,
+// queue (even one that dead-letter-topic or dead-letter-enabled=false leaves unused), an outgoing channel with more than one topic, an unknown authentication plugin,
 // and deadLetterPolicy.* with failure-strategy=babelqueue (which dead-letters itself).
 // Combinations of options are judged by the constructors, NewSource and
 // [NewSink], and their errors (which also wrap bqpulsar.ErrInvalidOption) are reported
