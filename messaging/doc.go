@@ -110,7 +110,9 @@
 // Start against the known channel, connector and attribute names only; an
 // ambiguous one is an error, an unresolved one a warning (an error with
 // babelqueue.messaging.strict=true). Connectors receive only the attributes
-// they declare, plus channel-name and connector.
+// they declare for the channel's direction, plus the runtime's reserved ones:
+// channel-name, connector, codec, enabled, health-enabled and, on outgoing
+// channels, merge.
 //
 // # Lifecycle and health
 //

@@ -17,8 +17,9 @@ type Message[T any] interface {
 	Payload() T
 	// Metadata returns the message's immutable metadata.
 	Metadata() Metadata
-	// Ack acknowledges the message. It returns the settlement function's
-	// result, ctx.Err() if ctx ended first, or ErrAlreadySettled.
+	// Ack acknowledges the message. It returns the settlement function's result, with
+	// ctx.Err() in place of a failure that came after ctx ended, or ErrAlreadySettled. A
+	// settlement that succeeds returns nil even when ctx has ended: the message is settled.
 	Ack(ctx context.Context) error
 	// Nack rejects the message with reason (a nil reason panics).
 	Nack(ctx context.Context, reason error, opts ...NackOption) error

@@ -192,6 +192,12 @@ func TestMessage_SettleOnceAndMetadata(t *testing.T) {
 	slow := messaging.NewMessage("s", messaging.WithAckFunc(func(ctx context.Context) error { return ctx.Err() }))
 	require.ErrorIs(t, slow.Ack(ctx), context.Canceled)
 	require.ErrorIs(t, slow.Ack(t.Context()), messaging.ErrAlreadySettled, "stays settled")
+	done := messaging.NewMessage("d", messaging.WithAckFunc(func(context.Context) error { return nil }))
+	require.NoError(t, done.Ack(ctx), "settled although ctx had ended: nothing to report")
+	failed := messaging.NewMessage("f", messaging.WithAckFunc(func(context.Context) error { return errBoom }))
+	err := failed.Ack(ctx)
+	require.ErrorIs(t, err, context.Canceled, "a failure after ctx ended is reported as ctx's end")
+	require.NotErrorIs(t, err, errBoom)
 	require.ErrorIs(t, messaging.NackWith(errBoom), errBoom)
 }
 
