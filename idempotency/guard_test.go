@@ -346,3 +346,33 @@ func (s *ctxEndingStore) Claim(ctx context.Context, id string, lease time.Durati
 	<-ctx.Done()
 	return idempotency.Claim{}, fmt.Errorf("store call: %w", ctx.Err())
 }
+
+// TestInFlightDelay pins the deferral of each error, as its documentation gives it: for an
+// in-flight id, the smaller of the lease left and WithInFlightRetry (a lease left of zero or
+// less, unknown, does not count); for a lease taken by another, WithInFlightRetry; for a
+// lease lost to a store failure and for any other error, none.
+func TestInFlightDelay(t *testing.T) {
+	t.Parallel()
+	s, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	g := newGuard(t, s, idempotency.WithInFlightRetry(time.Second))
+	cases := []struct {
+		name  string
+		err   error
+		delay time.Duration
+		ok    bool
+	}{
+		{"in flight, lease ends sooner", &idempotency.InFlightError{ID: "a", LeaseLeft: 300 * time.Millisecond}, 300 * time.Millisecond, true},
+		{"in flight, lease ends later", &idempotency.InFlightError{ID: "a", LeaseLeft: time.Minute}, time.Second, true},
+		{"in flight, lease left unknown", &idempotency.InFlightError{ID: "a"}, time.Second, true},
+		{"in flight, wrapped", fmt.Errorf("handler: %w", &idempotency.InFlightError{ID: "a", LeaseLeft: time.Millisecond}), time.Millisecond, true},
+		{"lease taken by another", &idempotency.LeaseLostError{ID: "a", Err: idempotency.ErrLeaseLost}, time.Second, true},
+		{"lease lost to the store", &idempotency.LeaseLostError{ID: "a", Err: &idempotency.StoreError{Op: "renew", ID: "a", Err: errors.New("down")}}, 0, false},
+		{"another error", errors.New("boom"), 0, false},
+	}
+	for _, tc := range cases {
+		d, ok := g.InFlightDelay(tc.err)
+		assert.Equal(t, tc.ok, ok, tc.name)
+		assert.Equal(t, tc.delay, d, tc.name)
+	}
+}

@@ -200,6 +200,8 @@ func TestMemoryStoreFullIsAnError(t *testing.T) {
 func TestStoreOptionsAreValidated(t *testing.T) {
 	_, err := idempotency.NewMemoryStore(idempotency.WithMaxEntries(0))
 	require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+	_, err = idempotency.NewMemoryStore(idempotency.WithMaxEntries(1))
+	require.NoError(t, err, "one entry is a bound")
 	_, err = idempotency.NewMemoryStore(idempotency.WithClock(nil))
 	require.ErrorIs(t, err, idempotency.ErrInvalidOption)
 }
