@@ -602,10 +602,20 @@ func TestFailedSendRecordsTheError(t *testing.T) {
 	done(nil, errors.New("broker said no"))
 	s := f.ended(t, trace.SpanKindProducer, 1)[0]
 	assert.Equal(t, codes.Error, s.Status().Code)
+	assert.Equal(t, "broker said no", s.Status().Description)
+	assert.Equal(t, "*errors.errorString", attrOf(s, semconv.ErrorTypeKey).AsString(), "the failure's Go type")
 	assert.Equal(t, "persistent://public/default/x", attrOf(s, "messaging.destination.name").AsString())
 	assert.Equal(t, "3", attrOf(s, "messaging.destination.partition.id").AsString())
 	c := f.counters(t)
 	assert.Equal(t, int64(1), c[bqotel.MetricSent])
+	sent := f.sums(t, bqotel.MetricSent)
+	require.Len(t, sent, 1)
+	assert.Equal(t, "error", value(sent[0].Attributes, bqotel.AttrOutcome))
+	assert.Equal(t, "*errors.errorString", value(sent[0].Attributes, semconv.ErrorTypeKey))
+	ops := f.histogram(t, bqotel.MetricOperation)
+	require.Len(t, ops, 1)
+	assert.Equal(t, "error", value(ops[0].Attributes, bqotel.AttrOutcome))
+	assert.Equal(t, "*errors.errorString", value(ops[0].Attributes, semconv.ErrorTypeKey))
 }
 
 func TestRedriveSpanIsLinkedToTheMovedMessages(t *testing.T) {
@@ -649,6 +659,49 @@ func TestRedriveSpanIsLinkedToTheMovedMessages(t *testing.T) {
 	spans := f.ended(t, trace.SpanKindConsumer, 2)
 	assert.Equal(t, psc.SpanID(), spans[1].Parent().SpanID())
 	assert.Equal(t, "acked", attrOf(spans[1], bqotel.AttrOutcome).AsString())
+}
+
+// TestAFailedRedriveSpanIsAnError: when dlq.Redrive fails, here because the queue refuses the
+// republish (the embedded broker's fault hook), the redrive span's status is Error with the
+// error's message, and the error is recorded as an exception event.
+func TestAFailedRedriveSpanIsAnError(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dlqTopic, err := dlq.TopicFor(f.topic)
+	require.NoError(t, err)
+	require.NoError(t, dlq.EnsureSubscription(context.Background(), f.client, dlqTopic, dlq.DefaultSubscription))
+	env, err := envelope.Make(orderURN, map[string]any{"order_id": 10})
+	require.NoError(t, err)
+	dead := env.ToDeadLetter(envelope.DeadLetterInfo{Reason: envelope.ReasonFailed, Cause: errors.New("declined"), Attempts: 3})
+	body, err := dead.Encode()
+	require.NoError(t, err)
+	prod, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: dlqTopic})
+	require.NoError(t, err)
+	defer prod.Close()
+	_, err = prod.Send(context.Background(), &apulsar.ProducerMessage{Payload: body, Properties: bqpulsar.ProjectProperties(dead)})
+	require.NoError(t, err)
+
+	require.NoError(t, f.broker.CreateTopic(f.topic))
+	// NotAllowedError: the client gives the send up without reconnecting; the redrive ends
+	// with its context.
+	f.broker.FailNextSends(f.topic, 1, pulsartest.NotAllowedError)
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	rep, err := f.tel.Redrive(ctx, f.client, dlq.RedriveOptions{Topic: dlqTopic, IdleTimeout: 300 * time.Millisecond})
+	require.Error(t, err)
+	assert.Empty(t, rep.Moved)
+
+	var redrive sdktrace.ReadOnlySpan
+	for _, s := range f.spans.Ended() {
+		if s.Name() == "redrive "+dlqTopic {
+			redrive = s
+		}
+	}
+	require.NotNil(t, redrive)
+	assert.Equal(t, codes.Error, redrive.Status().Code)
+	assert.Equal(t, err.Error(), redrive.Status().Description)
+	assert.Contains(t, eventNames(redrive), "exception", "the error is recorded")
+	assert.Equal(t, int64(0), attrOf(redrive, bqotel.AttrRedriveMoved).AsInt64())
 }
 
 func TestPulsarHasNoOpenTelemetryDependency(t *testing.T) {
