@@ -236,8 +236,11 @@ func TestConsumerSpanIsTheChildOfTheProducerSpan(t *testing.T) {
 	assert.Equal(t, "acked", attrOf(consumer, bqotel.AttrOutcome).AsString())
 	assert.Equal(t, int64(1), attrOf(consumer, bqotel.AttrAttempt).AsInt64())
 	assert.Equal(t, codes.Unset, consumer.Status().Code)
+	assert.Equal(t, attribute.EMPTY, attrOf(consumer, semconv.ErrorTypeKey).Type(), "no error.type when acked")
 	require.Len(t, consumer.Links(), 1)
 	assert.Equal(t, psc.SpanID(), consumer.Links()[0].SpanContext.SpanID())
+	assert.Equal(t, []attribute.KeyValue{bqotel.AttrLinkSource.String("traceparent")}, consumer.Links()[0].Attributes,
+		"the link says it comes from the traceparent")
 
 	// The handler's own span nests under the consumer span.
 	assert.Equal(t, consumer.SpanContext().TraceID(), s.handlerSpan.TraceID())
@@ -321,6 +324,8 @@ func TestFailedTwiceThenDeadLetteredHasThreeConsumerSpansAndCountersThatAddUp(t 
 		assert.Equal(t, codes.Error, s.Status().Code, "span %d", i)
 		assert.Contains(t, s.Status().Description, "card declined", "span %d", i)
 		assert.Contains(t, eventNames(s), "exception", "span %d", i)
+		// The handler's error, fmt.Errorf without %w, is an *errors.errorString.
+		assert.Equal(t, "*errors.errorString", attrOf(s, semconv.ErrorTypeKey).AsString(), "span %d: the failure's Go type", i)
 	}
 	assert.Equal(t, "retried", attrOf(spans[0], bqotel.AttrOutcome).AsString())
 	assert.Equal(t, "retried", attrOf(spans[1], bqotel.AttrOutcome).AsString())
@@ -344,6 +349,9 @@ func TestFailedTwiceThenDeadLetteredHasThreeConsumerSpansAndCountersThatAddUp(t 
 	assert.Equal(t, int64(3), c[bqotel.MetricFailed], "failed")
 	assert.Equal(t, int64(2), c[bqotel.MetricRetried], "retried")
 	assert.Equal(t, int64(1), c[bqotel.MetricDeadLettered], "dead-lettered")
+	for _, dp := range f.sums(t, bqotel.MetricDeadLettered) {
+		assert.Equal(t, "failed", value(dp.Attributes, bqotel.AttrReason), "dead_lettered carries the reason")
+	}
 	assert.Zero(t, c[bqotel.MetricHandled], "handled")
 	assert.Equal(t, int64(3), c[bqotel.MetricSettled], "settled")
 	// The publish, the two retry copies and the dead-letter copy: the consumer's own writes
@@ -602,10 +610,20 @@ func TestFailedSendRecordsTheError(t *testing.T) {
 	done(nil, errors.New("broker said no"))
 	s := f.ended(t, trace.SpanKindProducer, 1)[0]
 	assert.Equal(t, codes.Error, s.Status().Code)
+	assert.Equal(t, "broker said no", s.Status().Description)
+	assert.Equal(t, "*errors.errorString", attrOf(s, semconv.ErrorTypeKey).AsString(), "the failure's Go type")
 	assert.Equal(t, "persistent://public/default/x", attrOf(s, "messaging.destination.name").AsString())
 	assert.Equal(t, "3", attrOf(s, "messaging.destination.partition.id").AsString())
 	c := f.counters(t)
 	assert.Equal(t, int64(1), c[bqotel.MetricSent])
+	sent := f.sums(t, bqotel.MetricSent)
+	require.Len(t, sent, 1)
+	assert.Equal(t, "error", value(sent[0].Attributes, bqotel.AttrOutcome))
+	assert.Equal(t, "*errors.errorString", value(sent[0].Attributes, semconv.ErrorTypeKey))
+	ops := f.histogram(t, bqotel.MetricOperation)
+	require.Len(t, ops, 1)
+	assert.Equal(t, "error", value(ops[0].Attributes, bqotel.AttrOutcome))
+	assert.Equal(t, "*errors.errorString", value(ops[0].Attributes, semconv.ErrorTypeKey))
 }
 
 func TestRedriveSpanIsLinkedToTheMovedMessages(t *testing.T) {
@@ -649,6 +667,92 @@ func TestRedriveSpanIsLinkedToTheMovedMessages(t *testing.T) {
 	spans := f.ended(t, trace.SpanKindConsumer, 2)
 	assert.Equal(t, psc.SpanID(), spans[1].Parent().SpanID())
 	assert.Equal(t, "acked", attrOf(spans[1], bqotel.AttrOutcome).AsString())
+}
+
+// TestAFailedRedriveSpanIsAnError: when dlq.Redrive fails, here because the queue refuses the
+// republish (the embedded broker's fault hook), the redrive span's status is Error with the
+// error's message, and the error is recorded as an exception event.
+func TestAFailedRedriveSpanIsAnError(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dlqTopic, err := dlq.TopicFor(f.topic)
+	require.NoError(t, err)
+	require.NoError(t, dlq.EnsureSubscription(context.Background(), f.client, dlqTopic, dlq.DefaultSubscription))
+	env, err := envelope.Make(orderURN, map[string]any{"order_id": 10})
+	require.NoError(t, err)
+	dead := env.ToDeadLetter(envelope.DeadLetterInfo{Reason: envelope.ReasonFailed, Cause: errors.New("declined"), Attempts: 3})
+	body, err := dead.Encode()
+	require.NoError(t, err)
+	prod, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: dlqTopic})
+	require.NoError(t, err)
+	defer prod.Close()
+	_, err = prod.Send(context.Background(), &apulsar.ProducerMessage{Payload: body, Properties: bqpulsar.ProjectProperties(dead)})
+	require.NoError(t, err)
+
+	require.NoError(t, f.broker.CreateTopic(f.topic))
+	// NotAllowedError: the client gives the send up without reconnecting; the redrive ends
+	// with its context.
+	f.broker.FailNextSends(f.topic, 1, pulsartest.NotAllowedError)
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	rep, err := f.tel.Redrive(ctx, f.client, dlq.RedriveOptions{Topic: dlqTopic, IdleTimeout: 300 * time.Millisecond})
+	require.Error(t, err)
+	assert.Empty(t, rep.Moved)
+
+	var redrive sdktrace.ReadOnlySpan
+	for _, s := range f.spans.Ended() {
+		if s.Name() == "redrive "+dlqTopic {
+			redrive = s
+		}
+	}
+	require.NotNil(t, redrive)
+	assert.Equal(t, codes.Error, redrive.Status().Code)
+	assert.Equal(t, err.Error(), redrive.Status().Description)
+	assert.Contains(t, eventNames(redrive), "exception", "the error is recorded")
+	assert.Equal(t, int64(0), attrOf(redrive, bqotel.AttrRedriveMoved).AsInt64())
+}
+
+// TestUnknownURNAndDroppedGetSpanEventsAndCounters: a message no handler is registered for,
+// with one attempt and dead-lettering off, is reported as unknown_urn and then dropped. Its
+// consumer span gets both events, the outcome dropped with its reason, status Error and
+// error.type; the unknown_urn and dropped counters count it, dropped with the reason.
+func TestUnknownURNAndDroppedGetSpanEventsAndCounters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil },
+		bqpulsar.WithMaxAttempts(1), bqpulsar.WithDeadLetter(dlq.Off()))
+	const unknown = "urn:babel:orders:unknown"
+	_, err := f.publisher(t).Publish(context.Background(), unknown, nil)
+	require.NoError(t, err)
+
+	s := f.ended(t, trace.SpanKindConsumer, 1)[0]
+	assert.Equal(t, []string{bqotel.EventUnknownURN, bqotel.EventDropped}, eventNames(s))
+	for _, e := range s.Events() {
+		switch e.Name {
+		case bqotel.EventUnknownURN:
+			assert.Contains(t, e.Attributes, bqotel.AttrURN.String(unknown))
+		case bqotel.EventDropped:
+			assert.Contains(t, e.Attributes, bqotel.AttrReason.String("unknown_urn"))
+		}
+	}
+	assert.Equal(t, "dropped", attrOf(s, bqotel.AttrOutcome).AsString())
+	assert.Equal(t, "unknown_urn", attrOf(s, bqotel.AttrReason).AsString())
+	assert.Equal(t, codes.Error, s.Status().Code)
+	assert.Equal(t, "*pulsar.ExhaustedError", attrOf(s, semconv.ErrorTypeKey).AsString(), "the failure's Go type")
+
+	unknownURN := f.sums(t, bqotel.MetricUnknownURN)
+	require.Len(t, unknownURN, 1)
+	assert.Equal(t, int64(1), unknownURN[0].Value)
+	assert.Equal(t, f.topic, value(unknownURN[0].Attributes, semconv.MessagingDestinationNameKey))
+	assert.Equal(t, "billing", value(unknownURN[0].Attributes, semconv.MessagingDestinationSubscriptionNameKey))
+	dropped := f.sums(t, bqotel.MetricDropped)
+	require.Len(t, dropped, 1)
+	assert.Equal(t, int64(1), dropped[0].Value)
+	assert.Equal(t, "unknown_urn", value(dropped[0].Attributes, bqotel.AttrReason), "dropped carries the reason")
+	assert.Equal(t, "billing", value(dropped[0].Attributes, semconv.MessagingDestinationSubscriptionNameKey))
+	c := f.counters(t)
+	assert.Zero(t, c[bqotel.MetricDeadLettered])
+	assert.Equal(t, int64(1), c[bqotel.MetricSettled])
 }
 
 func TestPulsarHasNoOpenTelemetryDependency(t *testing.T) {

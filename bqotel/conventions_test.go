@@ -159,10 +159,12 @@ func TestAConsumerInsideASpanLinksIt(t *testing.T) {
 	}
 	sends := map[string]func(t *testing.T, f *fixture){
 		"a traceparent": func(t *testing.T, f *fixture) {
+			t.Helper()
 			_, err := f.publisher(t).Publish(context.Background(), orderURN, nil)
 			require.NoError(t, err)
 		},
 		"a trace_id only": func(t *testing.T, f *fixture) {
+			t.Helper()
 			p, err := bqpulsar.NewPublisher(f.client, f.topic) // no hooks: no traceparent
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, p.Close()) }()
@@ -170,6 +172,7 @@ func TestAConsumerInsideASpanLinksIt(t *testing.T) {
 			require.NoError(t, err)
 		},
 		"neither": func(t *testing.T, f *fixture) {
+			t.Helper()
 			env, err := envelope.Make(orderURN, nil)
 			require.NoError(t, err)
 			body, err := env.Encode()

@@ -1,7 +1,9 @@
 package dlq_test
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,6 +62,24 @@ func TestValidateQueueName(t *testing.T) {
 	require.NoError(t, dlq.ValidateQueueName("orders.v2"))
 	for _, name := range []string{"", "public/default/orders", "orders-partition-1"} {
 		require.ErrorIs(t, dlq.ValidateQueueName(name), dlq.ErrInvalidTopic, "%q", name)
+	}
+}
+
+// TestValidateSubscriptionNameLength: a name of 256 bytes is accepted and one of 257 refused,
+// with the bound named; bytes, not characters, are counted. Every name here passes the other
+// rules, so only the length can refuse it.
+func TestValidateSubscriptionNameLength(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{strings.Repeat("a", 256), strings.Repeat("é", 128)} {
+		require.NoError(t, dlq.ValidateSubscriptionName(name), "%d bytes, %d characters", len(name), utf8.RuneCountInString(name))
+	}
+	for _, name := range []string{strings.Repeat("a", 257), strings.Repeat("é", 128) + "a"} {
+		err := dlq.ValidateSubscriptionName(name)
+		require.ErrorIs(t, err, dlq.ErrInvalidSubscriptionName, "%d bytes", len(name))
+		var se *dlq.SubscriptionError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "the name is longer than 256 bytes", se.Reason)
+		assert.Equal(t, name, se.Subscription)
 	}
 }
 

@@ -3,6 +3,7 @@ package dlq_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,7 +225,7 @@ func TestEnsureSubscriptionRefusesBadArguments(t *testing.T) {
 }
 
 func ensureSubscriptionRefusesBadArguments(t *testing.T, f *fixture) {
-	for _, name := range []string{"", "a b", "tab\there", "nl\n", string([]byte{0xff}), string(make([]byte, 257))} {
+	for _, name := range []string{"", "a b", "tab\there", "nl\n", string([]byte{0xff}), string(make([]byte, 257)), strings.Repeat("a", 257)} {
 		err := dlq.EnsureSubscription(t.Context(), f.client, f.dlq, name)
 		require.ErrorIs(t, err, dlq.ErrInvalidSubscriptionName, "%q", name)
 		require.ErrorIs(t, err, dlq.ErrSubscription)

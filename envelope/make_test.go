@@ -137,6 +137,9 @@ func TestMakeErrors(t *testing.T) {
 		{"channel", "u", map[string]any{"c": make(chan int)}, nil, envelope.ErrInvalidData},
 		{"blank trace id", "u", nil, []envelope.MakeOption{envelope.WithTraceID(" ")}, envelope.ErrInvalidOption},
 		{"blank message id", "u", nil, []envelope.MakeOption{envelope.WithMessageID("")}, envelope.ErrInvalidOption},
+		// Not blank, so only the UTF-8 rule refuses these.
+		{"invalid UTF-8 trace id", "u", nil, []envelope.MakeOption{envelope.WithTraceID("trace-\xff")}, envelope.ErrInvalidOption},
+		{"invalid UTF-8 message id", "u", nil, []envelope.MakeOption{envelope.WithMessageID("id-\xc3")}, envelope.ErrInvalidOption},
 		{"invalid queue", "u", nil, []envelope.MakeOption{envelope.WithQueue("\xff")}, envelope.ErrInvalidOption},
 		{"nil option", "u", nil, []envelope.MakeOption{nil}, envelope.ErrInvalidOption},
 	}

@@ -118,6 +118,24 @@ func TestTruncatedCopyShape(t *testing.T) {
 		`"failed_at":1749132730000,"original_queue":"q","attempts":0,"lang":"go"}}`, out)
 }
 
+// TestTruncatedCopyKeepsTheReason: the block's reason is info.Reason, and poison only when
+// it is zero; a consumer cuts an oversized failed or unknown-URN copy with its own reason.
+func TestTruncatedCopyKeepsTheReason(t *testing.T) {
+	t.Parallel()
+	for reason, want := range map[envelope.Reason]string{
+		"":                        "poison",
+		envelope.ReasonPoison:     "poison",
+		envelope.ReasonFailed:     "failed",
+		envelope.ReasonUnknownURN: "unknown_urn",
+	} {
+		payload := []byte(`{"job":"urn:a:b"}`)
+		out, err := envelope.TruncatedCopy(payload, envelope.DeadLetterInfo{Reason: reason, Queue: "q", FailedAt: failedAt}, 1000)
+		require.NoError(t, err, "%q", reason)
+		c := checkTruncated(t, out, payload, 1000)
+		assert.Equal(t, want, c.DeadLetter.Reason, "info.Reason %q", reason)
+	}
+}
+
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

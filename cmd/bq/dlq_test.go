@@ -211,6 +211,31 @@ func dlqCommands(t *testing.T, e *dlqEnv) {
 	assert.Contains(t, stderr, "the scheme must be http or https")
 }
 
+// TestDLQPeekRawPrintsThePayloadAsItIs: bq dlq peek escapes a dead letter's payload, and with
+// --raw prints its bytes as they are, control characters and invalid UTF-8 included. (The
+// hostile key and properties of sendHostile are left out: the embedded broker's admin API
+// would put them in HTTP headers as they are, which an HTTP client refuses to read.)
+func TestDLQPeekRawPrintsThePayloadAsItIs(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) { dlqPeekRawPrintsThePayloadAsItIs(t, newDLQEnv(t, tg)) })
+}
+
+func dlqPeekRawPrintsThePayloadAsItIs(t *testing.T, e *dlqEnv) {
+	e.createRetention(t)
+	payload := "not json " + csi + osc + "\xff"
+	_, err := seedProducer(t, e.tg.URL, e.dlq).Send(context.Background(), &apulsar.ProducerMessage{Payload: []byte(payload)})
+	require.NoError(t, err)
+
+	code, stdout, stderr := runBQ(t, "dlq", "peek", e.admin, "--topic", e.dlq)
+	require.Equal(t, exitOK, code, stderr)
+	assertNoControl(t, stdout)
+	assert.Contains(t, stdout, fmt.Sprintf("\n  %q\n", payload), "escaped by default")
+
+	code, stdout, stderr = runBQ(t, "dlq", "peek", e.admin, "--topic", e.dlq, "--raw")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "\n  "+payload+"\n", "--raw: the payload's bytes")
+	assert.True(t, strings.HasSuffix(stdout, "1 message(s)\n"), stdout)
+}
+
 func TestDLQListOfAMissingTopicCreatesNothing(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) { dlqListOfAMissingTopicCreatesNothing(t, newDLQEnv(t, tg)) })
 }

@@ -48,6 +48,12 @@ func TestUsage(t *testing.T) {
 	code, _, stderr = runBQ(t, "--bogus")
 	assert.Equal(t, exitUsage, code)
 	assert.Equal(t, "bq: unknown flag --bogus; see `bq --help`\n", stderr)
+
+	// A command with subcommands, called without one, is called wrongly too.
+	code, stdout, stderr = runBQ(t, "dlq")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, stdout)
+	assert.True(t, strings.HasPrefix(stderr, "Usage: bq dlq <list|peek|stats|redrive|purge>"), stderr)
 }
 
 func TestConformanceCommand(t *testing.T) {
