@@ -235,6 +235,46 @@ func TestSource_ReconsumeLater(t *testing.T) {
 	require.NoError(t, ms.received()[1].Ack(t.Context()))
 }
 
+// failure-strategy=ignore acknowledges a nacked message (source_options.go, FailureIgnore),
+// and so does a DropMessage nack under babelqueue: the subscription's backlog empties and
+// the message is neither redelivered nor retried. A nack, a retry or a dead letter would
+// each leave the message, or a copy of it, to be delivered again, or a dead letter behind.
+func TestSource_NacksThatAcknowledge(t *testing.T) {
+	for name, tc := range map[string]struct {
+		strategy connector.FailureStrategy
+		opts     []messaging.NackOption
+	}{
+		"ignore":                 {strategy: connector.FailureIgnore},
+		"babelqueue DropMessage": {strategy: connector.FailureBabelQueue, opts: []messaging.NackOption{messaging.DropMessage()}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := pulsartest.NewBroker(t)
+			client := newClient(t, b)
+			var topic string
+			src := newTestSource(t, client, 1, func(o *connector.SourceOptions) {
+				o.CompleteAtEnd, o.FailureStrategy, o.MaxAttempts = false, tc.strategy, 3
+				o.Consumer.NackRedeliveryDelay = 20 * time.Millisecond
+				topic = o.Consumer.Topic
+			})
+			dead := collect(t, client, topic+".dlq")
+			ms := &manualSubscriber{}
+			src.Subscribe(ms)
+			ms.request(reactive.Unbounded)
+			testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 1 }, "first delivery")
+			require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("not wanted"), tc.opts...))
+			testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "tck") == 0 || len(ms.received()) > 1 },
+				"neither acknowledged nor delivered again")
+			var delivered []string
+			for _, m := range ms.received() {
+				delivered = append(delivered, string(m.Payload()))
+			}
+			require.Equal(t, []string{"m-0"}, delivered, "the nacked message was delivered again")
+			require.Zero(t, b.Backlog(topic, "tck"), "the nacked message was acknowledged")
+			require.Zero(t, dead.count(), "nothing dead-lettered")
+		})
+	}
+}
+
 // TestSource_ZeroQueue: with a zero-queue consumer each request asks the broker for one
 // message, and no more than max-inflight are held.
 //
