@@ -150,6 +150,22 @@ func TestSource_CancelStopsReceiving(t *testing.T) {
 	require.Zero(t, src.InFlight())
 }
 
+// A subscriber that comes after Close gets OnError wrapping both messaging.ErrClosed (what
+// the runtime tests for) and bqpulsar.ErrClosed (what users of the binding test for).
+func TestSource_SubscribeAfterCloseFailsWithErrClosed(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 0, nil)
+	require.NoError(t, src.Close(t.Context()))
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { done, _ := ms.terminal(); return done }, "no terminal signal")
+	_, err := ms.terminal()
+	require.ErrorIs(t, err, messaging.ErrClosed)
+	require.ErrorIs(t, err, bqpulsar.ErrClosed)
+	require.Empty(t, ms.received())
+}
+
 func TestSource_FailStrategyFailsTheStream(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
