@@ -179,6 +179,22 @@ func TestMPRM_OverflowDefault(t *testing.T) {
 	assert.LessOrEqual(t, len(got.get()), messaging.DefaultEmitterBufferSize+1, "at most 128 plus in flight")
 }
 
+// Without OnOverflow's size or mp.messaging.emitter.default-buffer-size, an emitter buffers
+// exactly 128 values while there is no demand and refuses every further one with
+// ErrOverflow.
+func TestMPRM_OverflowDefaultBufferHoldsExactly128(t *testing.T) {
+	require.Equal(t, 128, messaging.DefaultEmitterBufferSize)
+	rt, _ := newRuntime(t, nil)
+	em := messaging.NewEmitter[string](rt, "in")
+	messaging.Consume(rt, "in", func(context.Context, string) error { return nil })
+	accepted, errs := burst(em, 200) // before Start: no demand
+	assert.Equal(t, payloads(128), accepted, "the first 128 are buffered")
+	assert.Len(t, errs, 200-128)
+	for _, err := range errs {
+		require.ErrorIs(t, err, messaging.ErrOverflow)
+	}
+}
+
 func TestMPRM_OverflowBufferSizeFromConfig(t *testing.T) {
 	rt, _ := newRuntime(t, map[string]string{messaging.KeyEmitterBufferSize: "5"})
 	em := messaging.NewEmitter[string](rt, "in")
