@@ -380,6 +380,20 @@ func TestMergeWindowIsMinOfDemandAnd16ToppedUpAt75Percent(t *testing.T) {
 	})
 }
 
+// Merge emits round-robin over the sources that have elements ready: FromSlice emits inside
+// the request Merge makes, so every source's elements are queued before the first emission,
+// and the order alternates between the sources, skipping one that has run out.
+func TestMergeIsRoundRobinOverReadySources(t *testing.T) {
+	p := reactive.Merge(reactive.FromSlice(1, 2, 3), reactive.FromSlice(10), reactive.FromSlice(100, 200, 300))
+	r := newRecorder[int](0)
+	p.Subscribe(r)
+	r.subscription().Request(100)
+	vals, done, err := r.snapshot()
+	assert.Equal(t, []int{1, 10, 100, 2, 200, 3, 300}, vals)
+	require.NoError(t, err)
+	assert.True(t, done)
+}
+
 func TestOperatorsRejectNilArguments(t *testing.T) {
 	src := reactive.FromSlice(1)
 	for name, f := range map[string]func(){
