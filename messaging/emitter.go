@@ -117,8 +117,9 @@ func (e *Emitter[T]) Subscribe(s reactive.Subscriber[Message[T]]) {
 }
 
 // Send sends v and waits for its settlement: nil on ack, the nack reason
-// (wrapping ErrNacked) on nack, or ctx.Err(). Send does not take the value
-// back when ctx ends.
+// (wrapping ErrNacked) on nack, or an error wrapping ctx.Err() when ctx ends
+// first (test it with errors.Is). Send does not take the value back when ctx
+// ends.
 func (e *Emitter[T]) Send(ctx context.Context, v T) error {
 	ch, err := e.Emit(v)
 	if err != nil {

@@ -2,6 +2,8 @@ package messaging_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -262,4 +264,18 @@ func TestEndpointHealth_Rules(t *testing.T) {
 	assert.True(t, c.Live, "a completion caused by Close is the orderly end")
 	assert.False(t, c.Ready)
 	assert.Panics(t, func() { closed.MarkFailed(nil) })
+}
+
+// An endpoint keeps its reasons newest first, at most 10: of twelve failures, the last ten
+// are reported, the newest first.
+func TestEndpointHealth_ReasonsNewestFirstAtMostTen(t *testing.T) {
+	h := messaging.NewEndpointHealth("orders", messaging.Incoming)
+	for i := 1; i <= 12; i++ {
+		h.MarkConnectionFailed(fmt.Errorf("failure %d", i))
+	}
+	var want []string
+	for i := 12; i >= 3; i-- {
+		want = append(want, fmt.Sprintf("failure %d", i))
+	}
+	assert.Equal(t, strings.Join(want, "; "), h.Health().Reason)
 }

@@ -179,6 +179,22 @@ func TestMPRM_OverflowDefault(t *testing.T) {
 	assert.LessOrEqual(t, len(got.get()), messaging.DefaultEmitterBufferSize+1, "at most 128 plus in flight")
 }
 
+// Without OnOverflow's size or mp.messaging.emitter.default-buffer-size, an emitter buffers
+// exactly 128 values while there is no demand and refuses every further one with
+// ErrOverflow.
+func TestMPRM_OverflowDefaultBufferHoldsExactly128(t *testing.T) {
+	require.Equal(t, 128, messaging.DefaultEmitterBufferSize)
+	rt, _ := newRuntime(t, nil)
+	em := messaging.NewEmitter[string](rt, "in")
+	messaging.Consume(rt, "in", func(context.Context, string) error { return nil })
+	accepted, errs := burst(em, 200) // before Start: no demand
+	assert.Equal(t, payloads(128), accepted, "the first 128 are buffered")
+	assert.Len(t, errs, 200-128)
+	for _, err := range errs {
+		require.ErrorIs(t, err, messaging.ErrOverflow)
+	}
+}
+
 func TestMPRM_OverflowBufferSizeFromConfig(t *testing.T) {
 	rt, _ := newRuntime(t, map[string]string{messaging.KeyEmitterBufferSize: "5"})
 	em := messaging.NewEmitter[string](rt, "in")
@@ -312,3 +328,54 @@ func (*terminalRecorder) OnSubscribe(s reactive.Subscription) { s.Request(1) }
 func (*terminalRecorder) OnNext(m messaging.Message[string])  { _ = m.Ack(context.Background()) }
 func (r *terminalRecorder) OnError(err error)                 { r.done <- err }
 func (r *terminalRecorder) OnComplete()                       { r.done <- errors.New("completed") }
+
+// Fail ends the stream at once and nacks the values still queued with its error: each of
+// their Emit channels reports it (wrapping ErrNacked), and the subscriber gets OnError with
+// it. A value already delivered is the subscriber's to settle.
+func TestEmitter_FailNacksTheQueuedValuesWithItsError(t *testing.T) {
+	em := messaging.NewTestEmitter[string](messaging.OverflowBuffer)
+	sub := &subscriberOf[string]{n: 1}
+	em.Subscribe(sub)
+	delivered, err := em.Emit("delivered")
+	require.NoError(t, err)
+	testwait.Eventually(t, waitTimeout, func() bool { return len(sub.received()) == 1 }, "the first value was not delivered")
+	var queued []<-chan error
+	for _, v := range []string{"q1", "q2", "q3"} {
+		ch, err := em.Emit(v) // no demand left: queued
+		require.NoError(t, err)
+		queued = append(queued, ch)
+	}
+	em.Fail(errBoom)
+	ctx := testCtx(t)
+	for i, ch := range queued {
+		select {
+		case err := <-ch:
+			require.ErrorIs(t, err, messaging.ErrNacked, "queued value %d", i)
+			require.ErrorIs(t, err, errBoom, "queued value %d is nacked with Fail's error", i)
+		case <-ctx.Done():
+			t.Fatalf("queued value %d was not settled", i)
+		}
+	}
+	testwait.Eventually(t, waitTimeout, func() bool { done, err := sub.terminal(); return done || err != nil }, "no terminal signal")
+	_, err = sub.terminal()
+	require.ErrorIs(t, err, errBoom)
+	assert.Len(t, sub.received(), 1)
+	select {
+	case err := <-delivered:
+		t.Fatalf("the delivered value was settled by Fail: %v", err)
+	default:
+	}
+}
+
+// Send returns ctx's error when ctx ends before the value was settled; the value is not
+// taken back, and is delivered once there is demand.
+func TestEmitter_SendReturnsTheContextErrorWhenItEnds(t *testing.T) {
+	em := messaging.NewTestEmitter[string](messaging.OverflowBuffer)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, em.Send(ctx, "late"), context.Canceled)
+	sub := &subscriberOf[string]{n: 1}
+	em.Subscribe(sub)
+	testwait.Eventually(t, waitTimeout, func() bool { return len(sub.received()) == 1 }, "the value was not delivered")
+	assert.Equal(t, "late", sub.received()[0].Payload())
+}

@@ -275,6 +275,37 @@ func TestShape_FlatMapMessagePre(t *testing.T) {
 	require.NoError(t, conn.Source("in").WaitSettled(testCtx(t), 1))
 }
 
+// FlatMap (payloads): a panic or a nil publisher of f emits nothing for that input, and the
+// stream goes on with the next one; with the default Pre ack every input is acked.
+func TestShape_FlatMapPanicOrNilPublisherEmitsNothing(t *testing.T) {
+	rt, conn := newRuntime(t, map[string]string{
+		"mp.messaging.incoming.in.connector":  "in-memory",
+		"mp.messaging.outgoing.out.connector": "in-memory",
+	})
+	messaging.FlatMap(rt, "in", "out", func(_ context.Context, p string) reactive.Publisher[string] {
+		switch p {
+		case "nil":
+			return nil
+		case "panic":
+			panic("flatMap bug")
+		}
+		return reactive.FromSlice(p+"1", p+"2")
+	})
+	start(t, rt)
+	src := conn.Source("in")
+	for _, v := range []string{"a", "nil", "panic", "b"} {
+		src.SendString(v)
+	}
+	sink := conn.Sink("out")
+	require.NoError(t, sink.Wait(testCtx(t), 4))
+	assert.Equal(t, []string{"a1", "a2", "b1", "b2"}, sink.Payloads())
+	require.NoError(t, src.WaitSettled(testCtx(t), 4))
+	acked, nacked := src.Counts()
+	assert.Equal(t, 4, acked, "Pre acks every input, those that emit nothing too")
+	assert.Zero(t, nacked)
+	assert.True(t, channelHealth(t, rt, "out", messaging.Outgoing).Live, "the stream goes on")
+}
+
 // Each new shape refuses the strategies it does not allow, at Start.
 func TestShape_InvalidAckStrategies(t *testing.T) {
 	rt, _ := newRuntime(t, nil)

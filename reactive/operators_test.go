@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -249,6 +250,148 @@ func TestMergeWindowBoundsPerSourceRequests(t *testing.T) {
 	assert.LessOrEqual(t, a.Load(), int64(1))
 	assert.LessOrEqual(t, b.Load(), int64(1))
 	r.subscription().Cancel()
+}
+
+// requestLog is an upstream that emits only what the test pushes; it records every
+// Request(n) it receives.
+type requestLog struct {
+	mu       sync.Mutex
+	sub      reactive.Subscriber[int]
+	requests []int64
+	pushed   int64
+}
+
+func (p *requestLog) Subscribe(s reactive.Subscriber[int]) {
+	p.mu.Lock()
+	p.sub = s
+	p.mu.Unlock()
+	s.OnSubscribe(p)
+}
+
+func (p *requestLog) Request(n int64) {
+	p.mu.Lock()
+	p.requests = append(p.requests, n)
+	p.mu.Unlock()
+}
+
+func (*requestLog) Cancel() {}
+
+// log returns the requests received so far, in order.
+func (p *requestLog) log() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int64(nil), p.requests...)
+}
+
+// outstanding returns what was requested and not pushed yet (reactive.Unbounded once the
+// requests add up to it).
+func (p *requestLog) outstanding() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var sum int64
+	for _, n := range p.requests {
+		if n >= reactive.Unbounded-sum {
+			return reactive.Unbounded
+		}
+		sum += n
+	}
+	return sum - p.pushed
+}
+
+// push emits v; the test pushes only within the outstanding demand.
+func (p *requestLog) push(v int) {
+	p.mu.Lock()
+	s := p.sub
+	p.pushed++
+	p.mu.Unlock()
+	s.OnNext(v)
+}
+
+// Map, Filter and FlatMap (its inner publishers) request upstream at most 32 elements ahead
+// of emission (package doc, "Bounded buffers"): unbounded downstream demand becomes a window
+// of 32, topped up as elements go downstream, so what is requested and not yet received
+// never exceeds 32, and so neither does the queue it fills.
+func TestPipeOperatorsRequestAtMost32Ahead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(reactive.Publisher[int]) reactive.Publisher[int]
+		want int // values downstream of the 100 pushed
+	}{
+		{"Map", func(p reactive.Publisher[int]) reactive.Publisher[int] {
+			return reactive.Map(p, func(v int) (int, error) { return v, nil })
+		}, 100},
+		{"Filter", func(p reactive.Publisher[int]) reactive.Publisher[int] {
+			return reactive.Filter(p, func(v int) bool { return v%2 == 0 })
+		}, 50},
+		{"FlatMap", func(p reactive.Publisher[int]) reactive.Publisher[int] {
+			return reactive.FlatMap(reactive.FromSlice(0), func(int) reactive.Publisher[int] { return p })
+		}, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := &requestLog{}
+			r := newRecorder[int](reactive.Unbounded)
+			tc.op(up).Subscribe(r)
+			testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "nothing requested upstream")
+			require.Equal(t, []int64{32}, up.log(), "unbounded demand becomes a window of 32")
+			for v := 1; v <= 100; v++ {
+				testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "the window was not topped up after %d", v-1)
+				up.push(v)
+				require.LessOrEqual(t, up.outstanding(), int64(32), "requested ahead after %d", v)
+			}
+			testwait.Eventually(t, eventuallyWithin, func() bool { v, _, _ := r.snapshot(); return len(v) == tc.want }, "values downstream")
+			for _, n := range up.log() {
+				require.LessOrEqual(t, n, int64(32))
+			}
+			r.subscription().Cancel()
+		})
+	}
+}
+
+// Merge gives each source a window of min(downstream demand, 16), and tops a source up once
+// 75% of its window was consumed (12 of 16), not before.
+func TestMergeWindowIsMinOfDemandAnd16ToppedUpAt75Percent(t *testing.T) {
+	t.Run("demand below 16", func(t *testing.T) {
+		a, b := &requestLog{}, &requestLog{}
+		r := newRecorder[int](0)
+		reactive.Merge[int](a, b).Subscribe(r)
+		r.subscription().Request(3)
+		testwait.Eventually(t, eventuallyWithin, func() bool { return a.outstanding() > 0 && b.outstanding() > 0 }, "nothing requested")
+		assert.Equal(t, []int64{3}, a.log())
+		assert.Equal(t, []int64{3}, b.log())
+		r.subscription().Cancel()
+	})
+	t.Run("unbounded demand", func(t *testing.T) {
+		a, b := &requestLog{}, &requestLog{}
+		r := newRecorder[int](reactive.Unbounded)
+		reactive.Merge[int](a, b).Subscribe(r)
+		testwait.Eventually(t, eventuallyWithin, func() bool { return a.outstanding() > 0 && b.outstanding() > 0 }, "nothing requested")
+		require.Equal(t, []int64{16}, a.log())
+		require.Equal(t, []int64{16}, b.log())
+		for v := 1; v <= 11; v++ {
+			a.push(v)
+		}
+		testwait.Eventually(t, eventuallyWithin, func() bool { v, _, _ := r.snapshot(); return len(v) == 11 }, "11 values")
+		assert.Equal(t, []int64{16}, a.log(), "11 of 16 consumed: no top-up yet")
+		a.push(12)
+		testwait.Eventually(t, eventuallyWithin, func() bool { return len(a.log()) == 2 }, "no top-up at 12 of 16 consumed")
+		assert.Equal(t, []int64{16, 12}, a.log(), "topped up to the window")
+		assert.Equal(t, []int64{16}, b.log(), "the other source's window is untouched")
+		r.subscription().Cancel()
+	})
+}
+
+// Merge emits round-robin over the sources that have elements ready: FromSlice emits inside
+// the request Merge makes, so every source's elements are queued before the first emission,
+// and the order alternates between the sources, skipping one that has run out.
+func TestMergeIsRoundRobinOverReadySources(t *testing.T) {
+	p := reactive.Merge(reactive.FromSlice(1, 2, 3), reactive.FromSlice(10), reactive.FromSlice(100, 200, 300))
+	r := newRecorder[int](0)
+	p.Subscribe(r)
+	r.subscription().Request(100)
+	vals, done, err := r.snapshot()
+	assert.Equal(t, []int{1, 10, 100, 2, 200, 3, 300}, vals)
+	require.NoError(t, err)
+	assert.True(t, done)
 }
 
 func TestOperatorsRejectNilArguments(t *testing.T) {

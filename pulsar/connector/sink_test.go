@@ -3,6 +3,9 @@ package connector_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,4 +134,87 @@ func TestSink_OutgoingMetadata(t *testing.T) {
 	require.Equal(t, "k1", got[0].Key())
 	require.Equal(t, "x", got[0].Properties()["app"])
 	require.Equal(t, "urn:babel:a:b", got[0].Properties()[bqpulsar.PropJob], "bq-* of the envelope win")
+}
+
+// Every field of OutgoingMetadata reaches the message the sink writes (package doc:
+// "sets its key, ordering key, properties, event time, delay and replication; a delay also
+// writes the bq-delay property"). The key, the ordering key, the event time and bq-delay
+// are read back on the broker; the delays are seen to hold their messages back on a Shared
+// subscription, which honours them, while an undelayed message sent after them arrives.
+// Replication cannot be observed there: the embedded broker has one cluster, and a received
+// message does not say which clusters it was meant for. It is checked on the message the
+// sink hands to its producer, as a publish hook sees it.
+func TestSink_EveryOutgoingMetadataFieldIsWritten(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "md-all")
+	all := collect(t, client, topic) // Exclusive: delays do not apply, every message is seen
+	shared, err := client.Subscribe(apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "shared", Type: apulsar.Shared})
+	require.NoError(t, err)
+	t.Cleanup(shared.Close)
+
+	type replication struct {
+		disabled bool
+		clusters []string
+	}
+	var mu sync.Mutex
+	replicated := map[string]replication{}
+	hook := bqpulsar.Hooks{Publish: func(_ context.Context, m *bqpulsar.OutgoingMessage) func(apulsar.MessageID, error) {
+		mu.Lock()
+		replicated[string(m.Message.Payload)] = replication{m.Message.DisableReplication, slices.Clone(m.Message.ReplicationClusters)}
+		mu.Unlock()
+		return nil
+	}}
+	// Without batching the messages are written in the order sent, so an undelayed copy of
+	// a delayed message would be delivered first.
+	sink, err := connector.NewSink(client, connector.SinkOptions{
+		Producer: apulsar.ProducerOptions{Topic: topic, DisableBatching: true}, Hooks: []bqpulsar.Hooks{hook},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sink.Close(context.Background()) })
+
+	eventTime := time.UnixMilli(1_700_000_000_123)
+	with := func(payload string, md connector.OutgoingMetadata) bytesMsg {
+		return messaging.WithMetadataItems(messaging.NewMessage([]byte(payload)), md)
+	}
+	reactive.FromSlice(
+		with("after", connector.OutgoingMetadata{DeliverAfter: time.Hour}),
+		with("at", connector.OutgoingMetadata{DeliverAt: time.Now().Add(time.Hour)}),
+		with("now", connector.OutgoingMetadata{Key: "k", OrderingKey: "ok", EventTime: eventTime, DisableReplication: true}),
+		with("clusters", connector.OutgoingMetadata{ReplicationClusters: []string{"east", "west"}}),
+	).Subscribe(sink)
+
+	got := map[string]apulsar.Message{}
+	for _, m := range all.wait(t, 4) {
+		got[string(m.Payload())] = m
+	}
+	require.Len(t, got, 4)
+	now := got["now"]
+	require.Equal(t, "k", now.Key())
+	require.Equal(t, "ok", now.OrderingKey())
+	require.True(t, eventTime.Equal(now.EventTime()), "event time %v, want %v", now.EventTime(), eventTime)
+	require.NotContains(t, now.Properties(), bqpulsar.PropDelay, "an undelayed message carries no bq-delay")
+	require.Equal(t, "3600000", got["after"].Properties()[bqpulsar.PropDelay], "DeliverAfter writes bq-delay")
+	atDelay, err := strconv.ParseInt(got["at"].Properties()[bqpulsar.PropDelay], 10, 64)
+	require.NoError(t, err, "DeliverAt writes bq-delay")
+	require.True(t, atDelay > 0 && atDelay <= time.Hour.Milliseconds(), "bq-delay of DeliverAt: %d ms", atDelay)
+
+	// On the Shared subscription the delayed messages, sent first, are held back: the first
+	// two deliveries are the undelayed ones.
+	ctx, cancel := context.WithTimeout(t.Context(), waitLong)
+	defer cancel()
+	var first []string
+	for range 2 {
+		m, err := shared.Receive(ctx)
+		require.NoError(t, err)
+		first = append(first, string(m.Payload()))
+		require.NoError(t, shared.Ack(m))
+	}
+	require.Equal(t, []string{"now", "clusters"}, first, "the delayed messages are not delivered before their time")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, replication{disabled: true}, replicated["now"])
+	require.Equal(t, replication{clusters: []string{"east", "west"}}, replicated["clusters"])
+	require.Equal(t, replication{}, replicated["after"])
 }

@@ -305,7 +305,7 @@ func metadataOf(msg apulsar.Message, urn string, attempts int) IncomingMetadata 
 
 // Subscribe implements reactive.Publisher. The source is unicast: a second subscriber
 // gets OnSubscribe then OnError(reactive.ErrAlreadySubscribed); a subscriber after Close
-// gets OnError wrapping messaging.ErrClosed and [ErrClosed].
+// gets OnError wrapping messaging.ErrClosed and [bqpulsar.ErrClosed].
 func (s *Source) Subscribe(sub reactive.Subscriber[messaging.Message[[]byte]]) {
 	if sub == nil {
 		panic(fmt.Errorf("%w: subscriber", reactive.ErrNilArgument))

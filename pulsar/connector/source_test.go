@@ -150,6 +150,22 @@ func TestSource_CancelStopsReceiving(t *testing.T) {
 	require.Zero(t, src.InFlight())
 }
 
+// A subscriber that comes after Close gets OnError wrapping both messaging.ErrClosed (what
+// the runtime tests for) and bqpulsar.ErrClosed (what users of the binding test for).
+func TestSource_SubscribeAfterCloseFailsWithErrClosed(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	src := newTestSource(t, client, 0, nil)
+	require.NoError(t, src.Close(t.Context()))
+	ms := &manualSubscriber{}
+	src.Subscribe(ms)
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { done, _ := ms.terminal(); return done }, "no terminal signal")
+	_, err := ms.terminal()
+	require.ErrorIs(t, err, messaging.ErrClosed)
+	require.ErrorIs(t, err, bqpulsar.ErrClosed)
+	require.Empty(t, ms.received())
+}
+
 func TestSource_FailStrategyFailsTheStream(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
@@ -233,6 +249,46 @@ func TestSource_ReconsumeLater(t *testing.T) {
 	require.Equal(t, "later", md.Properties["why"])
 	require.Equal(t, "m-0", string(ms.received()[1].Payload()))
 	require.NoError(t, ms.received()[1].Ack(t.Context()))
+}
+
+// failure-strategy=ignore acknowledges a nacked message (source_options.go, FailureIgnore),
+// and so does a DropMessage nack under babelqueue: the subscription's backlog empties and
+// the message is neither redelivered nor retried. A nack, a retry or a dead letter would
+// each leave the message, or a copy of it, to be delivered again, or a dead letter behind.
+func TestSource_NacksThatAcknowledge(t *testing.T) {
+	for name, tc := range map[string]struct {
+		strategy connector.FailureStrategy
+		opts     []messaging.NackOption
+	}{
+		"ignore":                 {strategy: connector.FailureIgnore},
+		"babelqueue DropMessage": {strategy: connector.FailureBabelQueue, opts: []messaging.NackOption{messaging.DropMessage()}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := pulsartest.NewBroker(t)
+			client := newClient(t, b)
+			var topic string
+			src := newTestSource(t, client, 1, func(o *connector.SourceOptions) {
+				o.CompleteAtEnd, o.FailureStrategy, o.MaxAttempts = false, tc.strategy, 3
+				o.Consumer.NackRedeliveryDelay = 20 * time.Millisecond
+				topic = o.Consumer.Topic
+			})
+			dead := collect(t, client, topic+".dlq")
+			ms := &manualSubscriber{}
+			src.Subscribe(ms)
+			ms.request(reactive.Unbounded)
+			testwait.Eventually(t, brokertest.WaitLong, func() bool { return len(ms.received()) == 1 }, "first delivery")
+			require.NoError(t, ms.received()[0].Nack(t.Context(), errors.New("not wanted"), tc.opts...))
+			testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "tck") == 0 || len(ms.received()) > 1 },
+				"neither acknowledged nor delivered again")
+			var delivered []string
+			for _, m := range ms.received() {
+				delivered = append(delivered, string(m.Payload()))
+			}
+			require.Equal(t, []string{"m-0"}, delivered, "the nacked message was delivered again")
+			require.Zero(t, b.Backlog(topic, "tck"), "the nacked message was acknowledged")
+			require.Zero(t, dead.count(), "nothing dead-lettered")
+		})
+	}
 }
 
 // TestSource_ZeroQueue: with a zero-queue consumer each request asks the broker for one
