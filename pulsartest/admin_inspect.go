@@ -129,7 +129,7 @@ func (a *adminServer) messageByID(w http.ResponseWriter, r *http.Request) {
 		h.Set("X-Pulsar-num-batch-message", strconv.Itoa(int(md.GetNumMessagesInBatch())))
 	}
 	for _, kv := range md.GetProperties() {
-		h.Set("X-Pulsar-PROPERTY-"+kv.GetKey(), kv.GetValue())
+		h.Set("X-Pulsar-PROPERTY-"+kv.GetKey(), headerText(kv.GetValue()))
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(payload) // the client went away: nothing else to tell it

@@ -75,7 +75,7 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 			writeReason(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		h.Set("X-Pulsar-PROPERTY", string(js))
+		h.Set("X-Pulsar-PROPERTY", headerText(string(js)))
 	}
 	if md.PublishTime != nil {
 		h.Set("X-Pulsar-publish-time", time.UnixMilli(int64(md.GetPublishTime())).UTC().Format(peekTimeLayout)) //nolint:gosec // ms timestamps
@@ -87,9 +87,9 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 		h.Set("X-Pulsar-num-batch-message", strconv.Itoa(int(md.GetNumMessagesInBatch())))
 	}
 	if md.PartitionKey != nil {
-		h.Set("X-Pulsar-partition-key", md.GetPartitionKey())
+		h.Set("X-Pulsar-partition-key", headerText(md.GetPartitionKey()))
 	}
-	h.Set("X-Pulsar-producer-name", md.GetProducerName())
+	h.Set("X-Pulsar-producer-name", headerText(md.GetProducerName()))
 	h.Set("X-Pulsar-sequence-id", strconv.FormatUint(md.GetSequenceId(), 10))
 	w.WriteHeader(http.StatusOK)
 	// An octet-stream of stored message bytes, as a real broker answers; never rendered as HTML.
@@ -136,4 +136,21 @@ func entryResponse(w http.ResponseWriter, raw []byte, verb string, ledger uint64
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d", ledger, entry))
 	return md, raw[10+metaSize:], true
+}
+
+// headerText is s as a real broker's web server (Jetty) writes a header value: in
+// ISO-8859-1, a character up to U+00FF as one byte and any other, CR, LF and the bytes of
+// invalid UTF-8 included, as a space; other control characters go as they are, so a key
+// holding one gives an answer that a strict HTTP client refuses, as a real broker's does.
+func headerText(s string) string {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		switch {
+		case r == '\r' || r == '\n' || r > 0xff:
+			b = append(b, ' ')
+		default:
+			b = append(b, byte(r))
+		}
+	}
+	return string(b)
 }
