@@ -41,7 +41,10 @@ type AdminOption func(*Admin)
 func WithAdminToken(token string) AdminOption { return func(a *Admin) { a.token = token } }
 
 // WithHTTPClient makes the Admin use hc (for TLS settings or a proxy). Default: a client
-// with a 30 s timeout per request.
+// with a 30 s timeout per request. The Admin works on a copy: an *http.Transport (or, for
+// none, http.DefaultTransport) is cloned with keep-alives off and with connections that
+// read control characters in an answer's headers as spaces, which the broker writes there
+// from a message's key (see [Message.Key]); another RoundTripper is used as it is.
 func WithHTTPClient(hc *http.Client) AdminOption { return func(a *Admin) { a.hc = hc } }
 
 // NewAdmin returns an Admin for the web service URL of a Pulsar cluster, e.g.
@@ -69,6 +72,7 @@ func NewAdmin(serviceURL string, opts ...AdminOption) (*Admin, error) {
 	if a.hc == nil {
 		return nil, fmt.Errorf("%w: nil HTTP client", ErrInvalidOptions)
 	}
+	a.hc = headerSafeClient(a.hc)
 	return a, nil
 }
 
@@ -247,7 +251,7 @@ func parsePeeked(topic string, h http.Header, body []byte) ([]Message, error) {
 			break
 		}
 	}
-	base := Message{Topic: topic, PublishTime: published, Key: h.Get("X-Pulsar-partition-key"), Properties: props}
+	base := Message{Topic: topic, PublishTime: published, Key: latin1(h.Get("X-Pulsar-partition-key")), Properties: props}
 	nb := h.Get("X-Pulsar-num-batch-message")
 	if nb == "" {
 		m := base
@@ -289,7 +293,7 @@ func parsePeeked(topic string, h http.Header, body []byte) ([]Message, error) {
 func peekedProperties(h http.Header) (map[string]string, error) {
 	props := map[string]string{}
 	if js := h.Get("X-Pulsar-PROPERTY"); js != "" {
-		if err := json.Unmarshal([]byte(js), &props); err != nil {
+		if err := json.Unmarshal([]byte(latin1(js)), &props); err != nil {
 			return nil, fmt.Errorf("X-Pulsar-PROPERTY: %w", err)
 		}
 		return props, nil
@@ -300,7 +304,7 @@ func peekedProperties(h http.Header) (map[string]string, error) {
 		if !ok || name == "" || len(vs) == 0 || name == "Total-Chunks" || name == "Chunk-Id" {
 			continue
 		}
-		props[strings.ToLower(name)] = vs[0]
+		props[strings.ToLower(name)] = latin1(vs[0])
 	}
 	return props, nil
 }

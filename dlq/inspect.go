@@ -62,11 +62,16 @@ type Message struct {
 	Topic string
 	// PublishTime is when it was written to the dead-letter topic.
 	PublishTime time.Time
-	// Key is its Pulsar key.
+	// Key is its Pulsar key. Read through the admin API ([Peek], a dry-run [Redrive]), the
+	// key of a message that was not batched reaches us in an HTTP header, which keeps the
+	// characters up to U+00FF but control characters: the others read as spaces. A batched
+	// message's key, and every key that [Redrive] and [Purge] read, are exact.
 	Key string
 	// OrderingKey is its Pulsar ordering key.
 	OrderingKey string
-	// Properties are its Pulsar properties.
+	// Properties are its Pulsar properties; through the admin API, those of a message that
+	// was not batched are held to the same characters as its Key (a control character in a
+	// property value survives: the broker escapes it in JSON).
 	Properties map[string]string
 	// Payload is the message body as stored.
 	Payload []byte

@@ -1,0 +1,82 @@
+package dlq
+
+import (
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// readerConn is a net.Conn that reads from r.
+type readerConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// TestHeadSafeConnCleansTheHeadOnly: in the head, a control character but HTAB, CR and LF
+// reads as a space; from the empty line on, every byte is the body's, as it is, however the
+// reads split the answer.
+func TestHeadSafeConnCleansTheHeadOnly(t *testing.T) {
+	t.Parallel()
+	answer := "HTTP/1.1 200 OK\r\nX-Pulsar-partition-key: a\x01\x1b[2J\x7f\tb\r\nContent-Length: 4\r\n\r\n\x01\r\n\x1b"
+	want := "HTTP/1.1 200 OK\r\nX-Pulsar-partition-key: a  [2J \tb\r\nContent-Length: 4\r\n\r\n\x01\r\n\x1b"
+	for name, r := range map[string]func() io.Reader{
+		"one read":         func() io.Reader { return strings.NewReader(answer) },
+		"a byte at a time": func() io.Reader { return iotest.OneByteReader(strings.NewReader(answer)) },
+		"halves":           func() io.Reader { return iotest.HalfReader(strings.NewReader(answer)) },
+	} {
+		got, err := io.ReadAll(&headSafeConn{Conn: readerConn{r: r()}})
+		require.NoError(t, err, name)
+		assert.Equal(t, want, string(got), name)
+	}
+}
+
+func TestLatin1(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "plain", latin1("plain"))
+	assert.Equal(t, "café ÿ", latin1("caf\xe9 \xff"), "each byte is the character of that code")
+}
+
+// FuzzHeadSafeConn: whatever a server answers, the connection reads as many bytes as it was
+// sent; before the first empty line no control character but HTAB, CR and LF is left; from
+// the empty line on, the bytes are the server's.
+func FuzzHeadSafeConn(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nX-Pulsar-partition-key: a\x01b\r\n\r\n\x01body"))
+	f.Add([]byte("\n\n\x00"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\n\r\r\n\x1b"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := io.ReadAll(&headSafeConn{Conn: readerConn{r: iotest.HalfReader(strings.NewReader(string(in)))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(in) {
+			t.Fatalf("read %d bytes of %d", len(got), len(in))
+		}
+		end := len(in)
+		lf := 0
+		for i, b := range in {
+			if b == '\n' {
+				if lf++; lf == 2 {
+					end = i + 1
+					break
+				}
+			} else if b != '\r' {
+				lf = 0
+			}
+		}
+		for i, b := range got[:end] {
+			if b < ' ' && b != '\t' && b != '\r' && b != '\n' || b == 0x7f {
+				t.Fatalf("control character %#x left in the head at %d", b, i)
+			}
+		}
+		if string(got[end:]) != string(in[end:]) {
+			t.Fatalf("the body changed")
+		}
+	})
+}
