@@ -1,6 +1,8 @@
 package dlq_test
 
 import (
+	"crypto/tls"
+	"net/http"
 	"testing"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -10,6 +12,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
 func TestPeekReadsAKeyWithControlCharacters(t *testing.T) {
@@ -50,4 +53,38 @@ func peekReadsAKeyWithControlCharacters(t *testing.T, f *fixture) {
 	stored := f.stored(t, f.queue)
 	require.Len(t, stored, 1)
 	assert.Equal(t, key, stored[0].Key())
+}
+
+// TestPeekOverHTTPSReadsAKeyWithControlCharacters runs against the embedded broker only: it
+// needs an admin API over HTTPS with a CA of the test's own. The Admin does TLS itself, under
+// the connection that cleans an answer's head, with the caller's TLS settings: a peek reads
+// the key, and a client that does not trust the CA is refused.
+func TestPeekOverHTTPSReadsAKeyWithControlCharacters(t *testing.T) {
+	t.Parallel()
+	pki, err := pulsartest.NewTestPKI(t.TempDir(), "ops")
+	require.NoError(t, err)
+	tg := brokertest.Embedded(t, pulsartest.WithAdminTLS("localhost:0", pki.ServerConfig()))
+	f := newFixture(t, tg)
+	f.ensure(t)
+	f.write(t, f.dlq, nil, annotated(urnA, "id-k", envelope.ReasonFailed))
+	p, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: f.dlq, DisableBatching: true})
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: annotated(urnA, "id-esc", envelope.ReasonFailed), Key: "k\x1bz"})
+	require.NoError(t, err)
+
+	admin := func(cfg *tls.Config) *dlq.Admin {
+		tr := brokertest.HTTPClient(t).Transport.(*http.Transport).Clone() //nolint:forcetypeassert // brokertest makes one
+		tr.TLSClientConfig = cfg
+		a, err := dlq.NewAdmin(tg.Broker.AdminTLSURL(), dlq.WithHTTPClient(&http.Client{Transport: tr}))
+		require.NoError(t, err)
+		return a
+	}
+	peeked, err := dlq.Peek(t.Context(), admin(&tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}), dlq.PeekOptions{Topic: f.dlq})
+	require.NoError(t, err)
+	require.Len(t, peeked, 2)
+	assert.Equal(t, "k z", peeked[1].Key)
+
+	_, err = dlq.Peek(t.Context(), admin(&tls.Config{MinVersion: tls.VersionTLS12}), dlq.PeekOptions{Topic: f.dlq})
+	require.ErrorContains(t, err, "certificate", "the caller's trust decides")
 }
