@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -57,7 +58,7 @@ func headerSafeClient(hc *http.Client) *http.Client {
 			if err != nil {
 				return nil, err
 			}
-			c := &tls.Config{} //nolint:gosec // the caller's settings, when given, are taken below
+			c := &tls.Config{MinVersion: tls.VersionTLS12}
 			if cfg != nil {
 				c = cfg.Clone()
 			}
@@ -71,7 +72,7 @@ func headerSafeClient(hc *http.Client) *http.Client {
 			tc := tls.Client(raw, c)
 			if err := tc.HandshakeContext(ctx); err != nil {
 				_ = raw.Close()
-				return nil, err
+				return nil, fmt.Errorf("dlq: admin TLS handshake with %s: %w", addr, err)
 			}
 			return &headSafeConn{Conn: tc}, nil
 		}

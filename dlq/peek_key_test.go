@@ -25,6 +25,7 @@ func TestPeekReadsAKeyWithControlCharacters(t *testing.T) {
 // ISO-8859-1, a space already from the broker), and reaches the message behind it; a
 // redrive moves the key exactly.
 func peekReadsAKeyWithControlCharacters(t *testing.T, f *fixture) {
+	t.Helper()
 	f.ensure(t)
 	const key = "café€\x01\x1b[2J"
 	p, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: f.dlq, DisableBatching: true})
@@ -74,7 +75,9 @@ func TestPeekOverHTTPSReadsAKeyWithControlCharacters(t *testing.T) {
 	require.NoError(t, err)
 
 	admin := func(cfg *tls.Config) *dlq.Admin {
-		tr := brokertest.HTTPClient(t).Transport.(*http.Transport).Clone() //nolint:forcetypeassert // brokertest makes one
+		base, ok := brokertest.HTTPClient(t).Transport.(*http.Transport)
+		require.True(t, ok)
+		tr := base.Clone()
 		tr.TLSClientConfig = cfg
 		a, err := dlq.NewAdmin(tg.Broker.AdminTLSURL(), dlq.WithHTTPClient(&http.Client{Transport: tr}))
 		require.NoError(t, err)

@@ -149,7 +149,8 @@ func headerText(s string) string {
 		case r == '\r' || r == '\n' || r > 0xff:
 			b = append(b, ' ')
 		default:
-			b = append(b, byte(r))
+			b = append(b, byte(r)) //nolint:gosec // G115: r is at most 0xff here
+
 		}
 	}
 	return string(b)
