@@ -102,7 +102,15 @@ func (f *fixture) consumer(t *testing.T, h bqpulsar.HandlerFunc, opts ...bqpulsa
 	all = append(all, f.tel.ConsumerOptions()...)
 	c, err := bqpulsar.NewConsumer(f.client, append(all, opts...)...)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
+	runUntilTheEnd(t, context.Background(), c)
+	return c
+}
+
+// runUntilTheEnd runs c under a child of ctx until the test ends, then cancels it and
+// checks Run's result and Close's.
+func runUntilTheEnd(t *testing.T, ctx context.Context, c *bqpulsar.Consumer) { //nolint:revive // t first, as the other helpers
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() {
@@ -110,7 +118,6 @@ func (f *fixture) consumer(t *testing.T, h bqpulsar.HandlerFunc, opts ...bqpulsa
 		assert.ErrorIs(t, <-done, context.Canceled)
 		assert.NoError(t, c.Close())
 	})
-	return c
 }
 
 // ended returns the ended spans of kind k, waiting until there are n of them.

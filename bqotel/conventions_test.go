@@ -197,14 +197,7 @@ func TestAConsumerInsideASpanLinksIt(t *testing.T) {
 				}, f.tel.ConsumerOptions()...)...)
 				require.NoError(t, err)
 				worker, workerSC := ambient(f)
-				ctx, cancel := context.WithCancel(worker)
-				done := make(chan error, 1)
-				go func() { done <- c.Run(ctx) }()
-				t.Cleanup(func() {
-					cancel()
-					assert.ErrorIs(t, <-done, context.Canceled)
-					assert.NoError(t, c.Close())
-				})
+				runUntilTheEnd(t, worker, c)
 				send(t, f)
 				consumer := f.ended(t, trace.SpanKindConsumer, 1)[0]
 				assert.NotEqual(t, workerSC.SpanID(), consumer.Parent().SpanID(), "the worker's span is never the parent")

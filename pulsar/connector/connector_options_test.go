@@ -34,12 +34,7 @@ func sourceOf(t *testing.T, c *connector.Connector, ch string, attrs map[string]
 	t.Helper()
 	s, err := c.NewSource(t.Context(), messaging.NewChannelConfig(ch, connector.Name, messaging.Incoming, attrs, c.Attributes()))
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		// Nothing is left unsettled: Close gives up waiting at once.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-		defer cancel()
-		_ = s.Close(ctx)
-	})
+	closeAtOnce(t, s) // nothing is left unsettled
 	return s
 }
 

@@ -35,13 +35,18 @@ func newTestSource(t *testing.T, client apulsar.Client, n int, mod func(*connect
 	}
 	s, err := connector.NewSource(client, o)
 	require.NoError(t, err)
+	closeAtOnce(t, s) // the TCK never settles what it receives
+	return s
+}
+
+// closeAtOnce closes s when the test ends, giving up at once on what is left unsettled.
+func closeAtOnce(t *testing.T, s interface{ Close(context.Context) error }) {
+	t.Helper()
 	t.Cleanup(func() {
-		// The TCK never settles what it receives: Close gives up waiting at once.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 		defer cancel()
 		_ = s.Close(ctx)
 	})
-	return s
 }
 
 // TestTCK_Source runs the PublisherVerification on the Source (RUNTIME.md §13.1):
