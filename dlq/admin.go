@@ -44,7 +44,13 @@ func WithAdminToken(token string) AdminOption { return func(a *Admin) { a.token 
 // with a 30 s timeout per request. The Admin works on a copy: an *http.Transport (or, for
 // none, http.DefaultTransport) is cloned with keep-alives off and with connections that
 // read control characters in an answer's headers as spaces, which the broker writes there
-// from a message's key (see [Message.Key]); another RoundTripper is used as it is.
+// from a message's key (see [Message.Key]). So that this reading sits above every protocol
+// on the way, the copy makes TLS, a tunnel through an http(s) proxy (CONNECT) and a SOCKS5
+// connection itself, with the transport's settings: TLSClientConfig, DialContext,
+// DialTLSContext (used for TLS to the broker or to an https proxy), Proxy (asked once per
+// request), ProxyConnectHeader, GetProxyConnectHeader, OnProxyConnectResponse and
+// MaxResponseHeaderBytes; a proxy URL's user info is sent as Basic credentials, as net/http
+// does. Another RoundTripper is used as it is.
 func WithHTTPClient(hc *http.Client) AdminOption { return func(a *Admin) { a.hc = hc } }
 
 // NewAdmin returns an Admin for the web service URL of a Pulsar cluster, e.g.

@@ -66,13 +66,7 @@ func TestPeekOverHTTPSReadsAKeyWithControlCharacters(t *testing.T) {
 	require.NoError(t, err)
 	tg := brokertest.Embedded(t, pulsartest.WithAdminTLS("localhost:0", pki.ServerConfig()))
 	f := newFixture(t, tg)
-	f.ensure(t)
-	f.write(t, f.dlq, nil, annotated(urnA, "id-k", envelope.ReasonFailed))
-	p, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: f.dlq, DisableBatching: true})
-	require.NoError(t, err)
-	defer p.Close()
-	_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: annotated(urnA, "id-esc", envelope.ReasonFailed), Key: "k\x1bz"})
-	require.NoError(t, err)
+	writeAnEscapedKey(t, f)
 
 	admin := func(cfg *tls.Config) *dlq.Admin {
 		base, ok := brokertest.HTTPClient(t).Transport.(*http.Transport)
@@ -83,11 +77,31 @@ func TestPeekOverHTTPSReadsAKeyWithControlCharacters(t *testing.T) {
 		require.NoError(t, err)
 		return a
 	}
-	peeked, err := dlq.Peek(t.Context(), admin(&tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}), dlq.PeekOptions{Topic: f.dlq})
-	require.NoError(t, err)
-	require.Len(t, peeked, 2)
-	assert.Equal(t, "k z", peeked[1].Key)
+	peekTheEscapedKey(t, f, admin(&tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}))
 
 	_, err = dlq.Peek(t.Context(), admin(&tls.Config{MinVersion: tls.VersionTLS12}), dlq.PeekOptions{Topic: f.dlq})
 	require.ErrorContains(t, err, "certificate", "the caller's trust decides")
+}
+
+// writeAnEscapedKey writes two dead letters to f's DLQ: one without a key, then one keyed
+// "k\x1bz", which the broker's peek answer carries with its ESC as it is.
+func writeAnEscapedKey(t *testing.T, f *fixture) {
+	t.Helper()
+	f.ensure(t)
+	f.write(t, f.dlq, nil, annotated(urnA, "id-k", envelope.ReasonFailed))
+	p, err := f.client.CreateProducer(apulsar.ProducerOptions{Topic: f.dlq, DisableBatching: true})
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: annotated(urnA, "id-esc", envelope.ReasonFailed), Key: "k\x1bz"})
+	require.NoError(t, err)
+}
+
+// peekTheEscapedKey peeks what [writeAnEscapedKey] wrote, through a, and finds the key with
+// its ESC read as a space.
+func peekTheEscapedKey(t *testing.T, f *fixture, a *dlq.Admin) {
+	t.Helper()
+	peeked, err := dlq.Peek(t.Context(), a, dlq.PeekOptions{Topic: f.dlq})
+	require.NoError(t, err)
+	require.Len(t, peeked, 2)
+	assert.Equal(t, "k z", peeked[1].Key)
 }
