@@ -1,19 +1,12 @@
 package dlq_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -24,9 +17,6 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
-
-// The credentials every test proxy below asks for.
-const proxyUser, proxyPassword = "ops", "s3cret"
 
 // TestPeekThroughAProxyReadsAKeyWithControlCharacters runs against the embedded broker only:
 // it needs proxies and a CA of the test's own. The connection that cleans an answer's head
@@ -54,29 +44,29 @@ func TestPeekThroughAProxyReadsAKeyWithControlCharacters(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var p *testProxy
+			var p *brokertest.Proxy
 			switch tc.way {
 			case "own TLS dialer":
-				p = &testProxy{}
+				p = &brokertest.Proxy{}
 			case "http":
-				p = startHTTPProxy(t, nil)
+				p = brokertest.StartHTTPProxy(t, nil)
 			case "https":
-				p = startHTTPProxy(t, pki.ServerConfig())
+				p = brokertest.StartHTTPProxy(t, pki.ServerConfig())
 			case "socks5":
-				p = startSOCKS5(t)
+				p = brokertest.StartSOCKS5(t)
 			}
 			peekTheEscapedKey(t, f, proxiedAdmin(t, tc.admin, trust, func(tr *http.Transport) {
-				if p.url != nil {
-					tr.Proxy = http.ProxyURL(p.url)
+				if p.URL != nil {
+					tr.Proxy = http.ProxyURL(p.URL)
 					return
 				}
 				tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-					p.used.Add(1)
+					p.Used.Add(1)
 					d := tls.Dialer{Config: trust}
 					return d.DialContext(ctx, network, addr)
 				}
 			}))
-			assert.Positive(t, p.used.Load(), "the connections went the configured way")
+			assert.Positive(t, p.Used.Load(), "the connections went the configured way")
 		})
 	}
 }
@@ -93,16 +83,16 @@ func TestAProxyRefusingTheCredentialsFailsThePeek(t *testing.T) {
 	trust := &tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}
 	for _, tc := range []struct {
 		name  string
-		proxy *testProxy
+		proxy *brokertest.Proxy
 		want  string
 	}{
-		{"CONNECT", startHTTPProxy(t, nil), "407 Proxy Authentication Required"},
-		{"SOCKS5", startSOCKS5(t), "username/password authentication failed"},
+		{"CONNECT", brokertest.StartHTTPProxy(t, nil), "407 Proxy Authentication Required"},
+		{"SOCKS5", brokertest.StartSOCKS5(t), "username/password authentication failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			wrong := *tc.proxy.url
-			wrong.User = url.UserPassword(proxyUser, "wrong-password")
+			wrong := *tc.proxy.URL
+			wrong.User = url.UserPassword(brokertest.ProxyUser, "wrong-password")
 			a := proxiedAdmin(t, tg.Broker.AdminTLSURL(), trust, func(tr *http.Transport) { tr.Proxy = http.ProxyURL(&wrong) })
 			_, err := dlq.Peek(t.Context(), a, dlq.PeekOptions{Topic: f.dlq})
 			require.ErrorContains(t, err, tc.want)
@@ -123,11 +113,11 @@ func TestATunnelTakesTheTransportsProxySettings(t *testing.T) {
 	f := newFixture(t, tg)
 	f.ensure(t)
 	trust := &tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}
-	p := startHTTPProxy(t, nil)
+	p := brokertest.StartHTTPProxy(t, nil)
 	peek := func(t *testing.T, configure func(*http.Transport)) error {
 		t.Helper()
 		a := proxiedAdmin(t, tg.Broker.AdminTLSURL(), trust, func(tr *http.Transport) {
-			tr.Proxy = http.ProxyURL(p.url)
+			tr.Proxy = http.ProxyURL(p.URL)
 			configure(tr)
 		})
 		_, err := dlq.Peek(t.Context(), a, dlq.PeekOptions{Topic: f.dlq})
@@ -138,13 +128,13 @@ func TestATunnelTakesTheTransportsProxySettings(t *testing.T) {
 	require.NoError(t, peek(t, func(tr *http.Transport) {
 		tr.ProxyConnectHeader = http.Header{"X-Tenant": {"fixed"}}
 		tr.OnProxyConnectResponse = func(_ context.Context, u *url.URL, req *http.Request, res *http.Response) error {
-			if u.Host == p.url.Host && req.Method == http.MethodConnect && res.StatusCode == http.StatusOK {
+			if u.Host == p.URL.Host && req.Method == http.MethodConnect && res.StatusCode == http.StatusOK {
 				answered.Add(1)
 			}
 			return nil
 		}
 	}))
-	assert.Equal(t, "fixed", p.tenant.Load())
+	assert.Equal(t, "fixed", p.Tenant.Load())
 	assert.Positive(t, answered.Load(), "OnProxyConnectResponse saw the proxy's answer")
 
 	require.NoError(t, peek(t, func(tr *http.Transport) {
@@ -155,7 +145,7 @@ func TestATunnelTakesTheTransportsProxySettings(t *testing.T) {
 	}))
 	admin, err := url.Parse(tg.Broker.AdminTLSURL())
 	require.NoError(t, err)
-	assert.Equal(t, "for "+admin.Host, p.tenant.Load())
+	assert.Equal(t, "for "+admin.Host, p.Tenant.Load())
 
 	err = peek(t, func(tr *http.Transport) {
 		tr.OnProxyConnectResponse = func(context.Context, *url.URL, *http.Request, *http.Response) error {
@@ -164,7 +154,7 @@ func TestATunnelTakesTheTransportsProxySettings(t *testing.T) {
 	})
 	require.ErrorContains(t, err, "refused by policy")
 
-	err = peek(t, func(tr *http.Transport) { tr.Proxy = http.ProxyURL(&url.URL{Scheme: "ftp", Host: p.url.Host}) })
+	err = peek(t, func(tr *http.Transport) { tr.Proxy = http.ProxyURL(&url.URL{Scheme: "ftp", Host: p.URL.Host}) })
 	require.ErrorContains(t, err, `the scheme "ftp" is not http, https, socks5 or socks5h`)
 }
 
@@ -179,173 +169,4 @@ func proxiedAdmin(t *testing.T, adminURL string, trust *tls.Config, configure fu
 	a, err := dlq.NewAdmin(adminURL, dlq.WithHTTPClient(&http.Client{Transport: tr}))
 	require.NoError(t, err)
 	return a
-}
-
-// testProxy is a proxy of a test: its URL, with [proxyUser]'s credentials, and how many
-// connections it carried (a proxy without a URL counts a test's own dials).
-type testProxy struct {
-	url    *url.URL
-	used   atomic.Int64
-	wg     sync.WaitGroup
-	tenant atomic.Value // the X-Tenant header of the last request, a string
-}
-
-// startHTTPProxy starts an HTTP proxy, over TLS with cfg when it is not nil: it opens CONNECT
-// tunnels and forwards other requests, bytes as they are both ways, for the right
-// Proxy-Authorization only.
-func startHTTPProxy(t *testing.T, cfg *tls.Config) *testProxy {
-	t.Helper()
-	p := &testProxy{}
-	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(proxyUser+":"+proxyPassword))
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Proxy-Authorization") != want {
-			w.WriteHeader(http.StatusProxyAuthRequired)
-			return
-		}
-		target, err := net.Dial("tcp", r.Host)
-		if err != nil {
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		c, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			_ = target.Close()
-			return
-		}
-		p.wg.Add(1)
-		defer p.wg.Done()
-		p.used.Add(1)
-		p.tenant.Store(r.Header.Get("X-Tenant"))
-		if r.Method == http.MethodConnect {
-			_, err = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
-		} else {
-			r.Header.Del("Proxy-Authorization")
-			err = r.Write(target)
-		}
-		if err == nil {
-			relay(c, brw.Reader, target)
-		}
-		_ = c.Close()
-		_ = target.Close()
-	}))
-	if cfg != nil {
-		srv.TLS = cfg
-		srv.StartTLS()
-	} else {
-		srv.Start()
-	}
-	t.Cleanup(func() {
-		srv.Close()
-		p.wg.Wait()
-	})
-	u, err := url.Parse(srv.URL)
-	require.NoError(t, err)
-	u.User = url.UserPassword(proxyUser, proxyPassword)
-	p.url = u
-	return p
-}
-
-// startSOCKS5 starts a SOCKS5 proxy (RFC 1928) that connects to the address asked for, for
-// [proxyUser]'s username and password (RFC 1929) only.
-func startSOCKS5(t *testing.T) *testProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &testProxy{url: &url.URL{Scheme: "socks5", Host: ln.Addr().String(), User: url.UserPassword(proxyUser, proxyPassword)}}
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.wg.Wait()
-	})
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Go(func() {
-				defer func() { _ = c.Close() }()
-				p.socks(c)
-			})
-		}
-	})
-	return p
-}
-
-// socks serves one SOCKS5 client on c; any error ends it.
-func (p *testProxy) socks(c net.Conn) {
-	r := bufio.NewReader(c)
-	field := func(n int) []byte { // n bytes, or nil at an error
-		b := make([]byte, n)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return nil
-		}
-		return b
-	}
-	short := func() []byte { // a length byte and that many bytes
-		n := field(1)
-		if n == nil {
-			return nil
-		}
-		return field(int(n[0]))
-	}
-	if greeting := field(2); greeting == nil || greeting[0] != 5 || field(int(greeting[1])) == nil {
-		return
-	}
-	if _, err := c.Write([]byte{5, 2}); err != nil { // username and password
-		return
-	}
-	if ver := field(1); ver == nil || ver[0] != 1 {
-		return
-	}
-	user, password := short(), short()
-	if string(user) != proxyUser || string(password) != proxyPassword {
-		_, _ = c.Write([]byte{1, 1})
-		return
-	}
-	if _, err := c.Write([]byte{1, 0}); err != nil {
-		return
-	}
-	req := field(4) // version, command, reserved, address type
-	if req == nil || req[1] != 1 {
-		return
-	}
-	var host string
-	switch req[3] {
-	case 1:
-		host = net.IP(field(4)).String()
-	case 3:
-		host = string(short())
-	case 4:
-		host = net.IP(field(16)).String()
-	}
-	port := field(2)
-	if port == nil {
-		return
-	}
-	target, err := net.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(int(binary.BigEndian.Uint16(port)))))
-	if err != nil {
-		_, _ = c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0})
-		return
-	}
-	defer func() { _ = target.Close() }()
-	if _, err := c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0}); err != nil {
-		return
-	}
-	p.used.Add(1)
-	relay(c, r, target)
-}
-
-// relay copies client (read through in, which may hold bytes already read) to target and
-// target to client until either side ends, then closes both.
-func relay(client net.Conn, in io.Reader, target net.Conn) {
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, _ = io.Copy(target, in)
-		_ = target.Close()
-		_ = client.Close()
-	})
-	_, _ = io.Copy(client, target)
-	_ = client.Close()
-	_ = target.Close()
-	wg.Wait()
 }

@@ -118,6 +118,12 @@ var buildBQ = sync.OnceValues(func() (string, error) {
 // startBQ starts the built command; the test's cleanup kills it if it is still running.
 func startBQ(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr *syncBuffer) {
 	t.Helper()
+	return startBQWithEnv(t, nil, args...)
+}
+
+// startBQWithEnv is startBQ with env ("NAME=value") added to the command's environment.
+func startBQWithEnv(t *testing.T, env []string, args ...string) (cmd *exec.Cmd, stdout, stderr *syncBuffer) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -127,6 +133,7 @@ func startBQ(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr *syncB
 	cmd = exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Env = append(os.Environ(), "PULSAR_URL=", "PULSAR_AUTH_TOKEN=", "PULSAR_AUTH_TOKEN_FILE=")
+	cmd.Env = append(cmd.Env, env...)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return cmd, stdout, stderr

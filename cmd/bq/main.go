@@ -21,7 +21,9 @@
 //
 // The connection settings come from flags or, when a flag is not given, from PULSAR_URL,
 // PULSAR_AUTH_TOKEN, PULSAR_AUTH_TOKEN_FILE, PULSAR_TLS_TRUST_CERTS_FILE and
-// PULSAR_TLS_ALLOW_INSECURE_CONNECTION. Values that come from messages are printed with
+// PULSAR_TLS_ALLOW_INSECURE_CONNECTION; the admin calls of `bq dlq` go through the proxy
+// that HTTPS_PROXY or HTTP_PROXY names (http, https or socks5; not for NO_PROXY and loopback
+// hosts), as net/http reads them. Values that come from messages are printed with
 // terminal control characters escaped; --raw prints payload bytes as they are.
 package main
 

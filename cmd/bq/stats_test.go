@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +155,38 @@ func TestDLQStatsRefusesBadInput(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %v", tc.args)
 	}
 	assert.Empty(t, e.tg.Broker.Topics(), "no topic created")
+}
+
+// TestDLQCommandsGoThroughTheEnvironmentsProxy runs the built command (net/http reads the
+// proxy variables once per process) against the embedded broker: the proxy that HTTP_PROXY
+// names carries the admin calls, an HTTP proxy and a SOCKS5 one. The admin URL names a host
+// that is not loopback, which net/http would not send through a proxy; the test proxies take
+// every host to the broker.
+func TestDLQCommandsGoThroughTheEnvironmentsProxy(t *testing.T) {
+	e := newDLQEnv(t, brokertest.Embedded(t))
+	e.createRetention(t)
+	seedDeadLetters(t, e.tg.URL, e.dlq)
+	u, err := url.Parse(e.adminURL)
+	require.NoError(t, err)
+	admin := "--admin-url=http://bq-admin.invalid:" + u.Port()
+	for _, tc := range []struct {
+		name  string
+		proxy *brokertest.Proxy
+	}{
+		{"HTTP", brokertest.StartHTTPProxy(t, nil)},
+		{"SOCKS5", brokertest.StartSOCKS5(t)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := []string{"HTTP_PROXY=" + tc.proxy.URL.String(), "HTTPS_PROXY=", "https_proxy=", "NO_PROXY=", "no_proxy="}
+			cmd, stdout, stderr := startBQWithEnv(t, env, "dlq", "stats", e.url, admin, "--topic", e.dlq)
+			err := cmd.Wait()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				t.Fatalf("bq dlq stats: exit status %d: %s", exit.ExitCode(), stderr.String())
+			}
+			require.NoError(t, err)
+			assert.Contains(t, stdout.String(), "3 dead letter(s) pending on "+e.dlq)
+			assert.Positive(t, tc.proxy.Used.Load(), "through the proxy")
+		})
+	}
 }
