@@ -67,32 +67,36 @@ func (c *Connector) Configs() []messaging.ChannelConfig {
 }
 
 // Source returns the handle of incoming channel ch (created on first use,
-// before or after Start).
+// before or after Start). Used before the runtime creates the channel, the
+// handle queues, reports health and takes Fail and Close, and the channel
+// still gets its attributes.
 func (c *Connector) Source(ch string) *Source {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.sources[ch]
 	if !ok {
-		s = &Source{channel: ch, maxInflight: 256}
+		s = &Source{channel: ch, maxInflight: 256, early: messaging.NewEndpointHealth(ch, messaging.Incoming)}
 		c.sources[ch] = s
 	}
 	return s
 }
 
-// Sink returns the handle of outgoing channel ch (created on first use).
+// Sink returns the handle of outgoing channel ch (created on first use,
+// before or after Start). Used before the runtime creates the channel (a Wait
+// begun early, say), the handle leaves the channel its attributes.
 func (c *Connector) Sink(ch string) *Sink {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.sinks[ch]
 	if !ok {
-		s = &Sink{channel: ch, autoAck: true, window: 16}
+		s = &Sink{channel: ch, autoAck: true, window: 16, early: messaging.NewEndpointHealth(ch, messaging.Outgoing)}
 		c.sinks[ch] = s
 	}
 	return s
 }
 
 // NewSource implements messaging.IncomingConnector.
-func (c *Connector) NewSource(_ context.Context, cfg messaging.ChannelConfig) (messaging.Source, error) {
+func (c *Connector) NewSource(ctx context.Context, cfg messaging.ChannelConfig) (messaging.Source, error) {
 	n, err := messaging.Attr[int](cfg, AttrMaxInflight)
 	if err != nil {
 		return nil, err
@@ -105,16 +109,18 @@ func (c *Connector) NewSource(_ context.Context, cfg messaging.ChannelConfig) (m
 	c.configs = append(c.configs, cfg)
 	c.mu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.created {
+	if s.created || s.block != nil {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: source %q", ErrInUse, cfg.Channel())
 	}
 	s.created, s.maxInflight = true, n
+	s.mu.Unlock()
+	s.source(ctx)
 	return s, nil
 }
 
 // NewSink implements messaging.OutgoingConnector.
-func (c *Connector) NewSink(_ context.Context, cfg messaging.ChannelConfig) (messaging.Sink, error) {
+func (c *Connector) NewSink(ctx context.Context, cfg messaging.ChannelConfig) (messaging.Sink, error) {
 	auto, err := messaging.Attr[bool](cfg, AttrAutoAck)
 	if err != nil {
 		return nil, err
@@ -131,11 +137,13 @@ func (c *Connector) NewSink(_ context.Context, cfg messaging.ChannelConfig) (mes
 	c.configs = append(c.configs, cfg)
 	c.mu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.created {
+	if s.created || s.block != nil {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: sink %q", ErrInUse, cfg.Channel())
 	}
 	s.created, s.autoAck, s.window = true, auto, window
+	s.mu.Unlock()
+	s.sink(ctx)
 	return s, nil
 }
 
@@ -157,7 +165,10 @@ type Source struct {
 	mu          sync.Mutex
 	created     bool
 	maxInflight int
-	block       *messaging.PullSource[[]byte] // created on first use, with maxInflight
+	block       *messaging.PullSource[[]byte] // made by NewSource (or a direct Subscribe), with maxInflight
+	early       *messaging.EndpointHealth     // the health until the block is made
+	failure     error                         // a Fail before the block was made, passed on to it
+	closed      bool                          // a Close before the block was made, passed on to it
 	pending     chunks[pendingMsg]
 	completed   bool
 	settled     chunks[Settlement]
@@ -171,12 +182,35 @@ type pendingMsg struct {
 	md      messaging.Metadata
 }
 
-// source returns the building block, created on first use.
-func (s *Source) source() *messaging.PullSource[[]byte] {
+// source returns the building block, made on first use with the handle's settings (the
+// channel's once NewSource set them); a Fail or a Close that came before passes on to it.
+// Only NewSource and Subscribe make it: the handle's other methods, which a test may call
+// before the runtime creates the channel, must not fix its settings.
+func (s *Source) source(ctx context.Context) *messaging.PullSource[[]byte] {
+	s.mu.Lock()
+	b, made := s.block, false
+	if b == nil {
+		b = messaging.NewPullSource(s.channel, s.pull, messaging.WithMaxInflight(s.maxInflight), messaging.WithTryPull(s.tryPull))
+		s.block, made = b, true
+	}
+	failure, closed := s.failure, s.closed
+	s.mu.Unlock()
+	if made && failure != nil {
+		b.Fail(failure)
+	}
+	if made && closed {
+		_ = b.Close(ctx) // nothing was delivered: it returns at once
+	}
+	return b
+}
+
+// made returns the building block, or nil before it was made; then early runs, under the
+// handle's lock.
+func (s *Source) made(early func()) *messaging.PullSource[[]byte] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.block == nil {
-		s.block = messaging.NewPullSource(s.channel, s.pull, messaging.WithMaxInflight(s.maxInflight), messaging.WithTryPull(s.tryPull))
+	if s.block == nil && early != nil {
+		early()
 	}
 	return s.block
 }
@@ -239,11 +273,21 @@ func (s *Source) Complete() {
 
 // Fail records a fatal failure (the channel is no longer live) and signals
 // OnError(err) downstream at once.
-func (s *Source) Fail(err error) { s.source().Fail(err) }
+func (s *Source) Fail(err error) {
+	b := s.made(func() {
+		s.early.MarkFailed(err)
+		if s.failure == nil {
+			s.failure = err
+		}
+	})
+	if b != nil {
+		b.Fail(err)
+	}
+}
 
 // Subscribe implements reactive.Publisher; the source is unicast.
 func (s *Source) Subscribe(sub reactive.Subscriber[messaging.Message[[]byte]]) {
-	s.source().Subscribe(sub)
+	s.source(context.Background()).Subscribe(sub)
 }
 
 func (s *Source) wrap(p pendingMsg) messaging.Message[[]byte] {
@@ -327,7 +371,12 @@ func (s *Source) Counts() (acked, nacked int) {
 }
 
 // InFlight returns the number of delivered, unsettled messages.
-func (s *Source) InFlight() int { return s.source().InFlight() }
+func (s *Source) InFlight() int {
+	if b := s.made(nil); b != nil {
+		return b.InFlight()
+	}
+	return 0
+}
 
 // WaitSettled waits until at least n messages were settled or ctx ends.
 func (s *Source) WaitSettled(ctx context.Context, n int) error {
@@ -357,12 +406,24 @@ func (s *Source) WaitSettled(ctx context.Context, n int) error {
 // Health implements messaging.Source: started once subscribed, ready until
 // Close, live until Fail or the completion of the stream (Complete, once the
 // queued messages were delivered).
-func (s *Source) Health() messaging.ChannelHealth { return s.source().Health() }
+func (s *Source) Health() messaging.ChannelHealth {
+	if b := s.made(nil); b != nil {
+		return b.Health()
+	}
+	return s.early.Health()
+}
 
 // Close stops delivering (the stream completes) and waits until the
 // delivered messages are settled or ctx ends.
 func (s *Source) Close(ctx context.Context) error {
-	if err := s.source().Close(ctx); err != nil {
+	b := s.made(func() {
+		s.early.MarkClosed()
+		s.closed = true
+	})
+	if b == nil {
+		return nil
+	}
+	if err := b.Close(ctx); err != nil {
 		return fmt.Errorf("inmemory: %w", err)
 	}
 	return nil
@@ -378,23 +439,45 @@ type Sink struct {
 	created   bool
 	autoAck   bool
 	window    int
-	block     *messaging.FuncSink[[]byte] // created on first use, with autoAck and window
+	block     *messaging.FuncSink[[]byte] // made by NewSink (or a direct OnSubscribe), with autoAck and window
+	early     *messaging.EndpointHealth   // the health until the block is made
+	closed    bool                        // a Close before the block was made, passed on to it
 	received  chunks[messaging.Message[[]byte]]
 	completed bool
 	failure   error
 	changed   chan struct{} // created by a waiter, closed at the next change
 }
 
-// sink returns the building block, created on first use.
-func (s *Sink) sink() *messaging.FuncSink[[]byte] {
+// sink returns the building block, made on first use with the handle's settings (the
+// channel's once NewSink set them); a Close that came before passes on to it. Only NewSink
+// and the Subscriber methods make it, as for [Source].
+func (s *Sink) sink(ctx context.Context) *messaging.FuncSink[[]byte] {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.block == nil {
+	b, made := s.block, false
+	if b == nil {
 		opts := []messaging.SinkOption{messaging.WithSinkWindow(s.window), messaging.WithInlineSend()}
 		if !s.autoAck {
 			opts = append(opts, messaging.WithSendSettles())
 		}
-		s.block = messaging.NewFuncSink(s.channel, s.record, opts...)
+		b = messaging.NewFuncSink(s.channel, s.record, opts...)
+		s.block, made = b, true
+		s.notifyLocked() // a Wait begun before watches its drain from now on
+	}
+	closed := s.closed
+	s.mu.Unlock()
+	if made && closed {
+		_ = b.Close(ctx) // nothing was received: it returns at once
+	}
+	return b
+}
+
+// made returns the building block, or nil before it was made; then early runs, under the
+// handle's lock.
+func (s *Sink) made(early func()) *messaging.FuncSink[[]byte] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.block == nil && early != nil {
+		early()
 	}
 	return s.block
 }
@@ -408,14 +491,14 @@ func (s *Sink) record(_ context.Context, m messaging.Message[[]byte]) error {
 }
 
 // OnSubscribe implements reactive.Subscriber.
-func (s *Sink) OnSubscribe(sub reactive.Subscription) { s.sink().OnSubscribe(sub) }
+func (s *Sink) OnSubscribe(sub reactive.Subscription) { s.sink(context.Background()).OnSubscribe(sub) }
 
 // OnNext implements reactive.Subscriber.
-func (s *Sink) OnNext(m messaging.Message[[]byte]) { s.sink().OnNext(m) }
+func (s *Sink) OnNext(m messaging.Message[[]byte]) { s.sink(context.Background()).OnNext(m) }
 
 // OnError implements reactive.Subscriber.
 func (s *Sink) OnError(err error) {
-	s.sink().OnError(err)
+	s.sink(context.Background()).OnError(err)
 	s.mu.Lock()
 	s.failure = err
 	s.notifyLocked()
@@ -424,7 +507,7 @@ func (s *Sink) OnError(err error) {
 
 // OnComplete implements reactive.Subscriber.
 func (s *Sink) OnComplete() {
-	s.sink().OnComplete()
+	s.sink(context.Background()).OnComplete()
 	s.mu.Lock()
 	s.completed = true
 	s.notifyLocked()
@@ -466,10 +549,14 @@ func (s *Sink) Payloads() []string {
 // Wait waits until at least n messages were received, or the stream ended
 // (and every message before the end was recorded), or ctx ends.
 func (s *Sink) Wait(ctx context.Context, n int) error {
-	drained := s.sink().Drained()
+	stale := false // drained without a terminal signal (Close): wait for messages or ctx
 	for {
 		s.mu.Lock()
 		got, ended, ch := s.received.len(), s.completed || s.failure != nil, s.waitChanLocked()
+		var drained <-chan struct{} // none before the block is made
+		if s.block != nil && !stale {
+			drained = s.block.Drained()
+		}
 		s.mu.Unlock()
 		if got >= n {
 			return nil
@@ -490,9 +577,7 @@ func (s *Sink) Wait(ctx context.Context, n int) error {
 		select {
 		case <-ch:
 		case <-drained:
-			if !ended {
-				drained = nil // Close without a terminal signal: wait for ctx
-			}
+			stale = !ended
 		case <-ctx.Done():
 			return fmt.Errorf("inmemory: sink %q got %d of %d messages: %w", s.channel, got, n, ctx.Err())
 		}
@@ -508,12 +593,24 @@ func (s *Sink) Terminal() (completed bool, err error) {
 
 // Health implements messaging.Sink: started once subscribed, ready until
 // Close, live until OnError or OnComplete.
-func (s *Sink) Health() messaging.ChannelHealth { return s.sink().Health() }
+func (s *Sink) Health() messaging.ChannelHealth {
+	if b := s.made(nil); b != nil {
+		return b.Health()
+	}
+	return s.early.Health()
+}
 
 // Close cancels the subscription and, without auto-ack, nacks the
 // unsettled messages with messaging.ErrClosed.
 func (s *Sink) Close(ctx context.Context) error {
-	err := s.sink().Close(ctx)
+	b := s.made(func() {
+		s.early.MarkClosed()
+		s.closed = true
+	})
+	if b == nil {
+		return nil
+	}
+	err := b.Close(ctx)
 	s.mu.Lock()
 	ms := s.received.all()
 	auto := s.autoAck

@@ -280,3 +280,56 @@ func TestSink_ManualSettlementAndClose(t *testing.T) {
 	up.s.OnError(errors.New("late"))
 	require.Error(t, c.Sink("out").Wait(ctx(t), 3), "ended stream")
 }
+
+// A handle used before the runtime creates its channel end (a health check, a Wait begun
+// early) leaves the channel's attributes to that creation.
+func TestHandlesUsedBeforeTheChannelTakeItsAttributes(t *testing.T) {
+	c := inmemory.New()
+	for _, h := range []messaging.ChannelHealth{c.Source("in").Health(), c.Sink("out").Health()} {
+		assert.False(t, h.Started, "not subscribed yet")
+	}
+	assert.Zero(t, c.Source("in").InFlight())
+	early, cancel := context.WithCancel(ctx(t))
+	cancel()
+	require.ErrorIs(t, c.Sink("out").Wait(early, 1), context.Canceled)
+
+	src, err := c.NewSource(ctx(t), cfg(c, "in", messaging.Incoming, map[string]string{"max-inflight": "2"}))
+	require.NoError(t, err)
+	sink, err := c.NewSink(ctx(t), cfg(c, "out", messaging.Outgoing, map[string]string{"auto-ack": "false", "window": "3"}))
+	require.NoError(t, err)
+
+	h := c.Source("in")
+	for range 5 {
+		h.SendString("m")
+	}
+	rec := &recorder{n: reactive.Unbounded}
+	src.Subscribe(rec)
+	testwait.Eventually(t, eventuallyWithin, func() bool { return len(rec.received()) == 2 }, "2 delivered")
+	time.Sleep(10 * time.Millisecond) // a third would arrive now if max-inflight were not 2
+	assert.Len(t, rec.received(), 2)
+
+	up := &requestLog{}
+	up.Subscribe(sink)
+	assert.Equal(t, []int64{3}, up.requests, "the window")
+	up.s.OnNext(up.msg("a"))
+	require.NoError(t, c.Sink("out").Wait(ctx(t), 1))
+	up.mu.Lock()
+	assert.Zero(t, up.acks, "auto-ack=false: nothing settled on receipt")
+	up.mu.Unlock()
+	require.NoError(t, sink.Close(ctx(t)))
+	for _, m := range rec.received() {
+		require.NoError(t, m.Ack(t.Context()))
+	}
+	require.NoError(t, src.Close(ctx(t)))
+
+	boom := errors.New("boom")
+	c.Source("failed").Fail(boom)
+	assert.False(t, c.Source("failed").Health().Live, "failed before the channel exists")
+	failed, err := c.NewSource(ctx(t), cfg(c, "failed", messaging.Incoming, nil))
+	require.NoError(t, err)
+	rec = &recorder{n: 1}
+	failed.Subscribe(rec)
+	testwait.Eventually(t, eventuallyWithin, func() bool { _, err := rec.terminal(); return err != nil }, "the failure reaches the subscriber")
+	_, err = rec.terminal()
+	require.ErrorIs(t, err, boom)
+}
