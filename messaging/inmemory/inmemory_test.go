@@ -317,8 +317,9 @@ func TestHandlesUsedBeforeTheChannelTakeItsAttributes(t *testing.T) {
 	assert.Zero(t, up.acks, "auto-ack=false: nothing settled on receipt")
 	up.mu.Unlock()
 	require.NoError(t, sink.Close(ctx(t)))
-	for _, m := range rec.received() {
-		require.NoError(t, m.Ack(t.Context()))
+	for i := range 5 { // each ack lets one more in
+		testwait.Eventually(t, eventuallyWithin, func() bool { return len(rec.received()) > i }, "the next delivery")
+		require.NoError(t, rec.received()[i].Ack(t.Context()))
 	}
 	require.NoError(t, src.Close(ctx(t)))
 
