@@ -57,7 +57,7 @@ func TestFailingSuiteFailsEveryCase(t *testing.T) {
 	s, err := conformance.Load("testdata/failing")
 	require.NoError(t, err)
 	results := s.Results()
-	require.Len(t, results, 16)
+	require.Len(t, results, 21)
 	for _, r := range results {
 		assert.Contains(t, []conformance.Status{conformance.StatusFail, conformance.StatusUnknown}, r.Status,
 			"%s must not pass", r.Name())
@@ -71,6 +71,11 @@ func TestFailingSuiteFailsEveryCase(t *testing.T) {
 	assert.Contains(t, reasons["cases/wrong-rule"], `want "utf8"`)
 	assert.Contains(t, reasons["pulsar.property_projection/fixtures/payment-captured.json"], "projected 6 properties")
 	assert.Contains(t, reasons["roundtrip/wrong-text"], "want exactly 77.0")
+	assert.Contains(t, reasons["roundtrip/wrong-text-in-an-array"], "re-emitted as 1.50, want exactly 1.5")
+	assert.Contains(t, reasons["cases/wrong-dead-letter"], `dead_letter.reason = "failed", want "poison"`)
+	assert.Contains(t, reasons["cases/no-dead-letter"], "no dead_letter block decoded")
+	assert.Contains(t, reasons["cases/wrong-bool"], `"paid":true`)
+	assert.Contains(t, reasons["data_shape/wrong-verdict"], "accepted, want rejected")
 }
 
 func TestUnknownBlocks(t *testing.T) {
@@ -92,6 +97,12 @@ func TestLoadErrors(t *testing.T) {
 
 	_, err = conformance.Load("testdata/does-not-exist")
 	require.ErrorIs(t, err, conformance.ErrSuite)
+
+	unversioned := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(unversioned, "manifest.json"), []byte(`{"cases": []}`), 0o600))
+	_, err = conformance.Load(unversioned)
+	require.ErrorIs(t, err, conformance.ErrSuite, "a manifest that names no version is refused")
+	assert.Contains(t, err.Error(), "no schema_version")
 }
 
 func TestReport(t *testing.T) {
@@ -102,9 +113,9 @@ func TestReport(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, sum.OK())
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	assert.Len(t, lines, 17, "one line per case and a summary")
+	assert.Len(t, lines, 22, "one line per case and a summary")
 	assert.True(t, strings.HasPrefix(lines[0], "FAIL    cases/wrong-urn: urn = "), lines[0])
-	assert.Equal(t, "conformance: 0 passed, 16 failed, 0 not applicable, 0 skipped", lines[len(lines)-1])
+	assert.Equal(t, "conformance: 0 passed, 21 failed, 0 not applicable, 0 skipped", lines[len(lines)-1])
 
 	s, err = conformance.Load("testdata/suite")
 	require.NoError(t, err)

@@ -99,7 +99,8 @@ type Suite struct {
 }
 
 // Load reads dir/manifest.json. It fails with an error wrapping [ErrSuite] when the file is
-// missing or not a JSON object, or when its schema_version is not [ManifestSchemaVersion].
+// missing or not a JSON object, or when it has no schema_version or one that is not
+// [ManifestSchemaVersion].
 // Fixtures are read when the suite runs.
 func Load(dir string, opts ...Option) (*Suite, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json")) //nolint:gosec // reading the suite the caller names is the point
@@ -111,15 +112,19 @@ func Load(dir string, opts ...Option) (*Suite, error) {
 		return nil, fmt.Errorf("%w: manifest.json: %w", ErrSuite, err)
 	}
 	s := &Suite{dir: dir}
-	version := -1
+	version, versioned := 0, false
 	for _, b := range blocks {
 		if b.name != "schema_version" {
 			s.blocks = append(s.blocks, b)
 			continue
 		}
+		versioned = true
 		if err := json.Unmarshal(b.raw, &version); err != nil {
 			return nil, fmt.Errorf("%w: manifest.json: schema_version: %w", ErrSuite, err)
 		}
+	}
+	if !versioned {
+		return nil, fmt.Errorf("%w: manifest.json has no schema_version (this runner understands %d)", ErrSuite, ManifestSchemaVersion)
 	}
 	if version != ManifestSchemaVersion {
 		return nil, fmt.Errorf("%w: manifest.json: schema_version %d, this runner understands %d",
