@@ -12,7 +12,6 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
-	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
 func TestPeekReadsAKeyWithControlCharacters(t *testing.T) {
@@ -62,24 +61,11 @@ func peekReadsAKeyWithControlCharacters(t *testing.T, f *fixture) {
 // the key, and a client that does not trust the CA is refused.
 func TestPeekOverHTTPSReadsAKeyWithControlCharacters(t *testing.T) {
 	t.Parallel()
-	pki, err := pulsartest.NewTestPKI(t.TempDir(), "ops")
-	require.NoError(t, err)
-	tg := brokertest.Embedded(t, pulsartest.WithAdminTLS("localhost:0", pki.ServerConfig()))
-	f := newFixture(t, tg)
+	f, pki := tlsAdminFixture(t)
 	writeAnEscapedKey(t, f)
+	peekTheEscapedKey(t, f, proxiedAdmin(t, f.b.AdminTLSURL(), pki.trust(), func(*http.Transport) {}))
 
-	admin := func(cfg *tls.Config) *dlq.Admin {
-		base, ok := brokertest.HTTPClient(t).Transport.(*http.Transport)
-		require.True(t, ok)
-		tr := base.Clone()
-		tr.TLSClientConfig = cfg
-		a, err := dlq.NewAdmin(tg.Broker.AdminTLSURL(), dlq.WithHTTPClient(&http.Client{Transport: tr}))
-		require.NoError(t, err)
-		return a
-	}
-	peekTheEscapedKey(t, f, admin(&tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}))
-
-	_, err = dlq.Peek(t.Context(), admin(&tls.Config{MinVersion: tls.VersionTLS12}), dlq.PeekOptions{Topic: f.dlq})
+	_, err := dlq.Peek(t.Context(), proxiedAdmin(t, f.b.AdminTLSURL(), &tls.Config{MinVersion: tls.VersionTLS12}, func(*http.Transport) {}), dlq.PeekOptions{Topic: f.dlq})
 	require.ErrorContains(t, err, "certificate", "the caller's trust decides")
 }
 

@@ -27,20 +27,17 @@ import (
 // Admin sends from the proxy URL's user info.
 func TestPeekThroughAProxyReadsAKeyWithControlCharacters(t *testing.T) {
 	t.Parallel()
-	pki, err := pulsartest.NewTestPKI(t.TempDir(), "ops")
-	require.NoError(t, err)
-	tg := brokertest.Embedded(t, pulsartest.WithAdminTLS("localhost:0", pki.ServerConfig()))
-	f := newFixture(t, tg)
+	f, pki := tlsAdminFixture(t)
 	writeAnEscapedKey(t, f)
-	trust := &tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}
+	trust := pki.trust()
 	for _, tc := range []struct{ name, admin, way string }{
-		{"https admin, the caller's TLS dialer", tg.Broker.AdminTLSURL(), "own TLS dialer"},
-		{"http admin, http proxy", tg.Broker.AdminURL(), "http"},
-		{"https admin, http proxy", tg.Broker.AdminTLSURL(), "http"},
-		{"http admin, https proxy", tg.Broker.AdminURL(), "https"},
-		{"https admin, https proxy", tg.Broker.AdminTLSURL(), "https"},
-		{"http admin, SOCKS5 proxy", tg.Broker.AdminURL(), "socks5"},
-		{"https admin, SOCKS5 proxy", tg.Broker.AdminTLSURL(), "socks5"},
+		{"https admin, the caller's TLS dialer", f.b.AdminTLSURL(), "own TLS dialer"},
+		{"http admin, http proxy", f.b.AdminURL(), "http"},
+		{"https admin, http proxy", f.b.AdminTLSURL(), "http"},
+		{"http admin, https proxy", f.b.AdminURL(), "https"},
+		{"https admin, https proxy", f.b.AdminTLSURL(), "https"},
+		{"http admin, SOCKS5 proxy", f.b.AdminURL(), "socks5"},
+		{"https admin, SOCKS5 proxy", f.b.AdminTLSURL(), "socks5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -75,12 +72,9 @@ func TestPeekThroughAProxyReadsAKeyWithControlCharacters(t *testing.T) {
 // the error does not show the password.
 func TestAProxyRefusingTheCredentialsFailsThePeek(t *testing.T) {
 	t.Parallel()
-	pki, err := pulsartest.NewTestPKI(t.TempDir(), "ops")
-	require.NoError(t, err)
-	tg := brokertest.Embedded(t, pulsartest.WithAdminTLS("localhost:0", pki.ServerConfig()))
-	f := newFixture(t, tg)
+	f, pki := tlsAdminFixture(t)
 	f.ensure(t)
-	trust := &tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}
+	trust := pki.trust()
 	for _, tc := range []struct {
 		name  string
 		proxy *brokertest.Proxy
@@ -93,7 +87,7 @@ func TestAProxyRefusingTheCredentialsFailsThePeek(t *testing.T) {
 			t.Parallel()
 			wrong := *tc.proxy.URL
 			wrong.User = url.UserPassword(brokertest.ProxyUser, "wrong-password")
-			a := proxiedAdmin(t, tg.Broker.AdminTLSURL(), trust, func(tr *http.Transport) { tr.Proxy = http.ProxyURL(&wrong) })
+			a := proxiedAdmin(t, f.b.AdminTLSURL(), trust, func(tr *http.Transport) { tr.Proxy = http.ProxyURL(&wrong) })
 			_, err := dlq.Peek(t.Context(), a, dlq.PeekOptions{Topic: f.dlq})
 			require.ErrorContains(t, err, tc.want)
 			assert.NotContains(t, err.Error(), "wrong-password")
@@ -107,16 +101,13 @@ func TestAProxyRefusingTheCredentialsFailsThePeek(t *testing.T) {
 // cannot speak is an error that names it.
 func TestATunnelTakesTheTransportsProxySettings(t *testing.T) {
 	t.Parallel()
-	pki, err := pulsartest.NewTestPKI(t.TempDir(), "ops")
-	require.NoError(t, err)
-	tg := brokertest.Embedded(t, pulsartest.WithAdminTLS("localhost:0", pki.ServerConfig()))
-	f := newFixture(t, tg)
+	f, pki := tlsAdminFixture(t)
 	f.ensure(t)
-	trust := &tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}
+	trust := pki.trust()
 	p := brokertest.StartHTTPProxy(t, nil)
 	peek := func(t *testing.T, configure func(*http.Transport)) error {
 		t.Helper()
-		a := proxiedAdmin(t, tg.Broker.AdminTLSURL(), trust, func(tr *http.Transport) {
+		a := proxiedAdmin(t, f.b.AdminTLSURL(), trust, func(tr *http.Transport) {
 			tr.Proxy = http.ProxyURL(p.URL)
 			configure(tr)
 		})
@@ -143,7 +134,7 @@ func TestATunnelTakesTheTransportsProxySettings(t *testing.T) {
 			return http.Header{"X-Tenant": {"for " + target}}, nil
 		}
 	}))
-	admin, err := url.Parse(tg.Broker.AdminTLSURL())
+	admin, err := url.Parse(f.b.AdminTLSURL())
 	require.NoError(t, err)
 	assert.Equal(t, "for "+admin.Host, p.Tenant.Load())
 
@@ -156,6 +147,24 @@ func TestATunnelTakesTheTransportsProxySettings(t *testing.T) {
 
 	err = peek(t, func(tr *http.Transport) { tr.Proxy = http.ProxyURL(&url.URL{Scheme: "ftp", Host: p.URL.Host}) })
 	require.ErrorContains(t, err, `the scheme "ftp" is not http, https, socks5 or socks5h`)
+}
+
+// testPKI is the CA and the broker certificate of a fixture's HTTPS admin API.
+type testPKI struct{ *pulsartest.TestPKI }
+
+// trust returns a TLS configuration that trusts the CA.
+func (p testPKI) trust() *tls.Config {
+	return &tls.Config{RootCAs: p.Pool, MinVersion: tls.VersionTLS12}
+}
+
+// tlsAdminFixture is a fixture on an embedded broker whose admin API also answers over
+// HTTPS (f.b.AdminTLSURL), with a CA of the test's own.
+func tlsAdminFixture(t *testing.T) (*fixture, testPKI) {
+	t.Helper()
+	pki, err := pulsartest.NewTestPKI(t.TempDir(), "ops")
+	require.NoError(t, err)
+	tg := brokertest.Embedded(t, pulsartest.WithAdminTLS("localhost:0", pki.ServerConfig()))
+	return newFixture(t, tg), testPKI{pki}
 }
 
 // proxiedAdmin is an Admin of adminURL whose transport trusts trust and is then configured.
