@@ -140,6 +140,42 @@ func TestStoreFencesIncreaseAcrossExpiredLeases(t *testing.T) {
 	}
 }
 
+// TestStoreRefusesAStaleCommitAfterTheNextHolderSettled: a holder whose lease ended and whose
+// id was claimed again is not current, also once that later claim has settled: its late
+// commit is refused, whether the later holder committed (the id stays remembered as the
+// later holder left it) or released the id (it stays free, so the failed run is retried).
+func TestStoreRefusesAStaleCommitAfterTheNextHolderSettled(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		for _, settle := range []string{"commit", "release"} {
+			t.Run(k.Name+"/"+settle, func(t *testing.T) {
+				s := k.New(t)
+				first, err := s.Claim(ctx, "s", 30*time.Millisecond)
+				require.NoError(t, err)
+				var next idempotency.Claim
+				testwait.Eventually(t, 5*time.Second, func() bool {
+					next, err = s.Claim(ctx, "s", time.Minute)
+					return err == nil && next.Status == idempotency.StatusClaimed
+				}, "the lease never expired")
+				if settle == "commit" {
+					require.NoError(t, s.Commit(ctx, "s", next.Token, time.Hour))
+				} else {
+					require.NoError(t, s.Release(ctx, "s", next.Token))
+				}
+				require.ErrorIs(t, s.Commit(ctx, "s", first.Token, time.Hour), idempotency.ErrLeaseLost,
+					"the stale holder committed after the next holder's %s", settle)
+				c, err := s.Claim(ctx, "s", time.Minute)
+				require.NoError(t, err)
+				if settle == "commit" {
+					assert.Equal(t, idempotency.StatusDone, c.Status)
+				} else {
+					assert.Equal(t, idempotency.StatusClaimed, c.Status, "the released id was remembered by the stale commit")
+				}
+			})
+		}
+	}
+}
+
 func TestStoreClaimIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range storeKinds {
@@ -195,6 +231,17 @@ func TestMemoryStoreFullIsAnError(t *testing.T) {
 	c, err = s.Claim(ctx, "d", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, idempotency.StatusClaimed, c.Status)
+
+	// A released id keeps its token, not its room: a new id takes it at once.
+	one, err := idempotency.NewMemoryStore(idempotency.WithMaxEntries(1), idempotency.WithClock(func() time.Time { return now }))
+	require.NoError(t, err)
+	c, err = one.Claim(ctx, "r", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, one.Release(ctx, "r", c.Token))
+	c, err = one.Claim(ctx, "q", time.Minute)
+	require.NoError(t, err, "a released id held the room")
+	assert.Equal(t, idempotency.StatusClaimed, c.Status)
+	assert.Equal(t, 1, one.Len())
 }
 
 func TestStoreOptionsAreValidated(t *testing.T) {
