@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -242,6 +243,22 @@ func TestMemoryStoreFullIsAnError(t *testing.T) {
 	require.NoError(t, err, "a released id held the room")
 	assert.Equal(t, idempotency.StatusClaimed, c.Status)
 	assert.Equal(t, 1, one.Len())
+}
+
+// TestMemoryStoreDefaultBound: without WithMaxEntries the store holds DefaultMaxEntries
+// (100,000) live entries, and refuses the next new id.
+func TestMemoryStoreDefaultBound(t *testing.T) {
+	ctx := context.Background()
+	require.Equal(t, 100_000, idempotency.DefaultMaxEntries)
+	s, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	for i := range idempotency.DefaultMaxEntries {
+		c, err := s.Claim(ctx, strconv.Itoa(i), time.Hour)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.StatusClaimed, c.Status)
+	}
+	_, err = s.Claim(ctx, "one more", time.Hour)
+	require.ErrorIs(t, err, idempotency.ErrStoreFull)
 }
 
 func TestStoreOptionsAreValidated(t *testing.T) {
