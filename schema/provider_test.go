@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -240,4 +241,21 @@ func TestRegistryURNsSharingAFileAreBothReachable(t *testing.T) {
 	require.Error(t, s.Validate([]byte(`{"a":-1}`)))
 	require.Error(t, s.Validate([]byte(`{"b":-1}`)))
 	require.NoError(t, s.Validate([]byte(`{"a":1,"b":2}`)))
+}
+
+// A registry entry's absolute schema path is read as it is, not under the manifest's
+// directory.
+func TestRegistryProviderReadsAnAbsoluteSchemaPath(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	abs := filepath.Join(elsewhere, "orders-created.json")
+	writeFiles(t, elsewhere, map[string]string{"orders-created.json": orderSchema})
+	manifest, err := json.Marshal(map[string]any{"schemas": []map[string]string{{"urn": orderURN, "schema": filepath.ToSlash(abs)}}})
+	require.NoError(t, err)
+	writeFiles(t, dir, map[string]string{"registry.json": string(manifest)})
+	p, err := schema.NewRegistryProvider(filepath.Join(dir, "registry.json"))
+	require.NoError(t, err)
+	s, found, err := p.Schema(orderURN)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Error(t, s.Validate([]byte(`{"order_id":0}`)))
 }

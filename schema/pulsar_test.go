@@ -128,6 +128,18 @@ func TestPublisherRefusesInvalidData(t *testing.T) {
 	require.ErrorIs(t, err, schema.ErrInvalidOption)
 }
 
+// Closing the wrapper closes the publisher it wraps.
+func TestPublisherCloseClosesTheWrappedPublisher(t *testing.T) {
+	c := newClient(t)
+	inner, err := bqpulsar.NewPublisher(c, topicFor(t))
+	require.NoError(t, err)
+	pub, err := schema.NewPublisher(inner, orderProvider(t))
+	require.NoError(t, err)
+	require.NoError(t, pub.Close())
+	_, err = inner.Publish(context.Background(), "urn:babel:users:registered", nil)
+	require.ErrorIs(t, err, bqpulsar.ErrClosed)
+}
+
 // TestMiddlewareDeadLettersInvalidData: an invalid payload is dead-lettered on its first
 // delivery (reason failed, attempts 1, the violations in the error), the handler never sees
 // it; valid data and URNs without a schema reach the handler.
@@ -202,6 +214,22 @@ func TestCheck(t *testing.T) {
 	require.ErrorIs(t, schema.Check(p, orderURN, []byte(`{}`)), schema.ErrInvalid)
 	require.NoError(t, schema.Check(p, "urn:babel:other:thing", []byte(`{}`)), "no schema, no check")
 	require.Error(t, schema.Check(failingProvider{}, orderURN, []byte(`{}`)))
+}
+
+// A provider that cannot answer fails the delivery as an ordinary failure (retried by the
+// consumer's policy), not as a dead letter, and the handler is not run.
+func TestMiddlewareProviderFailureIsAnOrdinaryFailure(t *testing.T) {
+	env, err := envelope.Make(orderURN, map[string]int{"order_id": 1})
+	require.NoError(t, err)
+	err = schema.Middleware(failingProvider{})(func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		t.Error("the handler ran without a schema check")
+		return nil
+	})(context.Background(), env, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "provider down")
+	var dl *bqpulsar.DeadLetterError
+	assert.NotErrorAs(t, err, &dl, "a provider failure is no reason to dead-letter")
+	assert.NotErrorIs(t, err, schema.ErrInvalid)
 }
 
 type failingProvider struct{}
