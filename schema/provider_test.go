@@ -259,3 +259,20 @@ func TestRegistryProviderReadsAnAbsoluteSchemaPath(t *testing.T) {
 	require.True(t, found)
 	require.Error(t, s.Validate([]byte(`{"order_id":0}`)))
 }
+
+// Of several broken schemas, a provider reports the first by URN, on every build.
+func TestProviderReportsTheFirstBrokenSchemaByURN(t *testing.T) {
+	for _, broken := range []string{`{`, `{"type":7}`} {
+		schemas := map[string]string{}
+		for _, urn := range []string{"urn:babel:c:c", "urn:babel:a:a", "urn:babel:d:d", "urn:babel:b:b"} {
+			schemas[urn] = broken
+		}
+		for name, build := range providersOf(t, schemas) {
+			for range 20 {
+				_, err := build()
+				require.ErrorIs(t, err, schema.ErrSchema)
+				require.Contains(t, err.Error(), "urn:babel:a:a", "%s, schema %s", name, broken)
+			}
+		}
+	}
+}
