@@ -141,6 +141,36 @@ func TestStoreFencesIncreaseAcrossExpiredLeases(t *testing.T) {
 	}
 }
 
+// TestStoreExpiredTokenStaysCurrentUntilOvertaken: a holder whose lease ended while nobody
+// claimed the id still holds a current token: it may renew (the id is in flight again) and
+// commit.
+func TestStoreExpiredTokenStaysCurrentUntilOvertaken(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
+			slow, err := s.Claim(ctx, "slow", 30*time.Millisecond)
+			require.NoError(t, err)
+			// A probe claimed after it, with the same lease, is free again only once the
+			// slow holder's lease has ended too.
+			_, err = s.Claim(ctx, "probe", 30*time.Millisecond)
+			require.NoError(t, err)
+			testwait.Eventually(t, 5*time.Second, func() bool {
+				c, err := s.Claim(ctx, "probe", time.Minute)
+				return err == nil && c.Status == idempotency.StatusClaimed
+			}, "the probe's lease never expired")
+			require.NoError(t, s.Renew(ctx, "slow", slow.Token, time.Minute), "an expired token nobody overtook was refused")
+			c, err := s.Claim(ctx, "slow", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusInFlight, c.Status, "the renewal did not hold the id again")
+			require.NoError(t, s.Commit(ctx, "slow", slow.Token, time.Hour))
+			c, err = s.Claim(ctx, "slow", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusDone, c.Status)
+		})
+	}
+}
+
 // TestStoreRefusesAStaleCommitAfterTheNextHolderSettled: a holder whose lease ended and whose
 // id was claimed again is not current, also once that later claim has settled: its late
 // commit is refused, whether the later holder committed (the id stays remembered as the
