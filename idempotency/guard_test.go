@@ -221,6 +221,10 @@ func TestGuardStoreFailures(t *testing.T) {
 	assert.Equal(t, idempotency.NotRun, res)
 	require.ErrorIs(t, err, idempotency.ErrStore)
 	require.ErrorIs(t, err, errOutage)
+	var claimErr *idempotency.StoreError
+	require.ErrorAs(t, err, &claimErr)
+	assert.Equal(t, "claim", claimErr.Op)
+	assert.Equal(t, "x", claimErr.ID)
 	assert.Zero(t, runs, "a store that cannot answer never runs the handler")
 	fs.claim.Store(false)
 
