@@ -149,6 +149,17 @@ func TestParseRegistryErrors(t *testing.T) {
 		_, err := schema.ParseRegistry([]byte(raw))
 		require.ErrorIs(t, err, schema.ErrSchema, name)
 	}
+	// The error names the entry.
+	for want, raw := range map[string]string{
+		`schemas[1] has no "urn"`:                         `{"schemas": [{"urn": "urn:babel:a:b", "schema": "a.json"}, {"schema": "b.json"}]}`,
+		`schemas[0] (urn:babel:a:b) has no "schema"`:      `{"schemas": [{"urn": "urn:babel:a:b"}]}`,
+		`schemas[2]: urn:babel:a:b is declared more than`: `{"schemas": [{"urn": "urn:babel:a:b", "schema": "a.json"}, {"urn": "urn:babel:c:d", "schema": "c.json"}, {"urn": "urn:babel:a:b", "schema": "b.json"}]}`,
+		`schemas[1]: `: `{"schemas": [{"urn": "urn:babel:a:b", "schema": "a.json"}, 7]}`,
+	} {
+		_, err := schema.ParseRegistry([]byte(raw))
+		require.ErrorIs(t, err, schema.ErrSchema, want)
+		assert.Contains(t, err.Error(), want)
+	}
 	entries, err := schema.ParseRegistry([]byte(`{"schemas": []}`))
 	require.NoError(t, err)
 	assert.Empty(t, entries)
