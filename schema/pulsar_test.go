@@ -128,6 +128,48 @@ func TestPublisherRefusesInvalidData(t *testing.T) {
 	require.ErrorIs(t, err, schema.ErrInvalidOption)
 }
 
+// The wrapper checks the data the wrapped publisher sends: what pulsar.Publisher.Publish
+// sends as {} (a nil map or pointer, an empty json.RawMessage or []byte) is checked as {},
+// and sent.
+func TestPublisherChecksTheDataItSends(t *testing.T) {
+	c := newClient(t)
+	topic := topicFor(t)
+	const anyObject = "urn:babel:test:any-object"
+	provider, err := schema.NewMapProvider(map[string][]byte{
+		anyObject: []byte(`{"type":"object"}`),
+		orderURN:  []byte(orderSchema),
+	})
+	require.NoError(t, err)
+	inner, err := bqpulsar.NewPublisher(c, topic)
+	require.NoError(t, err)
+	pub, err := schema.NewPublisher(inner, provider)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pub.Close() })
+	ctx := context.Background()
+
+	type order struct {
+		ID int `json:"order_id"`
+	}
+	empties := map[string]any{
+		"nil map":               map[string]any(nil),
+		"nil pointer":           (*order)(nil),
+		"empty json.RawMessage": json.RawMessage(nil),
+		"empty []byte":          []byte{},
+	}
+	for name, data := range empties {
+		_, err := pub.Publish(ctx, anyObject, data)
+		require.NoError(t, err, "%s: sent as {}, refused", name)
+		_, err = pub.Publish(ctx, orderURN, data)
+		var ve *schema.ValidationError
+		require.ErrorAs(t, err, &ve, name)
+		require.Len(t, ve.Violations, 1, name)
+		assert.Contains(t, ve.Violations[0].Message, "order_id", "%s is checked as {}", name)
+	}
+	for _, got := range received(t, c, topic, len(empties)) {
+		assert.JSONEq(t, `{}`, string(got.Data))
+	}
+}
+
 // Closing the wrapper closes the publisher it wraps.
 func TestPublisherCloseClosesTheWrappedPublisher(t *testing.T) {
 	c := newClient(t)
