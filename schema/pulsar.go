@@ -124,9 +124,14 @@ func (p *Publisher) Publish(ctx context.Context, urn string, data any, opts ...b
 }
 
 // PublishEnvelope checks env's data, then sends env like pulsar.Publisher.PublishEnvelope.
+// An envelope without data is encoded, and checked, with {}.
 func (p *Publisher) PublishEnvelope(ctx context.Context, env *envelope.Envelope, opts ...bqpulsar.PublishOption) (string, error) {
 	if env != nil {
-		if err := Check(p.provider, env.URN(), env.Data); err != nil {
+		data := []byte(env.Data)
+		if len(data) == 0 {
+			data = []byte("{}")
+		}
+		if err := Check(p.provider, env.URN(), data); err != nil {
 			return "", err
 		}
 	}

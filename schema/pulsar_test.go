@@ -129,8 +129,8 @@ func TestPublisherRefusesInvalidData(t *testing.T) {
 }
 
 // The wrapper checks the data the wrapped publisher sends: what pulsar.Publisher.Publish
-// sends as {} (a nil map or pointer, an empty json.RawMessage or []byte) is checked as {},
-// and sent.
+// sends as {} (a nil map or pointer, an empty json.RawMessage or []byte) and an envelope
+// without data, which PublishEnvelope sends with {}, are checked as {}, and sent.
 func TestPublisherChecksTheDataItSends(t *testing.T) {
 	c := newClient(t)
 	topic := topicFor(t)
@@ -165,7 +165,22 @@ func TestPublisherChecksTheDataItSends(t *testing.T) {
 		require.Len(t, ve.Violations, 1, name)
 		assert.Contains(t, ve.Violations[0].Message, "order_id", "%s is checked as {}", name)
 	}
-	for _, got := range received(t, c, topic, len(empties)) {
+	// An envelope without data is encoded with {}.
+	for _, urn := range []string{anyObject, orderURN} {
+		env, err := envelope.Make(urn, nil)
+		require.NoError(t, err)
+		env.Data = nil
+		_, err = pub.PublishEnvelope(ctx, env)
+		if urn == anyObject {
+			require.NoError(t, err, "an envelope without data, sent as {}, refused")
+			continue
+		}
+		var ve *schema.ValidationError
+		require.ErrorAs(t, err, &ve)
+		require.Len(t, ve.Violations, 1)
+		assert.Contains(t, ve.Violations[0].Message, "order_id", "an envelope without data is checked as {}")
+	}
+	for _, got := range received(t, c, topic, len(empties)+1) {
 		assert.JSONEq(t, `{}`, string(got.Data))
 	}
 }
