@@ -198,4 +198,13 @@ func TestValidationErrorText(t *testing.T) {
 	assert.Equal(t, "schema: data of urn:a fails its schema (2 violations): /a: x; /b: y", two.Error())
 	two.Total = 5
 	assert.Equal(t, "schema: data of urn:a fails its schema (5 violations): /a: x; /b: y; and 3 more", two.Error())
+
+	// However many violations it is given, the text shows MaxViolations of them.
+	many := &schema.ValidationError{URN: "urn:a"}
+	for range schema.MaxViolations + 5 {
+		many.Violations = append(many.Violations, schema.Violation{Pointer: "/p", Message: "m"})
+	}
+	text := many.Error()
+	assert.Equal(t, schema.MaxViolations, strings.Count(text, "/p: m"))
+	assert.True(t, strings.HasSuffix(text, "; and 5 more"), text)
 }
