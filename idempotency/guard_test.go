@@ -16,6 +16,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 )
 
 // failingStore is a Store whose methods fail while its switches are on.
@@ -521,4 +522,34 @@ func TestGuardForgetFailureIsAStoreError(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "forget", se.Op)
 	assert.Equal(t, "f", se.ID)
+}
+
+// TestGuardCommitRetriesEndWithTheDeliveryCtx: a failing commit is retried within
+// WithCommitRetry only while the delivery's ctx lasts; once it has ended, the guard gives
+// up after the try in progress and the delivery is acknowledged uncommitted.
+func TestGuardCommitRetriesEndWithTheDeliveryCtx(t *testing.T) {
+	rs := newRecordingStore(t)
+	rs.commit = errOutage
+	g := newGuard(t, rs, idempotency.WithCommitRetry(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var (
+		res idempotency.Result
+		err error
+	)
+	go func() {
+		defer close(done)
+		res, err = g.Do(ctx, "x", func(context.Context) error { cancel(); return nil })
+	}()
+	testwait.Eventually(t, time.Minute, func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}, "the commit retries outlived the delivery's ctx")
+	assert.Equal(t, idempotency.RanUncommitted, res)
+	require.ErrorIs(t, err, errOutage)
+	assert.Equal(t, 1, rs.commits)
 }
