@@ -86,21 +86,27 @@ func TestRegistryProvider(t *testing.T) {
 		"registry.json": `{
   "schemas": [
     {"urn": "urn:babel:orders:created", "schema": "schemas/orders-created.json", "owner": "orders", "status": "active"},
-    {"urn": "urn:babel:users:registered", "schema": "schemas/users-registered.json", "owner": "identity", "status": "deprecated", "notes": "kept"}
+    {"urn": "urn:babel:users:registered", "schema": "schemas/users-registered.json", "owner": "identity", "status": "deprecated", "notes": "kept"},
+    {"urn": "urn:babel:orders:refund", "schema": "schemas/refund/refund.json"}
   ],
   "version": 3
 }`,
 		"schemas/orders-created.json":   orderSchema,
 		"schemas/users-registered.json": `{"type":"object","required":["user_id"]}`,
+		"schemas/refund/refund.json":    `{"properties":{"order":{"$ref":"../orders-created.json"}}}`,
 	})
 	p, err := schema.NewRegistryProvider(filepath.Join(dir, "registry.json"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{orderURN, "urn:babel:users:registered"}, p.URNs())
+	assert.Equal(t, []string{orderURN, "urn:babel:orders:refund", "urn:babel:users:registered"}, p.URNs())
 	s, found, err := p.Schema(orderURN)
 	require.NoError(t, err)
 	require.True(t, found)
 	require.NoError(t, s.Validate([]byte(`{"order_id":1}`)))
 	require.Error(t, s.Validate([]byte(`{"order_id":0}`)))
+	refund, _, err := p.Schema("urn:babel:orders:refund")
+	require.NoError(t, err)
+	require.Error(t, refund.Validate([]byte(`{"order":{"order_id":0}}`)), "a $ref by path relative to the referring file applies")
+	require.NoError(t, refund.Validate([]byte(`{"order":{"order_id":1}}`)))
 
 	_, err = schema.NewRegistryProvider(filepath.Join(dir, "missing.json"))
 	require.ErrorIs(t, err, schema.ErrSchema)
