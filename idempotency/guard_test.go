@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 )
 
 // failingStore is a Store whose methods fail while its switches are on.
@@ -220,6 +222,10 @@ func TestGuardStoreFailures(t *testing.T) {
 	assert.Equal(t, idempotency.NotRun, res)
 	require.ErrorIs(t, err, idempotency.ErrStore)
 	require.ErrorIs(t, err, errOutage)
+	var claimErr *idempotency.StoreError
+	require.ErrorAs(t, err, &claimErr)
+	assert.Equal(t, "claim", claimErr.Op)
+	assert.Equal(t, "x", claimErr.ID)
 	assert.Zero(t, runs, "a store that cannot answer never runs the handler")
 	fs.claim.Store(false)
 
@@ -375,4 +381,175 @@ func TestInFlightDelay(t *testing.T) {
 		assert.Equal(t, tc.ok, ok, tc.name)
 		assert.Equal(t, tc.delay, d, tc.name)
 	}
+}
+
+// recordingStore records what the guard asks of its store, and refuses a call whose ctx has
+// ended, as a networked store does.
+type recordingStore struct {
+	idempotency.Store
+	mu      sync.Mutex
+	leases  []time.Duration
+	ttls    []time.Duration
+	commits int
+	commit  error // when set, every Commit fails with it
+	forget  error // when set, every Forget fails with it
+}
+
+func (s *recordingStore) Claim(ctx context.Context, id string, lease time.Duration) (idempotency.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return idempotency.Claim{}, err
+	}
+	s.mu.Lock()
+	s.leases = append(s.leases, lease)
+	s.mu.Unlock()
+	return s.Store.Claim(ctx, id, lease)
+}
+
+func (s *recordingStore) Commit(ctx context.Context, id, token string, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ttls = append(s.ttls, ttl)
+	s.commits++
+	err := s.commit
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.Store.Commit(ctx, id, token, ttl)
+}
+
+func (s *recordingStore) Release(ctx context.Context, id, token string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.Store.Release(ctx, id, token)
+}
+
+func (s *recordingStore) Forget(ctx context.Context, id string) error {
+	if s.forget != nil {
+		return s.forget
+	}
+	return s.Store.Forget(ctx, id)
+}
+
+func newRecordingStore(t *testing.T) *recordingStore {
+	t.Helper()
+	mem, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	return &recordingStore{Store: mem}
+}
+
+// TestGuardDefaults: a guard with no options claims for DefaultLease, remembers for
+// DefaultTTL and defers an in-flight id by at most DefaultInFlightRetry; WithLease and
+// WithTTL replace them.
+func TestGuardDefaults(t *testing.T) {
+	ctx := context.Background()
+	rs := newRecordingStore(t)
+	g := newGuard(t, rs)
+	_, err := g.Do(ctx, "d", func(context.Context) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{idempotency.DefaultLease}, rs.leases)
+	assert.Equal(t, []time.Duration{idempotency.DefaultTTL}, rs.ttls)
+	d, ok := g.InFlightDelay(&idempotency.InFlightError{ID: "d", LeaseLeft: time.Hour})
+	require.True(t, ok)
+	assert.Equal(t, idempotency.DefaultInFlightRetry, d)
+	assert.Equal(t, 30*time.Second, idempotency.DefaultLease)
+	assert.Equal(t, 24*time.Hour, idempotency.DefaultTTL)
+	assert.Equal(t, 2*time.Second, idempotency.DefaultInFlightRetry)
+	assert.Equal(t, 5*time.Second, idempotency.DefaultCommitRetry)
+
+	rs = newRecordingStore(t)
+	g = newGuard(t, rs, idempotency.WithLease(time.Minute), idempotency.WithTTL(time.Hour))
+	_, err = g.Do(ctx, "d", func(context.Context) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{time.Minute}, rs.leases)
+	assert.Equal(t, []time.Duration{time.Hour}, rs.ttls)
+}
+
+// TestGuardSettlesWhenTheDeliveryCtxEnded: the effect happened, so the commit reaches the
+// store even when the delivery's ctx ended while the handler ran; a failed handler's release
+// does too, so the next delivery runs at once.
+func TestGuardSettlesWhenTheDeliveryCtxEnded(t *testing.T) {
+	rs := newRecordingStore(t)
+	g := newGuard(t, rs)
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := g.Do(ctx, "c", func(context.Context) error { cancel(); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.Ran, res)
+	c, err := rs.Claim(context.Background(), "c", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.StatusDone, c.Status, "the success was not remembered")
+
+	ctx, cancel = context.WithCancel(context.Background())
+	boom := errors.New("boom")
+	_, err = g.Do(ctx, "r", func(context.Context) error { cancel(); return boom })
+	require.ErrorIs(t, err, boom)
+	c, err = rs.Claim(context.Background(), "r", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, idempotency.StatusClaimed, c.Status, "the failure's claim was not released")
+}
+
+// TestGuardDoesNotRetryARefusedCommit: a commit refused because the claim was taken
+// (ErrLeaseLost) is tried once, whatever WithCommitRetry allows, and the delivery is
+// acknowledged with a warning.
+func TestGuardDoesNotRetryARefusedCommit(t *testing.T) {
+	rs := newRecordingStore(t)
+	rs.commit = fmt.Errorf("%w: taken", idempotency.ErrLeaseLost)
+	var hooked atomic.Int64
+	g := newGuard(t, rs, idempotency.WithCommitRetry(time.Minute),
+		idempotency.WithErrorHook(func(context.Context, string, string, error) { hooked.Add(1) }))
+	res, err := g.Do(context.Background(), "x", func(context.Context) error { return nil })
+	assert.Equal(t, idempotency.RanUncommitted, res)
+	require.ErrorIs(t, err, idempotency.ErrLeaseLost)
+	var se *idempotency.StoreError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "commit", se.Op)
+	assert.Equal(t, 1, rs.commits, "a refused commit was retried")
+	assert.EqualValues(t, 1, hooked.Load())
+}
+
+// TestGuardForgetFailureIsAStoreError: Forget's store failure is a *StoreError with Op
+// "forget".
+func TestGuardForgetFailureIsAStoreError(t *testing.T) {
+	rs := newRecordingStore(t)
+	rs.forget = errOutage
+	err := newGuard(t, rs).Forget(context.Background(), "f")
+	require.ErrorIs(t, err, idempotency.ErrStore)
+	require.ErrorIs(t, err, errOutage)
+	var se *idempotency.StoreError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "forget", se.Op)
+	assert.Equal(t, "f", se.ID)
+}
+
+// TestGuardCommitRetriesEndWithTheDeliveryCtx: a failing commit is retried within
+// WithCommitRetry only while the delivery's ctx lasts; once it has ended, the guard gives
+// up after the try in progress and the delivery is acknowledged uncommitted.
+func TestGuardCommitRetriesEndWithTheDeliveryCtx(t *testing.T) {
+	rs := newRecordingStore(t)
+	rs.commit = errOutage
+	g := newGuard(t, rs, idempotency.WithCommitRetry(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var (
+		res idempotency.Result
+		err error
+	)
+	go func() {
+		defer close(done)
+		res, err = g.Do(ctx, "x", func(context.Context) error { cancel(); return nil })
+	}()
+	testwait.Eventually(t, time.Minute, func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}, "the commit retries outlived the delivery's ctx")
+	assert.Equal(t, idempotency.RanUncommitted, res)
+	require.ErrorIs(t, err, errOutage)
+	assert.Equal(t, 1, rs.commits)
 }

@@ -103,6 +103,9 @@ func TestGuardCancelsTheHandlerWhenRenewalsFail(t *testing.T) {
 	var lle *idempotency.LeaseLostError
 	require.ErrorAs(t, err, &lle)
 	assert.False(t, lle.Taken())
+	var se *idempotency.StoreError
+	require.ErrorAs(t, lle.Err, &se, "the cause is the renewal's store failure")
+	assert.Equal(t, "renew", se.Op)
 	assert.Equal(t, "r", lle.ID)
 	assert.Contains(t, lle.Error(), `lease on "r"`)
 	assert.GreaterOrEqual(t, renewFailures.Load(), int64(2))

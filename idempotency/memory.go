@@ -15,20 +15,33 @@ const DefaultMaxEntries = 100_000
 // live entries (claims and remembered ids); every entry expires (a claim with its lease, a
 // remembered id with its TTL) and expired entries are swept when room is needed. When it is
 // full of live entries, Claim of a new id fails with [ErrStoreFull]: it never forgets a
-// remembered id early. It is safe for concurrent use. It does not share state across
-// processes: a fleet needs [RedisStore].
+// remembered id early. A released id keeps its last token until room is needed, so that a
+// holder overtaken by that later claim cannot commit it (see [Store]). It is safe for
+// concurrent use. It does not share state across processes: a fleet needs
+// redisstore.Store.
 type MemoryStore struct {
 	mu        sync.Mutex
 	max       int
 	entries   map[string]memEntry
+	released  int // entries in state memReleased
 	now       func() time.Time
 	seq       uint64
-	nextSweep time.Time // no entry expires before it: a sweep earlier finds nothing
+	nextSweep time.Time // no claim or remembered id expires before it: a sweep earlier finds nothing
 }
 
+// memState is the state of a MemoryStore entry.
+type memState int
+
+const (
+	memClaimed  memState = iota // claimed until expires
+	memDone                     // remembered until expires
+	memReleased                 // free; kept only for its token, dropped when room is needed
+)
+
 type memEntry struct {
-	token   string // "" for a remembered id
-	expires time.Time
+	token   string // the token of the id's last claim (or of its commit)
+	state   memState
+	expires time.Time // zero when released
 }
 
 // MemoryOption configures [NewMemoryStore].
@@ -78,7 +91,8 @@ func NewMemoryStore(opts ...MemoryOption) (*MemoryStore, error) {
 
 var _ Store = (*MemoryStore)(nil)
 
-// Len returns the number of entries held, expired ones not yet swept included.
+// Len returns the number of entries held, expired ones not yet swept and released ones
+// (kept for their token) included.
 func (s *MemoryStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,8 +109,8 @@ func (s *MemoryStore) Claim(_ context.Context, id string, lease time.Duration) (
 	defer s.mu.Unlock()
 	now := s.now()
 	e, ok := s.entries[id]
-	if ok && now.Before(e.expires) {
-		if e.token == "" {
+	if ok && e.state != memReleased && now.Before(e.expires) {
+		if e.state == memDone {
 			return Claim{Status: StatusDone}, nil
 		}
 		return Claim{Status: StatusInFlight, LeaseLeft: e.expires.Sub(now)}, nil
@@ -107,12 +121,15 @@ func (s *MemoryStore) Claim(_ context.Context, id string, lease time.Duration) (
 			return Claim{}, fmt.Errorf("%w: %d live entries", ErrStoreFull, len(s.entries))
 		}
 	}
+	if ok && e.state == memReleased {
+		s.released--
+	}
 	// One counter for every id: a claim's fence is larger than every earlier one, of this
 	// id or any other, so fences never go back, even for an id swept and claimed again.
 	s.seq++
 	token := strconv.FormatUint(s.seq, 10)
 	expires := now.Add(lease)
-	s.entries[id] = memEntry{token: token, expires: expires}
+	s.entries[id] = memEntry{token: token, state: memClaimed, expires: expires}
 	if expires.Before(s.nextSweep) {
 		s.nextSweep = expires
 	}
@@ -127,7 +144,7 @@ func (s *MemoryStore) Renew(_ context.Context, id, token string, lease time.Dura
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[id]
-	if !ok || e.token == "" || e.token != token {
+	if !ok || e.state != memClaimed || e.token != token {
 		return fmt.Errorf("%w: %q is not claimed with token %s", ErrLeaseLost, id, token)
 	}
 	e.expires = s.now().Add(lease)
@@ -135,22 +152,33 @@ func (s *MemoryStore) Renew(_ context.Context, id, token string, lease time.Dura
 	return nil
 }
 
-// sweep drops expired entries, at most once per earliest expiry.
+// sweep makes room: it drops expired entries (at most once per earliest expiry), then, if
+// the store is still full, the released ones.
 func (s *MemoryStore) sweep(now time.Time) {
-	if now.Before(s.nextSweep) {
-		return
-	}
-	var next time.Time
-	for id, e := range s.entries {
-		if !now.Before(e.expires) {
-			delete(s.entries, id)
-			continue
+	if !now.Before(s.nextSweep) {
+		var next time.Time
+		for id, e := range s.entries {
+			if e.state == memReleased {
+				continue
+			}
+			if !now.Before(e.expires) {
+				delete(s.entries, id)
+				continue
+			}
+			if next.IsZero() || e.expires.Before(next) {
+				next = e.expires
+			}
 		}
-		if next.IsZero() || e.expires.Before(next) {
-			next = e.expires
-		}
+		s.nextSweep = next
 	}
-	s.nextSweep = next
+	if len(s.entries) >= s.max && s.released > 0 {
+		for id, e := range s.entries {
+			if e.state == memReleased {
+				delete(s.entries, id)
+			}
+		}
+		s.released = 0
+	}
 }
 
 // Commit implements [Store]. ttl ≤ 0 is an error wrapping [ErrInvalidOption]. Committing
@@ -162,11 +190,15 @@ func (s *MemoryStore) Commit(_ context.Context, id, token string, ttl time.Durat
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.entries[id]; ok && e.token != "" && e.token != token {
-		return fmt.Errorf("%w: %q is claimed with a later token than %s", ErrLeaseLost, id, token)
+	e, ok := s.entries[id]
+	if ok && e.token != token {
+		return fmt.Errorf("%w: %q was claimed after token %s", ErrLeaseLost, id, token)
+	}
+	if ok && e.state == memReleased {
+		s.released--
 	}
 	expires := s.now().Add(ttl)
-	s.entries[id] = memEntry{expires: expires}
+	s.entries[id] = memEntry{token: token, state: memDone, expires: expires}
 	if expires.Before(s.nextSweep) {
 		s.nextSweep = expires
 	}
@@ -178,10 +210,11 @@ func (s *MemoryStore) Release(_ context.Context, id, token string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[id]
-	if !ok || e.token == "" || e.token != token {
+	if !ok || e.state != memClaimed || e.token != token {
 		return fmt.Errorf("%w: %q is not claimed with token %s", ErrLeaseLost, id, token)
 	}
-	delete(s.entries, id)
+	s.entries[id] = memEntry{token: token, state: memReleased}
+	s.released++
 	return nil
 }
 
@@ -189,6 +222,9 @@ func (s *MemoryStore) Release(_ context.Context, id, token string) error {
 func (s *MemoryStore) Forget(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e, ok := s.entries[id]; ok && e.state == memReleased {
+		s.released--
+	}
 	delete(s.entries, id)
 	return nil
 }

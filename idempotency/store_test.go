@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,6 +141,72 @@ func TestStoreFencesIncreaseAcrossExpiredLeases(t *testing.T) {
 	}
 }
 
+// TestStoreExpiredTokenStaysCurrentUntilOvertaken: a holder whose lease ended while nobody
+// claimed the id still holds a current token: it may renew (the id is in flight again) and
+// commit.
+func TestStoreExpiredTokenStaysCurrentUntilOvertaken(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		t.Run(k.Name, func(t *testing.T) {
+			s := k.New(t)
+			slow, err := s.Claim(ctx, "slow", 30*time.Millisecond)
+			require.NoError(t, err)
+			// A probe claimed after it, with the same lease, is free again only once the
+			// slow holder's lease has ended too.
+			_, err = s.Claim(ctx, "probe", 30*time.Millisecond)
+			require.NoError(t, err)
+			testwait.Eventually(t, 5*time.Second, func() bool {
+				c, err := s.Claim(ctx, "probe", time.Minute)
+				return err == nil && c.Status == idempotency.StatusClaimed
+			}, "the probe's lease never expired")
+			require.NoError(t, s.Renew(ctx, "slow", slow.Token, time.Minute), "an expired token nobody overtook was refused")
+			c, err := s.Claim(ctx, "slow", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusInFlight, c.Status, "the renewal did not hold the id again")
+			require.NoError(t, s.Commit(ctx, "slow", slow.Token, time.Hour))
+			c, err = s.Claim(ctx, "slow", time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, idempotency.StatusDone, c.Status)
+		})
+	}
+}
+
+// TestStoreRefusesAStaleCommitAfterTheNextHolderSettled: a holder whose lease ended and whose
+// id was claimed again is not current, also once that later claim has settled: its late
+// commit is refused, whether the later holder committed (the id stays remembered as the
+// later holder left it) or released the id (it stays free, so the failed run is retried).
+func TestStoreRefusesAStaleCommitAfterTheNextHolderSettled(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range storeKinds {
+		for _, settle := range []string{"commit", "release"} {
+			t.Run(k.Name+"/"+settle, func(t *testing.T) {
+				s := k.New(t)
+				first, err := s.Claim(ctx, "s", 30*time.Millisecond)
+				require.NoError(t, err)
+				var next idempotency.Claim
+				testwait.Eventually(t, 5*time.Second, func() bool {
+					next, err = s.Claim(ctx, "s", time.Minute)
+					return err == nil && next.Status == idempotency.StatusClaimed
+				}, "the lease never expired")
+				if settle == "commit" {
+					require.NoError(t, s.Commit(ctx, "s", next.Token, time.Hour))
+				} else {
+					require.NoError(t, s.Release(ctx, "s", next.Token))
+				}
+				require.ErrorIs(t, s.Commit(ctx, "s", first.Token, time.Hour), idempotency.ErrLeaseLost,
+					"the stale holder committed after the next holder's %s", settle)
+				c, err := s.Claim(ctx, "s", time.Minute)
+				require.NoError(t, err)
+				if settle == "commit" {
+					assert.Equal(t, idempotency.StatusDone, c.Status)
+				} else {
+					assert.Equal(t, idempotency.StatusClaimed, c.Status, "the released id was remembered by the stale commit")
+				}
+			})
+		}
+	}
+}
+
 func TestStoreClaimIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range storeKinds {
@@ -195,6 +262,33 @@ func TestMemoryStoreFullIsAnError(t *testing.T) {
 	c, err = s.Claim(ctx, "d", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, idempotency.StatusClaimed, c.Status)
+
+	// A released id keeps its token, not its room: a new id takes it at once.
+	one, err := idempotency.NewMemoryStore(idempotency.WithMaxEntries(1), idempotency.WithClock(func() time.Time { return now }))
+	require.NoError(t, err)
+	c, err = one.Claim(ctx, "r", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, one.Release(ctx, "r", c.Token))
+	c, err = one.Claim(ctx, "q", time.Minute)
+	require.NoError(t, err, "a released id held the room")
+	assert.Equal(t, idempotency.StatusClaimed, c.Status)
+	assert.Equal(t, 1, one.Len())
+}
+
+// TestMemoryStoreDefaultBound: without WithMaxEntries the store holds DefaultMaxEntries
+// (100,000) live entries, and refuses the next new id.
+func TestMemoryStoreDefaultBound(t *testing.T) {
+	ctx := context.Background()
+	require.Equal(t, 100_000, idempotency.DefaultMaxEntries)
+	s, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	for i := range idempotency.DefaultMaxEntries {
+		c, err := s.Claim(ctx, strconv.Itoa(i), time.Hour)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.StatusClaimed, c.Status)
+	}
+	_, err = s.Claim(ctx, "one more", time.Hour)
+	require.ErrorIs(t, err, idempotency.ErrStoreFull)
 }
 
 func TestStoreOptionsAreValidated(t *testing.T) {

@@ -58,6 +58,18 @@ func TestIsRetryable(t *testing.T) {
 		{"server: no name", errors.New("server error: : x"), false},
 		{"server: not a name", errors.New("server error: Service NotReady: x"), false},
 		{"server: no colon", errors.New("server error: ServiceNotReady"), false},
+		{"producer blocked by quota", apulsar.ErrProducerBlockedQuotaExceeded, true},
+		{"max concurrent operations", apulsar.ErrMaxConcurrentOpsReached, true},
+		{"coordinator not enabled", apulsar.ErrTransactionCoordinatorNotEnabled, false},
+		{"add to batch failed", apulsar.ErrFailAddToBatch, false},
+		{"metadata too large", apulsar.ErrMetaTooLarge, false},
+		// The rules apply in their documented order: the first that matches decides.
+		{"rule 2 before 3: canceled and deadline", errors.Join(context.Canceled, context.DeadlineExceeded), false},
+		{"rule 2 before 4: canceled and a send timeout", errors.Join(apulsar.ErrSendTimeout, context.Canceled), false},
+		{"rule 3 before 4: deadline and a closed producer", errors.Join(apulsar.ErrProducerClosed, context.DeadlineExceeded), true},
+		{"rule 4 before 5: a closed producer and a retryable answer", errors.Join(errors.New("server error: ServiceNotReady: x"), apulsar.ErrProducerClosed), false},
+		{"rule 4 before 6: a closed producer and eof", errors.Join(io.EOF, apulsar.ErrProducerClosed), false},
+		{"rule 5 before 6: a final answer and eof", errors.Join(errors.New("server error: AuthorizationError: x"), io.EOF), false},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, retry.IsRetryable(tc.err), tc.name)
@@ -67,6 +79,7 @@ func TestIsRetryable(t *testing.T) {
 func TestBackoffDelay(t *testing.T) {
 	t.Parallel()
 	assert.Zero(t, retry.Backoff{}.Delay(1), "zero backoff means no delay")
+	assert.Zero(t, retry.Backoff{Initial: -time.Second, Multiplier: 2}.Delay(3), "a negative Initial means no delay at all")
 	b := retry.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2}
 	assert.Equal(t, 100*time.Millisecond, b.Delay(0), "retry numbers below 1 count as the first")
 	assert.Equal(t, 100*time.Millisecond, b.Delay(1))
@@ -77,6 +90,8 @@ func TestBackoffDelay(t *testing.T) {
 
 	constant := retry.Backoff{Initial: 50 * time.Millisecond}
 	assert.Equal(t, 50*time.Millisecond, constant.Delay(7), "multiplier below 1 means constant")
+	shrinking := retry.Backoff{Initial: 50 * time.Millisecond, Multiplier: 0.5}
+	assert.Equal(t, 50*time.Millisecond, shrinking.Delay(3), "a multiplier between 0 and 1 means 1, not a shrinking delay")
 
 	uncapped := retry.Backoff{Initial: time.Hour, Multiplier: 10}
 	assert.Positive(t, uncapped.Delay(1000), "no overflow into negative durations")
@@ -93,6 +108,22 @@ func TestBackoffDelay(t *testing.T) {
 		seen[d] = true
 	}
 	assert.Greater(t, len(seen), 1, "jitter varies the delay")
+
+	// Delay never goes negative, even for a Jitter that Validate refuses.
+	wild := retry.Backoff{Initial: time.Second, Jitter: 3}
+	for range 200 {
+		assert.GreaterOrEqual(t, wild.Delay(1), time.Duration(0))
+	}
+}
+
+// TestDefaults: the documented defaults, 3 deliveries, Republish, and a backoff of 1 s
+// doubling up to 1 min with 20 % jitter.
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, 3, retry.DefaultMaxAttempts)
+	assert.Equal(t, retry.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 0.2}, retry.DefaultBackoff())
+	assert.Equal(t, retry.Policy{MaxAttempts: 3, Strategy: retry.Republish, Backoff: retry.DefaultBackoff()}, retry.DefaultPolicy())
+	assert.Equal(t, retry.Republish, retry.Policy{}.Strategy, "the zero Strategy is Republish")
 }
 
 func TestPolicyValidate(t *testing.T) {
@@ -109,6 +140,8 @@ func TestPolicyValidate(t *testing.T) {
 		{Backoff: retry.Backoff{Max: -time.Second}},
 		{Backoff: retry.Backoff{Multiplier: math.NaN()}},
 		{Backoff: retry.Backoff{Multiplier: -2}},
+		{Backoff: retry.Backoff{Multiplier: math.Inf(1)}},
+		{Backoff: retry.Backoff{Jitter: math.NaN()}},
 		{Backoff: retry.Backoff{Jitter: 1.5}},
 		{Backoff: retry.Backoff{Jitter: -0.1}},
 	}

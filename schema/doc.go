@@ -16,7 +16,8 @@
 // # Providers
 //
 // A [Provider] maps URNs to compiled schemas. Three are built in, and each compiles every
-// schema when it is built, so a broken schema fails at start-up, not on the first message.
+// schema when it is built, so a broken schema fails at start-up, not on the first message
+// (of several, the error names the first by URN, on every start).
 // A schema that compiles but can validate no value is refused there too ([ErrSchema]): one
 // with a "$ref" cycle that never moves into the data ({"$ref":"#"}, or a → b → a through
 // $ref, allOf, anyOf, oneOf, not, if/then/else or dependentSchemas; the error names the

@@ -50,10 +50,11 @@ func (p *MapProvider) URNs() []string {
 
 // NewMapProvider compiles schemas (URN → schema text). The schemas may refer to each other
 // with "$ref" by URN or by "$id". An empty URN or a schema that does not compile is an error wrapping
-// [ErrSchema].
+// [ErrSchema]; of several, the first by URN.
 func NewMapProvider(schemas map[string][]byte) (*MapProvider, error) {
 	set := newSchemaSet()
-	for urn, raw := range schemas {
+	for _, urn := range sortedKeys(schemas) {
+		raw := schemas[urn]
 		if urn == "" {
 			return nil, fmt.Errorf("%w: empty URN", ErrSchema)
 		}
@@ -93,7 +94,8 @@ func NewDirProvider(dir string) (*MapProvider, error) {
 // compileFiles compiles URN → schema file path.
 func compileFiles(files map[string]string) (*MapProvider, error) {
 	locs := make(map[string]string, len(files))
-	for urn, path := range files {
+	for _, urn := range sortedKeys(files) {
+		path := files[urn]
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrSchema, urn, err)
@@ -107,7 +109,8 @@ func compileFiles(files map[string]string) (*MapProvider, error) {
 // compileSources compiles URN → source (a path that read reads), each added at its loc.
 func compileSources(sources, locs map[string]string, read func(string) ([]byte, error)) (*MapProvider, error) {
 	set := newSchemaSet()
-	for urn, src := range sources {
+	for _, urn := range sortedKeys(sources) {
+		src := sources[urn]
 		if err := set.add(urn, locs[urn], func() ([]byte, error) { return read(src) }); err != nil {
 			return nil, fmt.Errorf("%w: %s (%s): %w", ErrSchema, urn, src, err)
 		}

@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,21 +86,27 @@ func TestRegistryProvider(t *testing.T) {
 		"registry.json": `{
   "schemas": [
     {"urn": "urn:babel:orders:created", "schema": "schemas/orders-created.json", "owner": "orders", "status": "active"},
-    {"urn": "urn:babel:users:registered", "schema": "schemas/users-registered.json", "owner": "identity", "status": "deprecated", "notes": "kept"}
+    {"urn": "urn:babel:users:registered", "schema": "schemas/users-registered.json", "owner": "identity", "status": "deprecated", "notes": "kept"},
+    {"urn": "urn:babel:orders:refund", "schema": "schemas/refund/refund.json"}
   ],
   "version": 3
 }`,
 		"schemas/orders-created.json":   orderSchema,
 		"schemas/users-registered.json": `{"type":"object","required":["user_id"]}`,
+		"schemas/refund/refund.json":    `{"properties":{"order":{"$ref":"../orders-created.json"}}}`,
 	})
 	p, err := schema.NewRegistryProvider(filepath.Join(dir, "registry.json"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{orderURN, "urn:babel:users:registered"}, p.URNs())
+	assert.Equal(t, []string{orderURN, "urn:babel:orders:refund", "urn:babel:users:registered"}, p.URNs())
 	s, found, err := p.Schema(orderURN)
 	require.NoError(t, err)
 	require.True(t, found)
 	require.NoError(t, s.Validate([]byte(`{"order_id":1}`)))
 	require.Error(t, s.Validate([]byte(`{"order_id":0}`)))
+	refund, _, err := p.Schema("urn:babel:orders:refund")
+	require.NoError(t, err)
+	require.Error(t, refund.Validate([]byte(`{"order":{"order_id":0}}`)), "a $ref by path relative to the referring file applies")
+	require.NoError(t, refund.Validate([]byte(`{"order":{"order_id":1}}`)))
 
 	_, err = schema.NewRegistryProvider(filepath.Join(dir, "missing.json"))
 	require.ErrorIs(t, err, schema.ErrSchema)
@@ -147,6 +154,17 @@ func TestParseRegistryErrors(t *testing.T) {
 	} {
 		_, err := schema.ParseRegistry([]byte(raw))
 		require.ErrorIs(t, err, schema.ErrSchema, name)
+	}
+	// The error names the entry.
+	for want, raw := range map[string]string{
+		`schemas[1] has no "urn"`:                         `{"schemas": [{"urn": "urn:babel:a:b", "schema": "a.json"}, {"schema": "b.json"}]}`,
+		`schemas[0] (urn:babel:a:b) has no "schema"`:      `{"schemas": [{"urn": "urn:babel:a:b"}]}`,
+		`schemas[2]: urn:babel:a:b is declared more than`: `{"schemas": [{"urn": "urn:babel:a:b", "schema": "a.json"}, {"urn": "urn:babel:c:d", "schema": "c.json"}, {"urn": "urn:babel:a:b", "schema": "b.json"}]}`,
+		`schemas[1]: `: `{"schemas": [{"urn": "urn:babel:a:b", "schema": "a.json"}, 7]}`,
+	} {
+		_, err := schema.ParseRegistry([]byte(raw))
+		require.ErrorIs(t, err, schema.ErrSchema, want)
+		assert.Contains(t, err.Error(), want)
 	}
 	entries, err := schema.ParseRegistry([]byte(`{"schemas": []}`))
 	require.NoError(t, err)
@@ -240,4 +258,38 @@ func TestRegistryURNsSharingAFileAreBothReachable(t *testing.T) {
 	require.Error(t, s.Validate([]byte(`{"a":-1}`)))
 	require.Error(t, s.Validate([]byte(`{"b":-1}`)))
 	require.NoError(t, s.Validate([]byte(`{"a":1,"b":2}`)))
+}
+
+// A registry entry's absolute schema path is read as it is, not under the manifest's
+// directory.
+func TestRegistryProviderReadsAnAbsoluteSchemaPath(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	abs := filepath.Join(elsewhere, "orders-created.json")
+	writeFiles(t, elsewhere, map[string]string{"orders-created.json": orderSchema})
+	manifest, err := json.Marshal(map[string]any{"schemas": []map[string]string{{"urn": orderURN, "schema": filepath.ToSlash(abs)}}})
+	require.NoError(t, err)
+	writeFiles(t, dir, map[string]string{"registry.json": string(manifest)})
+	p, err := schema.NewRegistryProvider(filepath.Join(dir, "registry.json"))
+	require.NoError(t, err)
+	s, found, err := p.Schema(orderURN)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Error(t, s.Validate([]byte(`{"order_id":0}`)))
+}
+
+// Of several broken schemas, a provider reports the first by URN, on every build.
+func TestProviderReportsTheFirstBrokenSchemaByURN(t *testing.T) {
+	for _, broken := range []string{`{`, `{"type":7}`} {
+		schemas := map[string]string{}
+		for _, urn := range []string{"urn:babel:c:c", "urn:babel:a:a", "urn:babel:d:d", "urn:babel:b:b"} {
+			schemas[urn] = broken
+		}
+		for name, build := range providersOf(t, schemas) {
+			for range 20 {
+				_, err := build()
+				require.ErrorIs(t, err, schema.ErrSchema)
+				require.Contains(t, err.Error(), "urn:babel:a:a", "%s, schema %s", name, broken)
+			}
+		}
+	}
 }

@@ -79,7 +79,9 @@ func (p *Publisher) Topic() string { return p.pub.Topic() }
 func (p *Publisher) Close() error { return p.pub.Close() }
 
 // check validates data for urn and returns the JSON text to send (data is marshalled
-// once, here, and the text is what the wrapped publisher sends).
+// once, here, and the text is what the wrapped publisher sends). What the wrapped publisher
+// sends as {} (nil, a nil map or pointer, an empty json.RawMessage or []byte: see
+// envelope.Make) is checked, and sent, as {}.
 func (p *Publisher) check(urn string, data any) (any, error) {
 	s, found, err := p.provider.Schema(urn)
 	if err != nil {
@@ -91,7 +93,6 @@ func (p *Publisher) check(urn string, data any) (any, error) {
 	var raw []byte
 	switch d := data.(type) {
 	case nil:
-		raw = []byte("{}")
 	case json.RawMessage:
 		raw = d
 	case []byte:
@@ -100,6 +101,12 @@ func (p *Publisher) check(urn string, data any) (any, error) {
 		if raw, err = json.Marshal(d); err != nil {
 			return nil, fmt.Errorf("schema: publish %s: marshal data: %w", urn, err)
 		}
+		if string(raw) == "null" { // a nil map or pointer
+			raw = nil
+		}
+	}
+	if len(raw) == 0 {
+		raw = []byte("{}")
 	}
 	if err := s.Validate(raw); err != nil {
 		return nil, err
@@ -117,9 +124,14 @@ func (p *Publisher) Publish(ctx context.Context, urn string, data any, opts ...b
 }
 
 // PublishEnvelope checks env's data, then sends env like pulsar.Publisher.PublishEnvelope.
+// An envelope without data is encoded, and checked, with {}.
 func (p *Publisher) PublishEnvelope(ctx context.Context, env *envelope.Envelope, opts ...bqpulsar.PublishOption) (string, error) {
 	if env != nil {
-		if err := Check(p.provider, env.URN(), env.Data); err != nil {
+		data := []byte(env.Data)
+		if len(data) == 0 {
+			data = []byte("{}")
+		}
+		if err := Check(p.provider, env.URN(), data); err != nil {
 			return "", err
 		}
 	}

@@ -128,6 +128,75 @@ func TestPublisherRefusesInvalidData(t *testing.T) {
 	require.ErrorIs(t, err, schema.ErrInvalidOption)
 }
 
+// The wrapper checks the data the wrapped publisher sends: what pulsar.Publisher.Publish
+// sends as {} (a nil map or pointer, an empty json.RawMessage or []byte) and an envelope
+// without data, which PublishEnvelope sends with {}, are checked as {}, and sent.
+func TestPublisherChecksTheDataItSends(t *testing.T) {
+	c := newClient(t)
+	topic := topicFor(t)
+	const anyObject = "urn:babel:test:any-object"
+	provider, err := schema.NewMapProvider(map[string][]byte{
+		anyObject: []byte(`{"type":"object"}`),
+		orderURN:  []byte(orderSchema),
+	})
+	require.NoError(t, err)
+	inner, err := bqpulsar.NewPublisher(c, topic)
+	require.NoError(t, err)
+	pub, err := schema.NewPublisher(inner, provider)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pub.Close() })
+	ctx := context.Background()
+
+	type order struct {
+		ID int `json:"order_id"`
+	}
+	empties := map[string]any{
+		"nil map":               map[string]any(nil),
+		"nil pointer":           (*order)(nil),
+		"empty json.RawMessage": json.RawMessage(nil),
+		"empty []byte":          []byte{},
+	}
+	for name, data := range empties {
+		_, err := pub.Publish(ctx, anyObject, data)
+		require.NoError(t, err, "%s: sent as {}, refused", name)
+		_, err = pub.Publish(ctx, orderURN, data)
+		var ve *schema.ValidationError
+		require.ErrorAs(t, err, &ve, name)
+		require.Len(t, ve.Violations, 1, name)
+		assert.Contains(t, ve.Violations[0].Message, "order_id", "%s is checked as {}", name)
+	}
+	// An envelope without data is encoded with {}.
+	for _, urn := range []string{anyObject, orderURN} {
+		env, err := envelope.Make(urn, nil)
+		require.NoError(t, err)
+		env.Data = nil
+		_, err = pub.PublishEnvelope(ctx, env)
+		if urn == anyObject {
+			require.NoError(t, err, "an envelope without data, sent as {}, refused")
+			continue
+		}
+		var ve *schema.ValidationError
+		require.ErrorAs(t, err, &ve)
+		require.Len(t, ve.Violations, 1)
+		assert.Contains(t, ve.Violations[0].Message, "order_id", "an envelope without data is checked as {}")
+	}
+	for _, got := range received(t, c, topic, len(empties)+1) {
+		assert.JSONEq(t, `{}`, string(got.Data))
+	}
+}
+
+// Closing the wrapper closes the publisher it wraps.
+func TestPublisherCloseClosesTheWrappedPublisher(t *testing.T) {
+	c := newClient(t)
+	inner, err := bqpulsar.NewPublisher(c, topicFor(t))
+	require.NoError(t, err)
+	pub, err := schema.NewPublisher(inner, orderProvider(t))
+	require.NoError(t, err)
+	require.NoError(t, pub.Close())
+	_, err = inner.Publish(context.Background(), "urn:babel:users:registered", nil)
+	require.ErrorIs(t, err, bqpulsar.ErrClosed)
+}
+
 // TestMiddlewareDeadLettersInvalidData: an invalid payload is dead-lettered on its first
 // delivery (reason failed, attempts 1, the violations in the error), the handler never sees
 // it; valid data and URNs without a schema reach the handler.
@@ -202,6 +271,22 @@ func TestCheck(t *testing.T) {
 	require.ErrorIs(t, schema.Check(p, orderURN, []byte(`{}`)), schema.ErrInvalid)
 	require.NoError(t, schema.Check(p, "urn:babel:other:thing", []byte(`{}`)), "no schema, no check")
 	require.Error(t, schema.Check(failingProvider{}, orderURN, []byte(`{}`)))
+}
+
+// A provider that cannot answer fails the delivery as an ordinary failure (retried by the
+// consumer's policy), not as a dead letter, and the handler is not run.
+func TestMiddlewareProviderFailureIsAnOrdinaryFailure(t *testing.T) {
+	env, err := envelope.Make(orderURN, map[string]int{"order_id": 1})
+	require.NoError(t, err)
+	err = schema.Middleware(failingProvider{})(func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		t.Error("the handler ran without a schema check")
+		return nil
+	})(context.Background(), env, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "provider down")
+	var dl *bqpulsar.DeadLetterError
+	assert.NotErrorAs(t, err, &dl, "a provider failure is no reason to dead-letter")
+	assert.NotErrorIs(t, err, schema.ErrInvalid)
 }
 
 type failingProvider struct{}

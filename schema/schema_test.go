@@ -1,7 +1,10 @@
 package schema_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -145,4 +148,63 @@ func TestBadSchemas(t *testing.T) {
 		_, err := schema.Compile(orderURN, []byte(raw))
 		require.ErrorIs(t, err, schema.ErrSchema, name)
 	}
+}
+
+// "format" is an annotation, not an assertion, as the drafts specify by default.
+func TestFormatIsAnAnnotation(t *testing.T) {
+	s, err := schema.Compile("urn:babel:test:mail", []byte(`{"type":"string","format":"email"}`))
+	require.NoError(t, err)
+	require.NoError(t, s.Validate([]byte(`"not an address"`)))
+	require.Error(t, s.Validate([]byte(`7`)), "the type still applies")
+}
+
+// ValidateValue takes what encoding/json decodes into any, numbers as float64 or
+// json.Number, and judges it as Validate judges the text.
+func TestValidateValue(t *testing.T) {
+	s := compileOrder(t)
+	require.NoError(t, s.ValidateValue(map[string]any{"order_id": float64(7)}))
+	require.NoError(t, s.ValidateValue(map[string]any{"order_id": json.Number("7")}))
+	vs := violations(t, s.ValidateValue(map[string]any{"order_id": json.Number("0")}))
+	require.Len(t, vs, 1)
+	assert.Equal(t, "/order_id", vs[0].Pointer)
+}
+
+// A kept pointer or message longer than 256 bytes is cut at a rune boundary and ends with
+// "…".
+func TestLongViolationTextIsCutAtARuneBoundary(t *testing.T) {
+	s, err := schema.Compile("urn:babel:test:long", []byte(`{"additionalProperties":{"type":"integer"}}`))
+	require.NoError(t, err)
+	for pad := range 3 { // every offset of a 3-byte rune against the cut
+		key := strings.Repeat("k", pad) + strings.Repeat("€", 200)
+		data, err := json.Marshal(map[string]string{key: "x"})
+		require.NoError(t, err)
+		vs := violations(t, s.Validate(data))
+		require.Len(t, vs, 1)
+		p := vs[0].Pointer
+		assert.LessOrEqual(t, len(p), 256)
+		assert.Greater(t, len(p), 250, "cut shorter than needed")
+		assert.True(t, utf8.ValidString(p), "cut inside a rune: %q", p[len(p)-6:])
+		assert.True(t, strings.HasSuffix(p, "…"), "a cut pointer ends with …")
+		assert.True(t, strings.HasPrefix(p, "/"+key[:10]))
+	}
+}
+
+// The text of a ValidationError counts its violations (Total, or the listed ones when Total
+// is 0), in the singular for one.
+func TestValidationErrorText(t *testing.T) {
+	one := &schema.ValidationError{URN: "urn:a", Violations: []schema.Violation{{Message: "bad"}}}
+	assert.Equal(t, "schema: data of urn:a fails its schema (1 violation): (root): bad", one.Error())
+	two := &schema.ValidationError{URN: "urn:a", Violations: []schema.Violation{{Pointer: "/a", Message: "x"}, {Pointer: "/b", Message: "y"}}}
+	assert.Equal(t, "schema: data of urn:a fails its schema (2 violations): /a: x; /b: y", two.Error())
+	two.Total = 5
+	assert.Equal(t, "schema: data of urn:a fails its schema (5 violations): /a: x; /b: y; and 3 more", two.Error())
+
+	// However many violations it is given, the text shows MaxViolations of them.
+	many := &schema.ValidationError{URN: "urn:a"}
+	for range schema.MaxViolations + 5 {
+		many.Violations = append(many.Violations, schema.Violation{Pointer: "/p", Message: "m"})
+	}
+	text := many.Error()
+	assert.Equal(t, schema.MaxViolations, strings.Count(text, "/p: m"))
+	assert.True(t, strings.HasSuffix(text, "; and 5 more"), text)
 }

@@ -33,6 +33,14 @@ func TestSchemaThatCannotValidateAnythingIsRefused(t *testing.T) {
 		"allOf false":       {map[string]string{"urn:a": `{"allOf":[{"type":"object"},false]}`}, []string{"accepts no value"}},
 		"anyOf all false":   {map[string]string{"urn:a": `{"anyOf":[false,{"not":true}]}`}, []string{"accepts no value"}},
 		"$ref to false":     {map[string]string{"urn:a": `{"$ref":"urn:b"}`, "urn:b": `false`}, []string{"accepts no value"}},
+		"oneOf all false":   {map[string]string{"urn:a": `{"oneOf":[false,{"not":{}}]}`}, []string{"accepts no value"}},
+		"through anyOf":     {map[string]string{"urn:a": `{"anyOf":[{"$ref":"urn:b"},{"type":"string"}]}`, "urn:b": `{"$ref":"urn:a"}`}, []string{"cycle", "urn:a# → urn:a#/anyOf/0 → urn:b# → urn:a#"}},
+		"through oneOf":     {map[string]string{"urn:a": `{"oneOf":[{"type":"string"},{"$ref":"#"}]}`}, []string{"cycle", "urn:a#/oneOf/1"}},
+		"through not":       {map[string]string{"urn:a": `{"type":"object","not":{"$ref":"#"}}`}, []string{"cycle", "urn:a#/not"}},
+		"through if":        {map[string]string{"urn:a": `{"if":{"$ref":"#"}}`}, []string{"cycle", "urn:a#/if"}},
+		"through then":      {map[string]string{"urn:a": `{"if":{"type":"object"},"then":{"$ref":"#"}}`}, []string{"cycle", "urn:a#/then"}},
+		"through else":      {map[string]string{"urn:a": `{"if":{"type":"object"},"else":{"$ref":"#"}}`}, []string{"cycle", "urn:a#/else"}},
+		"dependentSchemas":  {map[string]string{"urn:a": `{"dependentSchemas":{"x":{"$ref":"#"}}}`}, []string{"cycle", "urn:a#/dependentSchemas/x"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			raw := map[string][]byte{}
