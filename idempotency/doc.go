@@ -86,7 +86,8 @@
 // pulsar.AckWithWarning (the effect happened; failing it would run the effect again), so
 // the failure also reaches the consumer's Event hook (EventError), its log and Health.Warnings. The id
 // then stays claimed until its lease ends. A failed release is reported to the hook too;
-// the claim then ends with its lease.
+// the claim then ends with its lease. A handler that itself returns pulsar.AckWithWarning
+// succeeded: its id is remembered like that of a handler that returned nil.
 //
 // # Where it plugs in
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go-pulsar/dlq"
 	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
@@ -500,6 +501,9 @@ func (g *Guard) InFlightDelay(err error) (time.Duration, bool) {
 //     consumer's policy;
 //   - a handler that succeeded but whose id could not be remembered is acknowledged with
 //     pulsar.AckWithWarning (the commit's [*StoreError]);
+//   - a handler outcome of pulsar.AckWithWarning is a success: the id is remembered and the
+//     outcome passes through (joined with the commit's [*StoreError] when the id could not
+//     be remembered);
 //   - otherwise the handler's own outcome (nil, an error, pulsar.DeadLetter,
 //     pulsar.RetryAfter) passes through unchanged.
 //
@@ -512,9 +516,22 @@ func (g *Guard) Middleware() func(next bqpulsar.HandlerFunc) bqpulsar.HandlerFun
 			if msg != nil {
 				topic = msg.Topic()
 			}
-			res, err := g.Do(ctx, g.Key(env, topic), func(ctx context.Context) error { return next(ctx, env, msg) })
-			if res == RanUncommitted {
+			var warned error // the handler's own pulsar.AckWithWarning: a success
+			res, err := g.Do(ctx, g.Key(env, topic), func(ctx context.Context) error {
+				out := next(ctx, env, msg)
+				if out != nil && seam.Warning(out) {
+					warned = out
+					return nil
+				}
+				return out
+			})
+			switch {
+			case res == RanUncommitted && warned != nil:
+				return bqpulsar.AckWithWarning(errors.Join(warned, err))
+			case res == RanUncommitted:
 				return bqpulsar.AckWithWarning(err)
+			case res == Ran && err == nil && warned != nil:
+				return warned
 			}
 			if err != nil && res != Skipped {
 				if d, ok := g.InFlightDelay(err); ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/idempotency"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
 )
 
 // failingStore is a Store whose methods fail while its switches are on.
@@ -552,4 +553,42 @@ func TestGuardCommitRetriesEndWithTheDeliveryCtx(t *testing.T) {
 	assert.Equal(t, idempotency.RanUncommitted, res)
 	require.ErrorIs(t, err, errOutage)
 	assert.Equal(t, 1, rs.commits)
+}
+
+// TestMiddlewareRemembersAHandlerThatAcksWithAWarning: pulsar.AckWithWarning is a success
+// (the message is acknowledged), so the id is remembered and a duplicate is skipped; the
+// warning passes through to the consumer, joined with the commit's failure when the id
+// could not be remembered.
+func TestMiddlewareRemembersAHandlerThatAcksWithAWarning(t *testing.T) {
+	ctx := context.Background()
+	errStale := errors.New("cache stale")
+	for _, k := range storeKinds {
+		t.Run(k.Name, func(t *testing.T) {
+			fs := &failingStore{Store: k.New(t)}
+			g := newGuard(t, fs, idempotency.WithCommitRetry(50*time.Millisecond))
+			env, err := envelope.Make("urn:babel:test:x", nil, envelope.WithMessageID("warned"))
+			require.NoError(t, err)
+			var runs atomic.Int64
+			h := g.Middleware()(func(context.Context, *envelope.Envelope, apulsar.Message) error {
+				runs.Add(1)
+				return bqpulsar.AckWithWarning(errStale)
+			})
+
+			err = h(ctx, env, nil)
+			require.ErrorIs(t, err, errStale)
+			assert.True(t, seam.Warning(err), "still acknowledged with its warning: %v", err)
+			require.NoError(t, h(ctx, env, nil), "the duplicate is skipped")
+			assert.Equal(t, int64(1), runs.Load())
+
+			fs.commit.Store(true)
+			other, err := envelope.Make("urn:babel:test:x", nil, envelope.WithMessageID("warned-uncommitted"))
+			require.NoError(t, err)
+			err = h(ctx, other, nil)
+			assert.True(t, seam.Warning(err), "acknowledged: %v", err)
+			require.ErrorIs(t, err, errStale, "the handler's warning")
+			var se *idempotency.StoreError
+			require.ErrorAs(t, err, &se, "the commit's failure")
+			assert.Equal(t, "commit", se.Op)
+		})
+	}
 }

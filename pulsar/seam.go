@@ -27,6 +27,7 @@ func init() { //nolint:gochecknoinits // the seam's functions are this package's
 	seam.FrontOption = func(f seam.Front) any { return frontOption(f) }
 	seam.WrapConnectError = wrapConnectError
 	seam.Deferral = deferralOf
+	seam.Warning = func(err error) bool { _, warn := directiveOf(err); return warn }
 	seam.TxnOf = txnOf
 	seam.TransactionsError = transactionsError
 	seam.AddCopyProperties = func(d any, p map[string]string) {

@@ -1,7 +1,7 @@
 // Package seam is what package pulsar lends the other packages of this module (the
 // messaging connector in pulsar/connector, the bq command) without making it part of its
 // public API: the types both sides name (Settler, Outgoing) and the functions package
-// pulsar sets when it is initialised (Build, PublishHooks, FrontOption, WrapConnectError, Deferral,
+// pulsar sets when it is initialised (Build, PublishHooks, FrontOption, WrapConnectError, Deferral, Warning,
 // AddCopyProperties, TxnOf, TransactionsError), and ActiveTraceID, which package bqotel sets.
 // Nothing here is for users of the SDK.
 package seam
@@ -80,6 +80,11 @@ var FrontOption func(f Front) any
 // carries none: for the tests of the packages that defer a delivery (idempotency, the
 // connector), since the outcome's type is unexported. Set by package pulsar.
 var Deferral func(err error) (delay time.Duration, ok bool)
+
+// Warning reports whether err's chain carries a pulsar.AckWithWarning outcome (the delivery
+// succeeded and is acknowledged), for idempotency's middleware, which remembers such a
+// delivery, and its tests. Set by package pulsar.
+var Warning func(err error) bool
 
 // WrapConnectError returns err as a *pulsar.ConnectError for serviceURL when err says the
 // broker could not be reached, and err unchanged otherwise (nil stays nil, a ConnectError is
