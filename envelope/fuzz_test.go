@@ -239,3 +239,31 @@ func FuzzDecodeManyKeys(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDataJSON: raw data text is either refused with ErrInvalidData by DataJSON and Make
+// alike, or written by both as the same compact JSON object, which encoding/json reads.
+func FuzzDataJSON(f *testing.F) {
+	for _, seed := range []string{"", "{}", " {\"a\": [1, 2.50, {\"b\": null}]}\n", "[]", "null", "{\"a\":", "{\"\\u00e9\":\"\u2028\"}", "{} {}", "\xff"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		text, err := envelope.DataJSON(json.RawMessage(raw))
+		e, merr := envelope.Make("urn:fuzz:data", json.RawMessage(raw))
+		if err != nil {
+			if !errors.Is(err, envelope.ErrInvalidData) || !errors.Is(merr, envelope.ErrInvalidData) {
+				t.Fatalf("DataJSON: %v; Make: %v", err, merr)
+			}
+			return
+		}
+		if merr != nil {
+			t.Fatalf("DataJSON accepted %q, Make refused it: %v", raw, merr)
+		}
+		if string(text) != string(e.Data) {
+			t.Fatalf("DataJSON %s, Make %s", text, e.Data)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(text, &obj); err != nil {
+			t.Fatalf("DataJSON %s is not a JSON object: %v", text, err)
+		}
+	})
+}

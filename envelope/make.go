@@ -182,6 +182,22 @@ func newUUIDs(dst []byte) error {
 	return nil
 }
 
+// DataJSON returns the JSON object text that [Make] puts in an envelope's data for data, by
+// the same rules: nil, a nil map and anything encoding to null are {}; json.RawMessage and
+// []byte are validated and compacted (empty is {}); anything else is written as
+// encoding/json writes it, without HTML escaping. Data that is not one JSON object is an
+// error wrapping [ErrInvalidData]. A publisher that checks data before it sends it (against
+// a JSON Schema, say) checks, and sends, this text. The text is the caller's own.
+func DataJSON(data any) (json.RawMessage, error) {
+	sc := getScratch()
+	defer sc.release()
+	text, err := sc.dataText(data)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(text), nil
+}
+
 // dataText returns the compact JSON object text of the data argument of Make, valid until
 // sc is released:
 //   - nil, a nil map[string]any and anything encoding to null are {};

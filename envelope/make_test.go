@@ -2,6 +2,7 @@ package envelope_test
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -102,6 +103,9 @@ func TestMakeData(t *testing.T) {
 			e, err := envelope.Make("urn:a:b", tt.data)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, string(e.Data))
+			text, err := envelope.DataJSON(tt.data)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(text), "DataJSON writes what Make writes")
 		})
 	}
 }
@@ -150,6 +154,10 @@ func TestMakeErrors(t *testing.T) {
 			require.ErrorIs(t, err, tt.want)
 			assert.Nil(t, e)
 			assert.Regexp(t, `^envelope: `, err.Error())
+			if errors.Is(tt.want, envelope.ErrInvalidData) {
+				_, err := envelope.DataJSON(tt.data)
+				require.ErrorIs(t, err, envelope.ErrInvalidData, "DataJSON refuses what Make refuses")
+			}
 		})
 	}
 }

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -78,10 +77,10 @@ func (p *Publisher) Topic() string { return p.pub.Topic() }
 // Close closes the wrapped publisher.
 func (p *Publisher) Close() error { return p.pub.Close() }
 
-// check validates data for urn and returns the JSON text to send (data is marshalled
-// once, here, and the text is what the wrapped publisher sends). What the wrapped publisher
-// sends as {} (nil, a nil map or pointer, an empty json.RawMessage or []byte: see
-// envelope.Make) is checked, and sent, as {}.
+// check validates data for urn and returns the JSON text to send: the text envelope.Make
+// writes for data ([envelope.DataJSON]), made once, here, and sent as it is by the wrapped
+// publisher, so what is checked is what is sent (nil, a nil map or pointer and an empty
+// json.RawMessage or []byte are {}).
 func (p *Publisher) check(urn string, data any) (any, error) {
 	s, found, err := p.provider.Schema(urn)
 	if err != nil {
@@ -90,28 +89,14 @@ func (p *Publisher) check(urn string, data any) (any, error) {
 	if !found {
 		return data, nil
 	}
-	var raw []byte
-	switch d := data.(type) {
-	case nil:
-	case json.RawMessage:
-		raw = d
-	case []byte:
-		raw = d
-	default:
-		if raw, err = json.Marshal(d); err != nil {
-			return nil, fmt.Errorf("schema: publish %s: marshal data: %w", urn, err)
-		}
-		if string(raw) == "null" { // a nil map or pointer
-			raw = nil
-		}
-	}
-	if len(raw) == 0 {
-		raw = []byte("{}")
+	raw, err := envelope.DataJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("schema: publish %s: %w", urn, err)
 	}
 	if err := s.Validate(raw); err != nil {
 		return nil, err
 	}
-	return json.RawMessage(raw), nil
+	return raw, nil
 }
 
 // Publish checks data, then sends it like pulsar.Publisher.Publish.
@@ -127,9 +112,9 @@ func (p *Publisher) Publish(ctx context.Context, urn string, data any, opts ...b
 // An envelope without data is encoded, and checked, with {}.
 func (p *Publisher) PublishEnvelope(ctx context.Context, env *envelope.Envelope, opts ...bqpulsar.PublishOption) (string, error) {
 	if env != nil {
-		data := []byte(env.Data)
-		if len(data) == 0 {
-			data = []byte("{}")
+		data, err := envelope.DataJSON(env.Data)
+		if err != nil {
+			return "", fmt.Errorf("schema: publish %s: %w", env.URN(), err)
 		}
 		if err := Check(p.provider, env.URN(), data); err != nil {
 			return "", err

@@ -180,9 +180,17 @@ func TestPublisherChecksTheDataItSends(t *testing.T) {
 		require.Len(t, ve.Violations, 1)
 		assert.Contains(t, ve.Violations[0].Message, "order_id", "an envelope without data is checked as {}")
 	}
-	for _, got := range received(t, c, topic, len(empties)+1) {
-		assert.JSONEq(t, `{}`, string(got.Data))
+	// Data that is not an object is refused as the wrapped publisher refuses it, and the text
+	// sent is the one envelope.Make writes (no HTML escaping).
+	_, err = pub.Publish(ctx, anyObject, []int{1})
+	require.ErrorIs(t, err, envelope.ErrInvalidData)
+	_, err = pub.Publish(ctx, anyObject, map[string]any{"note": "<b>&"})
+	require.NoError(t, err)
+	got := received(t, c, topic, len(empties)+2)
+	for _, m := range got[:len(got)-1] {
+		assert.JSONEq(t, `{}`, string(m.Data))
 	}
+	assert.Contains(t, string(got[len(got)-1].Data), `"<b>&"`, "sent as Make writes it, without HTML escapes")
 }
 
 // Closing the wrapper closes the publisher it wraps.
