@@ -247,7 +247,7 @@ func (t *topic) adminStats(st *topicStatsJSON) {
 	for name, s := range t.subs {
 		ss := st.Subscriptions[name]
 		ss.Type, ss.IsDurable, ss.AllowOutOfOrder = s.subType.String(), s.durable, s.allowOOO
-		backlog := int64(s.backlog())
+		backlog := int64(s.backlogEntries())
 		ss.MsgBacklog += backlog
 		ss.MsgDelayed += int64(len(s.delayed))
 		ss.MsgBacklogNoDelayed += backlog - int64(len(s.delayed))

@@ -419,7 +419,8 @@ func (b *Broker) Subscriptions(topicName string) []string {
 }
 
 // Backlog returns the number of messages (not entries) of the topic not yet acknowledged by the subscription,
-// summed over the partitions of a partitioned topic. It is 0 for unknown topics or subscriptions.
+// summed over the partitions of a partitioned topic. It is 0 for unknown topics or subscriptions. The admin
+// API's msgBacklog counts entries instead, a batch as one, as Pulsar's does.
 func (b *Broker) Backlog(topicName, sub string) int {
 	n := 0
 	for _, t := range b.topicsFor(topicName) {
