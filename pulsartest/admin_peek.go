@@ -18,8 +18,8 @@ import (
 // (individually acknowledged entries are skipped). It moves no cursor, creates nothing and
 // counts no redelivery. The entry's metadata is in X-Pulsar-* headers (properties as one
 // JSON header, X-Pulsar-PROPERTY) and its payload (a batch's length-prefixed messages) in
-// the body. A partitioned topic is refused with 405 (peek its partitions); a missing topic,
-// subscription or position is 404; a compressed entry is 501.
+// the body, uncompressed. A partitioned topic is refused with 405 (peek its partitions); a
+// missing topic, subscription or position is 404.
 func (a *adminServer) registerPeek(mux *http.ServeMux, base string) {
 	mux.HandleFunc("GET "+base+"/{topic}/subscription/{sub}/position/{n}", a.peekMessage)
 }
@@ -117,25 +117,33 @@ func (t *topic) peekNth(sub string, n int) (raw []byte, id int64, found, subFoun
 }
 
 // entryResponse starts the answer of an admin call that returns one stored entry's payload
-// (peek, get a message by id): it parses the entry's metadata and sets the content type and
-// the X-Pulsar-Message-ID header, and returns the metadata and the payload. When the entry
-// cannot be returned it writes the error instead and returns ok false; verb names the
-// operation in the refusal of a compressed entry.
+// (peek, get a message by id): it parses the entry's metadata, uncompresses the payload as
+// Pulsar does, sets the content type and the X-Pulsar-Message-ID, X-Pulsar-compression and
+// X-Pulsar-uncompressed-size headers, and returns the metadata and the uncompressed payload.
+// When the entry cannot be returned it writes the error instead and returns ok false; verb
+// names the operation in that error.
 func entryResponse(w http.ResponseWriter, raw []byte, verb string, ledger uint64, entry int64) (md *wire.MessageMetadata, payload []byte, ok bool) {
 	md, err := wire.ParsePayload(raw)
 	if err != nil {
 		writeReason(w, http.StatusInternalServerError, err.Error())
 		return nil, nil, false
 	}
-	if md.GetCompression() != wire.CompressionType_NONE {
-		writeReason(w, http.StatusNotImplemented, "pulsartest: "+verb+" a compressed entry is not supported")
+	metaSize := int(binary.BigEndian.Uint32(raw[6:]))
+	payload, err = uncompress(md.GetCompression(), raw[10+metaSize:], int(md.GetUncompressedSize()))
+	if err != nil {
+		writeReason(w, http.StatusInternalServerError, fmt.Sprintf("%v (%s entry %d:%d)", err, verb, ledger, entry))
 		return nil, nil, false
 	}
-	metaSize := int(binary.BigEndian.Uint32(raw[6:]))
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d", ledger, entry))
-	return md, raw[10+metaSize:], true
+	if md.Compression != nil {
+		h.Set("X-Pulsar-compression", md.GetCompression().String())
+	}
+	if md.UncompressedSize != nil {
+		h.Set("X-Pulsar-uncompressed-size", strconv.FormatUint(uint64(md.GetUncompressedSize()), 10))
+	}
+	return md, payload, true
 }
 
 // headerText is s as a real broker's web server (Jetty) writes a header value: in

@@ -3,6 +3,8 @@ package pulsartest_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +45,35 @@ func TestAdminBacklogCountsEntries(t *testing.T) {
 		assert.EqualValues(t, 2, s.MsgBacklog, "msgBacklog: two entries")
 		assert.EqualValues(t, 2, s.MsgBacklogNoDelayed, "msgBacklogNoDelayed: two entries")
 		assert.EqualValues(t, 4, s.UnackedMessages, "unackedMessages: four messages")
+	})
+}
+
+// Peeking at a compressed entry, and reading it by id, answers its uncompressed payload, with the codec and the
+// uncompressed size in headers, as Pulsar does (it decodes before it answers). The connector's compressionType
+// attribute publishes such entries to the topics that dlq.Peek reads.
+func TestAdminPeekUncompresses(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "peeking")
+		payload := strings.Repeat("babelqueue ", 40)
+		for _, tc := range []struct {
+			name  string
+			codec apulsar.CompressionType
+		}{{"LZ4", apulsar.LZ4}, {"ZLIB", apulsar.ZLib}, {"ZSTD", apulsar.ZSTD}, {"SNAPPY", apulsar.SNAPPY}} {
+			tp := topic + "-" + strings.ToLower(tc.name)
+			subscribe(t, c, apulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s"})
+			p := newProducer(t, c, apulsar.ProducerOptions{Topic: tp, DisableBatching: true, CompressionType: tc.codec})
+			id := sendAll(t, p, payload)[0]
+			base := brokertest.TopicURL(admin, tp)
+			for _, path := range []string{
+				"/subscription/s/position/1",
+				"/ledger/" + strconv.FormatInt(id.LedgerID(), 10) + "/entry/" + strconv.FormatInt(id.EntryID(), 10),
+			} {
+				code, h, body := adminCall(t, http.MethodGet, base+path, "")
+				require.Equal(t, http.StatusOK, code, "%s %s: %s", tc.name, path, body)
+				assert.Equal(t, payload, body, "%s %s", tc.name, path)
+				assert.Equal(t, tc.name, h.Get("X-Pulsar-compression"), "%s %s", tc.name, path)
+				assert.Equal(t, strconv.Itoa(len(payload)), h.Get("X-Pulsar-uncompressed-size"), "%s %s", tc.name, path)
+			}
+		}
 	})
 }
