@@ -12,14 +12,15 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
 
-// registerPeek adds the read-only "peek messages" endpoint of a subscription:
+// registerPeek adds the "peek messages" endpoint of a subscription:
 // GET …/{topic}/subscription/{sub}/position/{n} answers the n-th entry (1-based) after the
 // subscription's mark-delete position that it has not acknowledged, like a real broker
-// (individually acknowledged entries are skipped). It moves no cursor, creates nothing and
-// counts no redelivery. The entry's metadata is in X-Pulsar-* headers (properties as one
-// JSON header, X-Pulsar-PROPERTY) and its payload (a batch's length-prefixed messages) in
-// the body, uncompressed. A partitioned topic is refused with 405 (peek its partitions); a
-// missing topic, subscription or position is 404.
+// (individually acknowledged entries are skipped). It moves no cursor and counts no
+// redelivery, but, as in Pulsar, it creates the subscription when it does not exist:
+// durable, at the earliest entry. The entry's metadata is in X-Pulsar-* headers (properties
+// as one JSON header, X-Pulsar-PROPERTY) and its payload (a batch's length-prefixed
+// messages) in the body, uncompressed. A partitioned topic is refused with 405 (peek its
+// partitions); a missing topic or position is 404.
 func (a *adminServer) registerPeek(mux *http.ServeMux, base string) {
 	mux.HandleFunc("GET "+base+"/{topic}/subscription/{sub}/position/{n}", a.peekMessage)
 }
@@ -51,11 +52,8 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	raw, id, found, subFound := t.peekNth(r.PathValue("sub"), n)
+	raw, id, found := t.peekNth(r.PathValue("sub"), n)
 	switch {
-	case !subFound:
-		writeReason(w, http.StatusNotFound, "Subscription not found")
-		return
 	case !found:
 		writeReason(w, http.StatusNotFound, "Message not found")
 		return
@@ -97,23 +95,27 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 // peekNth returns the stored bytes and id of the n-th entry (1-based) after the mark-delete
-// position of subscription sub that sub has not acknowledged.
-func (t *topic) peekNth(sub string, n int) (raw []byte, id int64, found, subFound bool) {
+// position of subscription sub that sub has not acknowledged. A subscription that does not
+// exist is created first, durable and at the earliest entry, as Pulsar's admin API does
+// (PersistentTopicsBase.getSubscriptionReference creates the subscription it looks up).
+func (t *topic) peekNth(sub string, n int) (raw []byte, id int64, found bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.subs[sub]
 	if s == nil {
-		return nil, 0, false, false
+		s = t.newSubscription(sub, true, wire.CommandSubscribe_Exclusive, nil)
+		s.setPosition(t.first)
+		t.subs[sub] = s
 	}
 	for id := max(s.markDelete+1, t.first); id < t.next; id++ {
 		if _, ok := s.acked[id]; ok {
 			continue
 		}
 		if n--; n == 0 {
-			return t.entry(id).raw, id, true, true
+			return t.entry(id).raw, id, true
 		}
 	}
-	return nil, 0, false, true
+	return nil, 0, false
 }
 
 // entryResponse starts the answer of an admin call that returns one stored entry's payload

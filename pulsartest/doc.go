@@ -197,9 +197,9 @@
 //   - The admin REST subset (WithAdminHTTP, WithAdminTLS) covers topics and partitioned topics (create with a
 //     count or pulsaradmin's metadata body, grow, delete, list), partition metadata, subscriptions, stats and
 //     partitioned stats (msgBacklog counts entries, a batch as one, as in Pulsar), a message by id and peeking a
-//     subscription (both answer the uncompressed payload, as Pulsar's do), unload, trim (Trim), termination,
-//     namespaces (create, delete, list, topics, backlog quotas), HTTP lookup and schemas; other endpoints answer
-//     404, the out-of-scope ones 501.
+//     subscription (both answer the uncompressed payload; a peek creates a missing subscription, durable and at
+//     the earliest entry, as Pulsar's does), unload, trim (Trim), termination, namespaces (create, delete, list,
+//     topics, backlog quotas), HTTP lookup and schemas; other endpoints answer 404, the out-of-scope ones 501.
 //   - Measured with pulsar-client-go v0.19.0's own package tests (tools/fidelity, make fidelity): every test
 //     that does not need a Pulsar container of its own passes, the 11 TestTxn_ ones included.
 //   - Everything lives in the pulsartest package apart from the generated protocol types in internal/wire.

@@ -77,3 +77,27 @@ func TestAdminPeekUncompresses(t *testing.T) {
 		}
 	})
 }
+
+// Peeking at a subscription that does not exist creates it, durable and at the earliest entry, and answers
+// from there: Pulsar's admin API looks the subscription up with getSubscriptionReference, which creates what
+// it does not find. A peek by a name nobody subscribed with therefore retains the topic from then on.
+func TestAdminPeekCreatesAMissingSubscription(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "peeking")
+		subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), "first", "second")
+
+		code, body := brokertest.AdminDo(t, http.MethodGet, brokertest.TopicURL(admin, topic)+"/subscription/ghost/position/2", "")
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		assert.Equal(t, "second", string(body))
+		assert.Equal(t, []string{"ghost", "s"}, brokertest.Subscriptions(t, admin, topic))
+		st, ok := brokertest.Stats(t, admin, topic)
+		require.True(t, ok)
+		assert.Equal(t, brokertest.SubscriptionStats{Backlog: 2, Durable: true}, st.Subscriptions["ghost"])
+
+		k := subscribe(t, c, apulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: "ghost", SubscriptionInitialPosition: apulsar.SubscriptionPositionLatest,
+		})
+		assert.Equal(t, []string{"first", "second"}, payloads(receiveN(t, k, 2)), "the subscription starts at the earliest entry")
+	})
+}
