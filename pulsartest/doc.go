@@ -175,8 +175,10 @@
 // 'Failover'.", a refused PRODUCER with the broker's exception class first
 // ("org.apache.pulsar.broker.service.BrokerServiceException$TopicTerminatedException: Topic was already
 // terminated"), MetadataError "Consumer not found" for a command naming a consumer the connection does not have,
-// UnknownError "Failed to recover Transaction Buffer." for GET_LAST_MESSAGE_ID on a non-persistent topic, and
-// the admin API's "Topic persistent://… not found" and "This topic already exists". A SEND for a producer the
+// UnknownError "Failed to recover Transaction Buffer." for GET_LAST_MESSAGE_ID on a non-persistent topic,
+// InvalidTopicName "Invalid topic name: Invalid named entity: …" for a tenant or namespace name with a character
+// other than letters, digits and _-=:. (a topic's local name may hold any), and the admin API's
+// "Topic persistent://… not found" and "This topic already exists". A SEND for a producer the
 // broker closed in the last 30 s (termination, unload, backlog quota) is dropped without an answer, and a SEND for
 // a producer that never existed closes the connection, as in Pulsar (TestSendToAProducerTheBrokerClosed). Texts
 // of what only pulsartest refuses (unsupported features, injected faults, its authentication and authorization)

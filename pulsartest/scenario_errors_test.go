@@ -151,6 +151,11 @@ func TestErrorsOfRawCommands(t *testing.T) {
 			"bogus://public/default/x":     "Invalid topic name: Invalid topic domain: 'bogus'",
 			"persistent://public/default/": "Invalid topic name: Invalid topic name: persistent://public/default/. Topic local name must not be blank.",
 			"persistent://public/x":        "Invalid topic name: Invalid topic name: persistent://public/x",
+			// A tenant and a namespace are named entities: letters, digits and _-=:. only.
+			"persistent://pub$lic/default/x": "Invalid topic name: Invalid named entity: pub$lic",
+			"persistent://public/def ault/x": "Invalid topic name: Invalid named entity: def ault",
+			"persistent:///default/x":        "Invalid topic name: Invalid namespace format. namespace: /default",
+			"persistent://public//x":         "Invalid topic name: Invalid namespace format. namespace: public/",
 		} {
 			fc.send(&wire.BaseCommand{Type: wire.BaseCommand_LOOKUP.Enum(), LookupTopic: &wire.CommandLookupTopic{
 				Topic: proto.String(name), RequestId: proto.Uint64(fc.nextRequestID()),
