@@ -94,7 +94,7 @@ func TestScenario10KeyShared(t *testing.T) {
 	})
 }
 
-// 11. delayed delivery: Shared waits; Exclusive and Failover deliver immediately.
+// 11. delayed delivery: Shared and Key_Shared wait; Exclusive and Failover deliver immediately.
 //
 // That Exclusive and Failover do not wait is proven with a message delayed by an hour, which
 // they must deliver with the others, not with a clock: the test once asserted that they
@@ -104,6 +104,7 @@ func TestScenario10KeyShared(t *testing.T) {
 func TestScenario11DelayedDelivery(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
 		shared := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "shared", Type: apulsar.Shared})
+		keyShared := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "key-shared", Type: apulsar.KeyShared})
 		excl := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "excl", Type: apulsar.Exclusive})
 		fail := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "fail", Type: apulsar.Failover})
 		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
@@ -120,12 +121,14 @@ func TestScenario11DelayedDelivery(t *testing.T) {
 		for _, k := range []apulsar.Consumer{excl, fail} {
 			assert.Equal(t, []string{"later", "in an hour", "now"}, payloads(receiveN(t, k, 3)))
 		}
-		// Shared delivers the undelayed message first and the delayed one not before its time (±1 s on a
-		// real broker, whose tick may deliver early); the one due in an hour stays back.
-		assert.Equal(t, "now", string(receive(t, shared).Payload()))
-		m := receive(t, shared)
-		assert.Equal(t, "later", string(m.Payload()))
-		assert.GreaterOrEqual(t, time.Since(sent), delay-time.Second)
+		// Shared and Key_Shared deliver the undelayed message first and the delayed one not before its time
+		// (±1 s on a real broker, whose tick may deliver early); the one due in an hour stays back.
+		for _, k := range []apulsar.Consumer{shared, keyShared} {
+			assert.Equal(t, "now", string(receive(t, k).Payload()), k.Subscription())
+			m := receive(t, k)
+			assert.Equal(t, "later", string(m.Payload()), k.Subscription())
+			assert.GreaterOrEqual(t, time.Since(sent), delay-time.Second, k.Subscription())
+		}
 	})
 }
 
