@@ -2,6 +2,7 @@ package pulsartest_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
@@ -150,4 +151,29 @@ func TestFailoverConsistentHashMatchesPulsar(t *testing.T) {
 	embedded, onPulsar := picks(b.URL()), picks(url)
 	t.Logf("active consumers: %v", onPulsar)
 	assert.Equal(t, onPulsar, embedded)
+}
+
+// Shared hands a backlog out in turns of up to 20 entries per consumer (Pulsar's
+// dispatcherMaxRoundRobinBatchSize). Embedded only: on a real broker the turns depend on how
+// many entries each asynchronous read returns, which no test can fix; PauseDispatch lets the
+// whole backlog wait for one dispatch here.
+func TestSharedTurnsOfTwentyEntries(t *testing.T) {
+	t.Parallel()
+	tg := newEmbedded(t)
+	b, topic := tg.Broker(), tg.UniqueTopic(t)
+	fq := "persistent://public/default/" + topic
+	fc := dialFrames(t, tg.ServiceURL())
+	fc.lookup(fq)
+	fc.mustSubscribe(1, rawSub{topic: fq, sub: "s", name: "a", typ: wire.CommandSubscribe_Shared})
+	fc.mustSubscribe(2, rawSub{topic: fq, sub: "s", name: "b", typ: wire.CommandSubscribe_Shared})
+	b.PauseDispatch(topic)
+	fc.flow(1, 1000)
+	fc.flow(2, 1000)
+	fc.sync()
+	sent := numbered(50)
+	sendAll(t, newProducer(t, newClient(t, tg.ServiceURL()), apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), sent...)
+	b.ResumeDispatch(topic)
+	got := fc.messagesByConsumer(len(sent))
+	assert.Equal(t, slices.Concat(sent[:20], sent[40:]), got[1], "the first consumer: 20, then the last 10")
+	assert.Equal(t, sent[20:40], got[2], "the second consumer: the next 20")
 }
