@@ -94,6 +94,39 @@ func TestScenario10KeyShared(t *testing.T) {
 	})
 }
 
+// Key_Shared routes by the ordering key when a message has one, before its key (the partition key), as
+// Pulsar's sticky key does (Commands.peekStickyKey): messages with one ordering key and twenty different keys
+// all go to one consumer.
+func TestKeySharedRoutesByOrderingKeyFirst(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		opts := func(name string) apulsar.ConsumerOptions {
+			return apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared, Name: name}
+		}
+		ks := []apulsar.Consumer{subscribe(t, c, opts("c1")), subscribe(t, c, opts("c2")), subscribe(t, c, opts("c3"))}
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		const n = 20
+		for _, ordering := range []string{"order-a", "order-b"} {
+			for i := range n {
+				_, err := p.Send(t.Context(), &apulsar.ProducerMessage{
+					OrderingKey: ordering, Key: ordering + "-key-" + strconv.Itoa(i), Payload: []byte(strconv.Itoa(i)),
+				})
+				require.NoError(t, err)
+			}
+		}
+		owner := map[string]int{}
+		for ci, ms := range collect(t, 2*n, ks...) {
+			for _, m := range ms {
+				ordering := m.OrderingKey()
+				if o, ok := owner[ordering]; ok {
+					assert.Equal(t, o, ci, "ordering key %s (key %s) moved between consumers", ordering, m.Key())
+				}
+				owner[ordering] = ci
+			}
+		}
+		assert.Len(t, owner, 2)
+	})
+}
+
 // 11. delayed delivery: Shared and Key_Shared wait; Exclusive and Failover deliver immediately.
 //
 // That Exclusive and Failover do not wait is proven with a message delayed by an hour, which
