@@ -684,6 +684,17 @@ func (b *Broker) topicsOfNamespace(ns string) []string {
 	return out
 }
 
+// beyondPartitions reports whether fq names a partition at or past its partitioned topic's count, which does
+// not exist: Pulsar answers its partitioned metadata, a PRODUCER and a SUBSCRIBE with TopicNotFound.
+func (b *Broker) beyondPartitions(fq string) bool {
+	base, i := splitPartition(fq)
+	if i < 0 {
+		return false
+	}
+	n := b.partitions(base)
+	return n > 0 && int(i) >= n
+}
+
 func (b *Broker) partitions(fq string) int {
 	if b.tc != nil && fq == tcAssignTopic {
 		return numCoordinators

@@ -116,7 +116,9 @@
 //   - WithRealisticTiming adds the 1 s failover delay and the 1 s delayed-delivery tick; WithInactiveTopicGC
 //     deletes idle non-partitioned topics with their data.
 //   - Partitioned topics exist only through CreatePartitionedTopic; unknown topics are created as non-partitioned
-//     on PRODUCER and SUBSCRIBE.
+//     on PRODUCER and SUBSCRIBE. A partition at or past a partitioned topic's count is refused with TopicNotFound
+//     on PARTITIONED_METADATA, PRODUCER ("Topic not found …") and SUBSCRIBE ("Topic … does not exist"), as in
+//     Pulsar.
 //
 // # Retention and trimming
 //

@@ -219,6 +219,39 @@ func TestErrorsOfRawCommands(t *testing.T) {
 	})
 }
 
+// A partition beyond a partitioned topic's count does not exist: Pulsar answers its partitioned metadata, a
+// PRODUCER and a SUBSCRIBE with TopicNotFound (the lookup succeeds), and creates nothing. The Go client fails
+// CreateProducer and Subscribe on such a name.
+func TestErrorsOfAPartitionBeyondTheCount(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		tg.CreatePartitionedTopic(t, topic, 2)
+		beyond := "persistent://public/default/" + topic + "-partition-2"
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(beyond)
+		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_PARTITIONED_METADATA.Enum(), PartitionMetadata: &wire.CommandPartitionedTopicMetadata{
+			Topic: proto.String(beyond), RequestId: proto.Uint64(fc.nextRequestID()),
+		}})
+		pm := fc.await(wire.BaseCommand_PARTITIONED_METADATA_RESPONSE).Cmd.GetPartitionMetadataResponse()
+		assert.Equal(t, wire.CommandPartitionedTopicMetadataResponse_Failed, pm.GetResponse())
+		assert.Equal(t, wire.ServerError_TopicNotFound, pm.GetError())
+		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_PRODUCER.Enum(), Producer: &wire.CommandProducer{
+			Topic: proto.String(beyond), ProducerId: proto.Uint64(1), RequestId: proto.Uint64(fc.nextRequestID()),
+		}})
+		code, text := rawError(fc.await(wire.BaseCommand_PRODUCER_SUCCESS, wire.BaseCommand_ERROR))
+		assert.Equal(t, "TopicNotFound", code, "PRODUCER")
+		assert.Equal(t, "Topic not found "+beyond, text, "PRODUCER")
+		code, text = rawError(fc.subscribe(1, rawSub{topic: beyond, sub: "s", typ: wire.CommandSubscribe_Shared}))
+		assert.Equal(t, "TopicNotFound", code, "SUBSCRIBE")
+		assert.Equal(t, "Topic "+beyond+" does not exist", text, "SUBSCRIBE")
+
+		_, err := c.CreateProducer(apulsar.ProducerOptions{Topic: beyond})
+		require.Error(t, err, "CreateProducer")
+		_, err = c.Subscribe(apulsar.ConsumerOptions{Topic: beyond, SubscriptionName: "s"})
+		require.Error(t, err, "Subscribe")
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic + "-partition-1"}), "within the count")
+	})
+}
+
 // A SEND for a producer that the broker closed itself (here by terminating its topic) is dropped
 // without an answer and the connection stays open; only a SEND for a producer that never existed
 // closes the connection. Fixed for the flake of the client's own TestTopicTermination on the
