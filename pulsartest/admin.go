@@ -3,6 +3,7 @@ package pulsartest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -138,8 +139,14 @@ func (a *adminServer) createTopic(w http.ResponseWriter, r *http.Request) {
 	writeErr(w, a.b.CreateTopic(topicOf(r)))
 }
 
+// deleteTopic answers a refusal for connected clients with Pulsar 4.0's 412 reason, which counts them.
 func (a *adminServer) deleteTopic(w http.ResponseWriter, r *http.Request) {
-	writeTopicErr(w, topicOf(r), a.b.DeleteTopic(topicOf(r)))
+	err := a.b.DeleteTopic(topicOf(r))
+	if be := (*busyError)(nil); errors.As(err, &be) {
+		writeReason(w, http.StatusPreconditionFailed, fmt.Sprintf("Topic has %d connected producers/consumers", be.usage))
+		return
+	}
+	writeTopicErr(w, topicOf(r), err)
 }
 
 func (a *adminServer) createPartitioned(w http.ResponseWriter, r *http.Request) {
@@ -176,6 +183,10 @@ func (a *adminServer) deletePartitioned(w http.ResponseWriter, r *http.Request) 
 	}
 	if err == nil {
 		err = a.b.DeleteTopic(fq)
+	}
+	if errors.Is(err, ErrTopicBusy) {
+		writeReason(w, http.StatusPreconditionFailed, "Topic has active producers/subscriptions") // Pulsar 4.0's
+		return
 	}
 	writeErr(w, err)
 }

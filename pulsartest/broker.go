@@ -372,8 +372,8 @@ func (b *Broker) DeleteTopic(name string) error {
 		return fmt.Errorf("%w: %s", ErrTopicNotFound, fq)
 	}
 	for _, t := range ts {
-		if t.busy() {
-			return fmt.Errorf("%w: %s", ErrTopicBusy, t.name)
+		if n := t.usage(); n > 0 {
+			return &busyError{topic: t.name, usage: n}
 		}
 	}
 	b.mu.Lock()

@@ -180,10 +180,11 @@
 // UnknownError "Failed to recover Transaction Buffer." for GET_LAST_MESSAGE_ID on a non-persistent topic,
 // InvalidTopicName "Invalid topic name: Invalid named entity: …" for a tenant or namespace name with a character
 // other than letters, digits and _-=:. (a topic's local name may hold any), and the admin API's
-// "Topic persistent://… not found" and "This topic already exists". A SEND for a producer the
-// broker closed in the last 30 s (termination, unload, backlog quota) is dropped without an answer, and a SEND for
-// a producer that never existed closes the connection, as in Pulsar (TestSendToAProducerTheBrokerClosed). Texts
-// of what only pulsartest refuses (unsupported features, injected faults, its authentication and authorization)
+// "Topic persistent://… not found", "This topic already exists" and, for deleting a topic with connected
+// clients, "Topic has 3 connected producers/consumers" (a partitioned one: "Topic has active
+// producers/subscriptions"). A SEND for a producer the broker closed in the last 30 s (termination, unload,
+// backlog quota) is dropped without an answer, and a SEND for a producer that never existed closes the
+// connection, as in Pulsar (TestSendToAProducerTheBrokerClosed). Texts of what only pulsartest refuses (unsupported features, injected faults, its authentication and authorization)
 // begin with "pulsartest: ". Deliberate limits:
 //
 //   - Tenants and namespaces exist implicitly for the binary protocol: a producer or consumer in a namespace
