@@ -17,9 +17,10 @@
 // consumer, as in Pulsar), FLOW permits counted in messages, ACK (individual, cumulative, batch index with
 // WithBatchIndexAck, ACK_RESPONSE), REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK by id and by time, GET_LAST_MESSAGE_ID,
 // UNSUBSCRIBE, CLOSE_PRODUCER and CLOSE_CONSUMER in both directions, GET_SCHEMA and GET_OR_CREATE_SCHEMA (an in-memory
-// registry), GET_TOPICS_OF_NAMESPACE, non-persistent:// topics, read_compacted, topic termination and namespace
-// backlog quotas, over plain TCP and TLS, with token, basic and client-certificate authentication, and with
-// WithTransactions the transaction coordinator subset below.
+// registry), GET_TOPICS_OF_NAMESPACE, non-persistent:// topics, read_compacted (on Exclusive and Failover
+// subscriptions; Shared and Key_Shared ones are refused with NotAllowedError, as in Pulsar), topic termination and
+// namespace backlog quotas, over plain TCP and TLS, with token, basic and client-certificate authentication, and
+// with WithTransactions the transaction coordinator subset below.
 //
 // # Transactions
 //

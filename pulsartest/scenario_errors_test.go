@@ -28,7 +28,7 @@ func requireServerError(t *testing.T, err error, code, text string) {
 }
 
 // Refused consumers through pulsar-client-go: a second Exclusive consumer, a consumer of another type, an
-// unsubscribe while another consumer is connected.
+// unsubscribe while another consumer is connected, a compacted read on Shared or Key_Shared.
 func TestErrorsOfRefusedConsumers(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
 		subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "ex", Type: apulsar.Exclusive})
@@ -45,6 +45,12 @@ func TestErrorsOfRefusedConsumers(t *testing.T) {
 		requireServerError(t, err, "ConsumerBusy", "Subscription is of different type. Active subscription type of "+
 			"'Exclusive' is different than the connecting consumer's type 'Key_Shared'.")
 		requireServerError(t, k.Unsubscribe(), "MetadataError", "Unconnected or shared consumer attempting to unsubscribe")
+
+		for _, typ := range []apulsar.SubscriptionType{apulsar.Shared, apulsar.KeyShared} {
+			_, err = c.Subscribe(apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "compacted", Type: typ, ReadCompacted: true})
+			requireServerError(t, err, "NotAllowedError", "readCompacted only allowed on failover or exclusive subscriptions")
+		}
+		subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "compacted", Type: apulsar.Failover, ReadCompacted: true})
 
 		ks := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "ks", Type: apulsar.KeyShared}
 		subscribe(t, c, ks)

@@ -190,6 +190,9 @@ func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerE
 	}()
 	name, typ := m.GetSubscription(), m.GetSubType()
 	ks := m.GetKeySharedMeta()
+	if m.GetReadCompacted() && !t.nonPersistent && typ != wire.CommandSubscribe_Exclusive && typ != wire.CommandSubscribe_Failover {
+		return nil, NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions" // as Pulsar's PersistentTopic
+	}
 	s := t.subs[name]
 	if s != nil {
 		for _, o := range append([]*consumer(nil), s.consumers...) {
