@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -176,4 +177,30 @@ func TestSharedTurnsOfTwentyEntries(t *testing.T) {
 	got := fc.messagesByConsumer(len(sent))
 	assert.Equal(t, slices.Concat(sent[:20], sent[40:]), got[1], "the first consumer: 20, then the last 10")
 	assert.Equal(t, sent[20:40], got[2], "the second consumer: the next 20")
+}
+
+// FLOW permits count messages, not entries: a batch of three spends three permits, so a consumer that granted
+// three gets the batch and then nothing until it grants more (Exclusive and Shared alike).
+func TestPermitsCountMessages(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(fq)
+		const excl, shared = 1, 2
+		fc.mustSubscribe(excl, rawSub{topic: fq, sub: "excl", name: "e", typ: wire.CommandSubscribe_Exclusive})
+		fc.mustSubscribe(shared, rawSub{topic: fq, sub: "shared", name: "s", typ: wire.CommandSubscribe_Shared})
+		fc.flow(excl, 3)
+		fc.flow(shared, 3)
+		fc.sync()
+		sendBatch(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Minute}), "b0", "b1", "b2")
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), "single")
+		got := fc.messagesByConsumer(2)
+		assert.Len(t, got[excl], 1, "Exclusive: the batch, and no permit left for more")
+		assert.Len(t, got[shared], 1, "Shared: the batch, and no permit left for more")
+		fc.flow(excl, 1)
+		fc.flow(shared, 1)
+		got = fc.messagesByConsumer(2)
+		assert.Equal(t, []string{"single"}, got[excl], "Exclusive, after one more permit")
+		assert.Equal(t, []string{"single"}, got[shared], "Shared, after one more permit")
+	})
 }
