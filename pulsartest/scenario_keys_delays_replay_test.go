@@ -12,9 +12,12 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
 
 // Scenarios 10 to 18 (1 to 9, the subscription types, are in scenario_test.go): keys (Key_Shared,
@@ -323,6 +326,25 @@ func TestScenario15Unsubscribe(t *testing.T) {
 		expectNone(t, k, 200*time.Millisecond)
 		sendAll(t, p, "new")
 		assert.Equal(t, []string{"new"}, payloads(receiveN(t, k, 1)))
+	})
+}
+
+// 15b. a forced unsubscribe deletes a Shared subscription that other consumers still share: the broker closes
+// them (CLOSE_CONSUMER) and answers SUCCESS. Raw consumers, which do not reconnect as the Go client's would.
+func TestUnsubscribeForceClosesTheOtherConsumers(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, _ apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "listing subscriptions")
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(fq)
+		fc.mustSubscribe(1, rawSub{topic: fq, sub: "s", name: "a", typ: wire.CommandSubscribe_Shared})
+		fc.mustSubscribe(2, rawSub{topic: fq, sub: "s", name: "b", typ: wire.CommandSubscribe_Shared})
+		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_UNSUBSCRIBE.Enum(), Unsubscribe: &wire.CommandUnsubscribe{
+			ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(fc.nextRequestID()), Force: proto.Bool(true),
+		}})
+		assert.Equal(t, uint64(2), fc.await(wire.BaseCommand_CLOSE_CONSUMER).Cmd.GetCloseConsumer().GetConsumerId())
+		fc.await(wire.BaseCommand_SUCCESS)
+		assert.Empty(t, brokertest.Subscriptions(t, admin, topic))
 	})
 }
 
