@@ -97,6 +97,88 @@ func TestScenario10KeyShared(t *testing.T) {
 	})
 }
 
+// keySharedNewOwner starts a Key_Shared subscription with consumer "first", which receives one message of each of
+// keys keys (round "0") and acknowledges none, then adds consumer "second", which takes some of the hashes over,
+// and publishes round "1". allowOutOfOrder is the subscription's allowOutOfOrderDelivery.
+func keySharedNewOwner(t *testing.T, c apulsar.Client, topic string, keys int, allowOutOfOrder bool) (first, second apulsar.Consumer, held []apulsar.Message) {
+	t.Helper()
+	opts := func(name string) apulsar.ConsumerOptions {
+		return apulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared, Name: name, AckWithResponse: true,
+			KeySharedPolicy: &apulsar.KeySharedPolicy{AllowOutOfOrderDelivery: allowOutOfOrder},
+		}
+	}
+	first = subscribe(t, c, opts("first"))
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	publish := func(round string) {
+		for k := range keys {
+			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Key: "key-" + strconv.Itoa(k), Payload: []byte(round)})
+			require.NoError(t, err)
+		}
+	}
+	publish("0")
+	held = receiveN(t, first, keys) // unacked: every hash is pending on "first"
+	second = subscribe(t, c, opts("second"))
+	publish("1")
+	return first, second, held
+}
+
+// receiveAll receives from k until nothing arrives for a while, acknowledging what arrives with ack.
+func receiveAll(t *testing.T, k apulsar.Consumer, ack bool) []apulsar.Message {
+	t.Helper()
+	var out []apulsar.Message
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		m, err := k.Receive(ctx)
+		cancel()
+		if err != nil {
+			return out
+		}
+		if ack {
+			require.NoError(t, k.Ack(m))
+		}
+		out = append(out, m)
+	}
+}
+
+// A Key_Shared hash moving to a new consumer waits until its old owner acknowledged its entries (PIP-379).
+func TestKeySharedDrainingHashes(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		const keys = 20
+		first, second, held := keySharedNewOwner(t, c, topic, keys, false)
+		expectNone(t, second, 300*time.Millisecond) // moved hashes wait for "first"
+		kept := receiveAll(t, first, true)
+		for _, m := range kept {
+			assert.Equal(t, "1", string(m.Payload()))
+		}
+		for _, m := range held {
+			require.NoError(t, first.Ack(m))
+		}
+		// Now the moved hashes drain to "second"; "first" got round 1 of the keys it kept.
+		moved := keys - len(kept)
+		require.Positive(t, moved, "some keys moved to the new consumer")
+		for _, m := range receiveN(t, second, moved) {
+			assert.Equal(t, "1", string(m.Payload()))
+		}
+	})
+}
+
+// With allowOutOfOrderDelivery a moved hash does not wait: the new consumer gets round 1 of its keys while the
+// old owner still holds round 0 unacknowledged.
+func TestKeySharedOutOfOrderDeliveryDoesNotDrain(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		const keys = 20
+		first, second, _ := keySharedNewOwner(t, c, topic, keys, true)
+		moved := receiveAll(t, second, false)
+		kept := receiveAll(t, first, false)
+		require.Positive(t, len(moved), "some keys moved to the new consumer, and arrived")
+		assert.Len(t, append(moved, kept...), keys, "round 1, every key once")
+		for _, m := range append(moved, kept...) {
+			assert.Equal(t, "1", string(m.Payload()))
+		}
+	})
+}
+
 // Key_Shared routes by the ordering key when a message has one, before its key (the partition key), as
 // Pulsar's sticky key does (Commands.peekStickyKey): messages with one ordering key and twenty different keys
 // all go to one consumer.
