@@ -101,3 +101,47 @@ func TestAdminPeekCreatesAMissingSubscription(t *testing.T) {
 		assert.Equal(t, []string{"first", "second"}, payloads(receiveN(t, k, 2)), "the subscription starts at the earliest entry")
 	})
 }
+
+// backlogSizes reads a topic's backlogSize and its subscriptions' from the admin stats.
+func backlogSizes(t *testing.T, admin, topic string) (storage, topicBacklog int64, subs map[string]int64) {
+	t.Helper()
+	code, body := brokertest.AdminDo(t, http.MethodGet, brokertest.TopicURL(admin, topic)+"/stats", "")
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	var st struct {
+		StorageSize   int64 `json:"storageSize"`
+		BacklogSize   int64 `json:"backlogSize"`
+		Subscriptions map[string]struct {
+			BacklogSize int64 `json:"backlogSize"`
+		} `json:"subscriptions"`
+	}
+	require.NoError(t, json.Unmarshal(body, &st))
+	subs = map[string]int64{}
+	for name, s := range st.Subscriptions {
+		subs[name] = s.BacklogSize
+	}
+	return st.StorageSize, st.BacklogSize, subs
+}
+
+// A subscription's backlogSize is the size of the entries after its mark-delete position, the individually
+// acknowledged ones included (Pulsar estimates it from the ledgers), and the topic's backlogSize is that of its
+// slowest subscription, not a sum.
+func TestAdminBacklogSizes(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "topic stats")
+		subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "idle"}).Close()
+		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, AckWithResponse: true})
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), "m0", "m1", "m2")
+		ms := receiveN(t, k, 3)
+		require.NoError(t, k.Ack(ms[1]))
+		storage, topicBacklog, subs := backlogSizes(t, admin, topic)
+		assert.Equal(t, storage, subs["idle"], "idle: everything")
+		assert.Equal(t, storage, subs["s"], "s: everything after its mark-delete position, the hole included")
+		assert.Equal(t, storage, topicBacklog, "topic: the slowest subscription's")
+
+		require.NoError(t, k.Ack(ms[0]))
+		require.NoError(t, k.Ack(ms[2]))
+		storage, topicBacklog, subs = backlogSizes(t, admin, topic)
+		assert.Zero(t, subs["s"], "s: nothing left")
+		assert.Equal(t, storage, topicBacklog, "topic: the slowest subscription's")
+	})
+}
