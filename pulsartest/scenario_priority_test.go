@@ -3,11 +3,13 @@ package pulsartest_test
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
@@ -202,5 +204,30 @@ func TestPermitsCountMessages(t *testing.T) {
 		got = fc.messagesByConsumer(2)
 		assert.Equal(t, []string{"single"}, got[excl], "Exclusive, after one more permit")
 		assert.Equal(t, []string{"single"}, got[shared], "Shared, after one more permit")
+	})
+}
+
+// Key_Shared ignores priority levels, as Pulsar does: a consumer of priority 1 gets its keys while the one of
+// priority 0 has permits to spare.
+func TestPriorityLevelsKeySharedIgnored(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(fq)
+		const hi, lo = 1, 2
+		fc.mustSubscribe(hi, rawSub{topic: fq, sub: "s", name: "hi", typ: wire.CommandSubscribe_Key_Shared, priority: 0})
+		fc.mustSubscribe(lo, rawSub{topic: fq, sub: "s", name: "lo", typ: wire.CommandSubscribe_Key_Shared, priority: 1})
+		fc.flow(hi, 1000)
+		fc.flow(lo, 1000)
+		fc.sync()
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		const n = 40
+		for i := range n {
+			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Key: "key-" + strconv.Itoa(i), Payload: []byte(strconv.Itoa(i))})
+			require.NoError(t, err)
+		}
+		got := fc.messagesByConsumer(n)
+		assert.NotEmpty(t, got[hi], "priority 0 gets its keys")
+		assert.NotEmpty(t, got[lo], "priority 1 gets its keys too")
 	})
 }
