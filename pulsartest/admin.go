@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -149,13 +150,20 @@ func (a *adminServer) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	writeTopicErr(w, topicOf(r), err)
 }
 
+// createPartitioned creates a partitioned topic, refusing as Pulsar 4.0 does a name that holds "-partition-" (412)
+// and a count below 1 (406).
 func (a *adminServer) createPartitioned(w http.ResponseWriter, r *http.Request) {
 	n, err := partitionsBody(r) // a bare number or pulsaradmin's {"partitions":N,"properties":…}
-	if err != nil {
+	switch {
+	case err != nil:
 		writeReason(w, http.StatusBadRequest, err.Error())
-		return
+	case strings.Contains(r.PathValue("topic"), partitionSuffix):
+		writeReason(w, http.StatusPreconditionFailed, "Partitioned Topic Name should not contain '-partition-'")
+	case n < 1:
+		writeReason(w, http.StatusNotAcceptable, "Number of partitions should be more than 0")
+	default:
+		writeErr(w, a.b.CreatePartitionedTopic(topicOf(r), n))
 	}
-	writeErr(w, a.b.CreatePartitionedTopic(topicOf(r), n))
 }
 
 // getPartitioned answers the partitioned-topic metadata as Pulsar 4.0 does: {"partitions":N,"deleted":false}, N 0

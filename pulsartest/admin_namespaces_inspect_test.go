@@ -10,26 +10,59 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
 
-// pulsaradmin creates partitioned topics with a JSON metadata body and grows them with POST.
-func TestAdminPartitionsJSONBodyAndUpdate(t *testing.T) {
+// Partitioned topics are created with a count (PUT …/partitions) and grown with POST, with Pulsar 4.0's status
+// codes and reasons for a count below 1, a name holding "-partition-", a shrink and a topic that is not
+// partitioned.
+func TestAdminPartitionsCreateAndUpdate(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, _ apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "partitioned topics")
+		p := brokertest.TopicURL(admin, topic) + "/partitions"
+		for _, tc := range []struct {
+			method, url, body string
+			code              int
+			reason            string
+		}{
+			{http.MethodPut, p, "2", http.StatusNoContent, ""},
+			{http.MethodPost, p, "4", http.StatusNoContent, ""},
+			{http.MethodPost, p, "4", http.StatusNoContent, ""},
+			{http.MethodPost, p, "1", http.StatusUnprocessableEntity, "Desired partitions 1 can't be less than the current partitions 4."},
+			{http.MethodPut, p, "4", http.StatusConflict, "This topic already exists"},
+			{http.MethodPost, brokertest.TopicURL(admin, topic+"-missing") + "/partitions", "3", http.StatusConflict,
+				"Topic persistent://public/default/" + topic + "-missing is not the partitioned topic."},
+			{http.MethodPut, brokertest.TopicURL(admin, topic+"-zero") + "/partitions", "0", http.StatusNotAcceptable,
+				"Number of partitions should be more than 0"},
+			{http.MethodPut, brokertest.TopicURL(admin, topic+"-partition-x") + "/partitions", "2", http.StatusPreconditionFailed,
+				"Partitioned Topic Name should not contain '-partition-'"},
+		} {
+			code, body := brokertest.AdminDo(t, tc.method, tc.url, tc.body)
+			assert.Equal(t, tc.code, code, "%s %s %s: %s", tc.method, tc.url, tc.body, body)
+			if tc.reason != "" {
+				assert.JSONEq(t, jsonReason(t, tc.reason), string(body), "%s %s %s", tc.method, tc.url, tc.body)
+			}
+		}
+		code, body := brokertest.AdminDo(t, http.MethodGet, p, "")
+		require.Equal(t, http.StatusOK, code)
+		assert.JSONEq(t, `{"partitions":4,"deleted":false}`, string(body))
+		if b := tg.Broker(); b != nil {
+			assert.Len(t, b.Topics(), 4)
+		}
+	})
+}
+
+// The embedded broker also takes pulsaradmin's metadata body ({"partitions":N,"properties":…}), which Pulsar
+// takes only with pulsaradmin's own media type.
+func TestAdminPartitionsMetadataBody(t *testing.T) {
 	t.Parallel()
 	b := pulsartest.NewBroker(t, pulsartest.WithAdminHTTP("127.0.0.1:0"))
 	base := b.AdminURL() + "/admin/v2/persistent/public/default"
 	code, _ := adminDo(t, http.MethodPut, base+"/p/partitions", `{"properties":null,"partitions":2}`)
 	require.Equal(t, http.StatusNoContent, code)
-	code, _ = adminDo(t, http.MethodPost, base+"/p/partitions", "4")
-	require.Equal(t, http.StatusNoContent, code)
-	_, body := adminDo(t, http.MethodGet, base+"/p/partitions", "")
-	assert.JSONEq(t, `{"partitions":4,"deleted":false}`, body)
-	assert.Len(t, b.Topics(), 4)
-	code, _ = adminDo(t, http.MethodPost, base+"/p/partitions", "1")
-	assert.Equal(t, http.StatusUnprocessableEntity, code, "partitions never shrink")
-	code, _ = adminDo(t, http.MethodPost, base+"/missing/partitions", "3")
-	assert.Equal(t, http.StatusNotFound, code)
+	assert.Len(t, b.Topics(), 2)
 	code, _ = adminDo(t, http.MethodPut, base+"/q/partitions", `{"partitions":"x"}`)
 	assert.Equal(t, http.StatusBadRequest, code)
 }
