@@ -91,7 +91,7 @@ func (a *adminServer) createNamespace(w http.ResponseWriter, r *http.Request) {
 func (a *adminServer) deleteNamespace(w http.ResponseWriter, r *http.Request) {
 	ns := nsOf(r)
 	if !a.nsExists(ns) {
-		writeReason(w, http.StatusNotFound, "Namespace does not exist")
+		writeReason(w, http.StatusNotFound, "Namespace "+ns+" does not exist.") // sic, Pulsar 4.0's reason here
 		return
 	}
 	force := r.URL.Query().Get("force") == "true"
