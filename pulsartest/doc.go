@@ -191,7 +191,11 @@
 //   - Tenants and namespaces exist implicitly for the binary protocol: a producer or consumer in a namespace
 //     that nobody created is accepted, where Pulsar 4.0 refuses the lookup (TopicNotFound "Namespace not found")
 //     and the subscribe (ServiceNotReady). The module's tests and most users' tests use topics in any
-//     namespace without creating it; enforcing it would make every one of them call the admin API first.
+//     namespace without creating it; enforcing it would make every one of them call the admin API first. The
+//     admin API follows suit: it creates a topic in a namespace nobody created, where Pulsar answers 404
+//     "Namespace not found", and lists the namespaces of a tenant nobody created as [], where Pulsar answers
+//     404 "Tenant not found". It also deletes a namespace with its topics on ?force=true, which Pulsar refuses
+//     with 405 "Broker doesn't allow forced deletion of namespaces" unless forceDeleteNamespaceAllowed is set.
 //   - An admin path outside the subset answers 404 with a JSON reason that says so; Pulsar answers 404 with
 //     Jetty's HTML page for paths it does not know, and other codes for the endpoints it has.
 //   - The conflict text of overlapping STICKY hash ranges renders the other consumer as Pulsar's
