@@ -4,56 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 )
-
-// Partitioned topics are created with a count (PUT …/partitions) and grown with POST, with Pulsar 4.0's status
-// codes and reasons for a count below 1, a name holding "-partition-", a shrink and a topic that is not
-// partitioned.
-func TestAdminPartitionsCreateAndUpdate(t *testing.T) {
-	eachTarget(t, func(t *testing.T, tg target, _ apulsar.Client, topic string) {
-		admin := needAdmin(t, tg, "partitioned topics")
-		p := brokertest.TopicURL(admin, topic) + "/partitions"
-		for _, tc := range []struct {
-			method, url, body string
-			code              int
-			reason            string
-		}{
-			{http.MethodPut, p, "2", http.StatusNoContent, ""},
-			{http.MethodPost, p, "4", http.StatusNoContent, ""},
-			{http.MethodPost, p, "4", http.StatusNoContent, ""},
-			{http.MethodPost, p, "1", http.StatusUnprocessableEntity, "Desired partitions 1 can't be less than the current partitions 4."},
-			{http.MethodPut, p, "4", http.StatusConflict, "This topic already exists"},
-			{http.MethodPost, brokertest.TopicURL(admin, topic+"-missing") + "/partitions", "3", http.StatusConflict,
-				"Topic persistent://public/default/" + topic + "-missing is not the partitioned topic."},
-			{http.MethodPut, brokertest.TopicURL(admin, topic+"-zero") + "/partitions", "0", http.StatusNotAcceptable,
-				"Number of partitions should be more than 0"},
-			{http.MethodPut, brokertest.TopicURL(admin, topic+"-partition-x") + "/partitions", "2", http.StatusPreconditionFailed,
-				"Partitioned Topic Name should not contain '-partition-'"},
-		} {
-			code, body := brokertest.AdminDo(t, tc.method, tc.url, tc.body)
-			assert.Equal(t, tc.code, code, "%s %s %s: %s", tc.method, tc.url, tc.body, body)
-			if tc.reason != "" {
-				assert.JSONEq(t, jsonReason(t, tc.reason), string(body), "%s %s %s", tc.method, tc.url, tc.body)
-			}
-		}
-		code, body := brokertest.AdminDo(t, http.MethodGet, p, "")
-		require.Equal(t, http.StatusOK, code)
-		assert.JSONEq(t, `{"partitions":4,"deleted":false}`, string(body))
-		if b := tg.Broker(); b != nil {
-			assert.Len(t, b.Topics(), 4)
-		}
-	})
-}
 
 // The embedded broker also takes pulsaradmin's metadata body ({"partitions":N,"properties":…}), which Pulsar
 // takes only with pulsaradmin's own media type.
@@ -66,42 +25,6 @@ func TestAdminPartitionsMetadataBody(t *testing.T) {
 	assert.Len(t, b.Topics(), 2)
 	code, _ = adminDo(t, http.MethodPut, base+"/q/partitions", `{"partitions":"x"}`)
 	assert.Equal(t, http.StatusBadRequest, code)
-}
-
-// Namespaces are created, listed and deleted with Pulsar 4.0's status codes and reasons.
-func TestAdminNamespaces(t *testing.T) {
-	eachTarget(t, func(t *testing.T, tg target, _ apulsar.Client, topic string) {
-		admin := needAdmin(t, tg, "namespaces")
-		name := "public/ns-" + topic[len(topic)-12:]
-		ns := admin + "/admin/v2/namespaces/" + name
-		topicURL := brokertest.TopicURL(admin, "persistent://"+name+"/a")
-		for _, tc := range []struct {
-			method, url string
-			code        int
-			reason      string
-		}{
-			{http.MethodGet, ns + "/topics", http.StatusNotFound, "Namespace does not exist"},
-			{http.MethodPut, ns, http.StatusNoContent, ""},
-			{http.MethodPut, ns, http.StatusConflict, "Namespace already exists"},
-			{http.MethodGet, ns + "/topics", http.StatusOK, ""},
-			{http.MethodPut, topicURL, http.StatusNoContent, ""},
-			{http.MethodDelete, ns, http.StatusConflict, "Cannot delete non empty namespace"},
-			{http.MethodDelete, topicURL, http.StatusNoContent, ""},
-			{http.MethodDelete, ns, http.StatusNoContent, ""},
-			{http.MethodDelete, ns, http.StatusNotFound, "Namespace " + name + " does not exist."},
-			{http.MethodPut, admin + "/admin/v2/namespaces/public/default", http.StatusConflict, "Namespace already exists"},
-		} {
-			body := ""
-			if tc.method == http.MethodPut && strings.Contains(tc.url, "/namespaces/") {
-				body = "{}"
-			}
-			code, got := brokertest.AdminDo(t, tc.method, tc.url, body)
-			assert.Equal(t, tc.code, code, "%s %s: %s", tc.method, tc.url, got)
-			if tc.reason != "" {
-				assert.JSONEq(t, jsonReason(t, tc.reason), string(got), "%s %s", tc.method, tc.url)
-			}
-		}
-	})
 }
 
 // The embedded broker deletes a namespace with its topics on ?force=true, which Pulsar 4.0 refuses unless

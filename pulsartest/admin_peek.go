@@ -53,8 +53,7 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	raw, id, found := t.peekNth(r.PathValue("sub"), n)
-	switch {
-	case !found:
+	if !found {
 		writeReason(w, http.StatusNotFound, "Message not found")
 		return
 	}

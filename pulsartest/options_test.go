@@ -60,25 +60,6 @@ func TestBatchIndexAck(t *testing.T) {
 	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Backlog(topic, "s") == 0 }, "backlog 0")
 }
 
-// Without batch-index acknowledgement (pulsar-client-go's default) a batch is acknowledged whole or not at all: a
-// partially acknowledged batch comes back whole to the next consumer, on both brokers.
-func TestBatchWithoutBatchIndexAckRedeliversTheWholeBatch(t *testing.T) {
-	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
-		opts := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, AckWithResponse: true}
-		k := subscribe(t, c, opts)
-		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Hour})
-		sendBatch(t, p, "a", "b", "c")
-		ms := receiveN(t, k, 3)
-		require.NoError(t, k.Ack(ms[0]))
-		k.Close()
-		if b := tg.Broker(); b != nil {
-			assert.Equal(t, 3, b.Backlog(topic, "s"), "partially acked batch stays whole")
-		}
-		k = subscribe(t, c, opts)
-		assert.Equal(t, []string{"a", "b", "c"}, payloads(receiveN(t, k, 3)))
-	})
-}
-
 func TestBrokerEntryMetadata(t *testing.T) {
 	t.Parallel()
 	b := pulsartest.NewBroker(t, pulsartest.WithBrokerEntryMetadata(true))

@@ -171,7 +171,7 @@ func TestKeySharedOutOfOrderDeliveryDoesNotDrain(t *testing.T) {
 		first, second, _ := keySharedNewOwner(t, c, topic, keys, true)
 		moved := receiveAll(t, second, false)
 		kept := receiveAll(t, first, false)
-		require.Positive(t, len(moved), "some keys moved to the new consumer, and arrived")
+		require.NotEmpty(t, moved, "some keys moved to the new consumer, and arrived")
 		assert.Len(t, append(moved, kept...), keys, "round 1, every key once")
 		for _, m := range append(moved, kept...) {
 			assert.Equal(t, "1", string(m.Payload()))

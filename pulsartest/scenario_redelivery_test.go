@@ -7,6 +7,7 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
@@ -91,5 +92,24 @@ func TestRedeliveryCountAfterConsumerLeaves(t *testing.T) {
 				assert.Equal(t, uint32(0), m.RedeliveryCount(), "%s: %s after the last consumer left", name, m.Payload())
 			}
 		}
+	})
+}
+
+// Without batch-index acknowledgement (pulsar-client-go's default) a batch is acknowledged whole or not at all: a
+// partially acknowledged batch comes back whole to the next consumer, on both brokers.
+func TestBatchWithoutBatchIndexAckRedeliversTheWholeBatch(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		opts := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, AckWithResponse: true}
+		k := subscribe(t, c, opts)
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Hour})
+		sendBatch(t, p, "a", "b", "c")
+		ms := receiveN(t, k, 3)
+		require.NoError(t, k.Ack(ms[0]))
+		k.Close()
+		if b := tg.Broker(); b != nil {
+			assert.Equal(t, 3, b.Backlog(topic, "s"), "partially acked batch stays whole")
+		}
+		k = subscribe(t, c, opts)
+		assert.Equal(t, []string{"a", "b", "c"}, payloads(receiveN(t, k, 3)))
 	})
 }
