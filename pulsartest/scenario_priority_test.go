@@ -195,10 +195,13 @@ func TestPermitsCountMessages(t *testing.T) {
 		fc.flow(shared, 3)
 		fc.sync()
 		sendBatch(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Minute}), "b0", "b1", "b2")
-		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), "single")
 		got := fc.messagesByConsumer(2)
-		assert.Len(t, got[excl], 1, "Exclusive: the batch, and no permit left for more")
-		assert.Len(t, got[shared], 1, "Shared: the batch, and no permit left for more")
+		require.Len(t, got[excl], 1, "Exclusive: the batch")
+		require.Len(t, got[shared], 1, "Shared: the batch")
+		// Published after the batch went out: a real broker that reads both entries at once may overshoot, as
+		// its dispatchers estimate messages per entry before they read.
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), "single")
+		assert.Empty(t, fc.messagesByConsumer(0), "no permit left for more")
 		fc.flow(excl, 1)
 		fc.flow(shared, 1)
 		got = fc.messagesByConsumer(2)
