@@ -3,8 +3,10 @@ package pulsartest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -138,17 +140,30 @@ func (a *adminServer) createTopic(w http.ResponseWriter, r *http.Request) {
 	writeErr(w, a.b.CreateTopic(topicOf(r)))
 }
 
+// deleteTopic answers a refusal for connected clients with Pulsar 4.0's 412 reason, which counts them.
 func (a *adminServer) deleteTopic(w http.ResponseWriter, r *http.Request) {
-	writeTopicErr(w, topicOf(r), a.b.DeleteTopic(topicOf(r)))
-}
-
-func (a *adminServer) createPartitioned(w http.ResponseWriter, r *http.Request) {
-	n, err := partitionsBody(r) // a bare number or pulsaradmin's {"partitions":N,"properties":…}
-	if err != nil {
-		writeReason(w, http.StatusBadRequest, err.Error())
+	err := a.b.DeleteTopic(topicOf(r))
+	if be := (*busyError)(nil); errors.As(err, &be) {
+		writeReason(w, http.StatusPreconditionFailed, fmt.Sprintf("Topic has %d connected producers/consumers", be.usage))
 		return
 	}
-	writeErr(w, a.b.CreatePartitionedTopic(topicOf(r), n))
+	writeTopicErr(w, topicOf(r), err)
+}
+
+// createPartitioned creates a partitioned topic, refusing as Pulsar 4.0 does a name that holds "-partition-" (412)
+// and a count below 1 (406).
+func (a *adminServer) createPartitioned(w http.ResponseWriter, r *http.Request) {
+	n, err := partitionsBody(r) // a bare number or pulsaradmin's {"partitions":N,"properties":…}
+	switch {
+	case err != nil:
+		writeReason(w, http.StatusBadRequest, err.Error())
+	case strings.Contains(r.PathValue("topic"), partitionSuffix):
+		writeReason(w, http.StatusPreconditionFailed, "Partitioned Topic Name should not contain '-partition-'")
+	case n < 1:
+		writeReason(w, http.StatusNotAcceptable, "Number of partitions should be more than 0")
+	default:
+		writeErr(w, a.b.CreatePartitionedTopic(topicOf(r), n))
+	}
 }
 
 // getPartitioned answers the partitioned-topic metadata as Pulsar 4.0 does: {"partitions":N,"deleted":false}, N 0
@@ -176,6 +191,10 @@ func (a *adminServer) deletePartitioned(w http.ResponseWriter, r *http.Request) 
 	}
 	if err == nil {
 		err = a.b.DeleteTopic(fq)
+	}
+	if errors.Is(err, ErrTopicBusy) {
+		writeReason(w, http.StatusPreconditionFailed, "Topic has active producers/subscriptions") // Pulsar 4.0's
+		return
 	}
 	writeErr(w, err)
 }

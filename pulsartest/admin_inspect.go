@@ -244,19 +244,20 @@ func (t *topic) adminStats(st *topicStatsJSON) {
 			ClientVersion: p.c.clientVersion, Metadata: nonNilMap(p.metadata),
 		})
 	}
+	var topicBacklog int64
 	for name, s := range t.subs {
 		ss := st.Subscriptions[name]
 		ss.Type, ss.IsDurable, ss.AllowOutOfOrder = s.subType.String(), s.durable, s.allowOOO
-		backlog := int64(s.backlog())
+		backlog := int64(s.backlogEntries())
 		ss.MsgBacklog += backlog
 		ss.MsgDelayed += int64(len(s.delayed))
 		ss.MsgBacklogNoDelayed += backlog - int64(len(s.delayed))
+		// As Pulsar's estimate from the ledgers: every entry after the mark-delete position, the individually
+		// acknowledged ones included; the topic's is that of its slowest subscription.
 		for id := max(s.markDelete+1, t.first); id < t.next; id++ {
-			if _, ok := s.acked[id]; !ok {
-				ss.BacklogSize += int64(len(t.entry(id).raw))
-			}
+			ss.BacklogSize += int64(len(t.entry(id).raw))
 		}
-		st.BacklogSize += ss.BacklogSize
+		topicBacklog = max(topicBacklog, ss.BacklogSize)
 		if s.active != nil {
 			ss.ActiveConsumerName = s.active.name
 		}
@@ -278,6 +279,7 @@ func (t *topic) adminStats(st *topicStatsJSON) {
 		}
 		st.Subscriptions[name] = ss
 	}
+	st.BacklogSize += topicBacklog
 }
 
 func nonNilMap(m map[string]string) map[string]string {

@@ -91,7 +91,7 @@ func (a *adminServer) createNamespace(w http.ResponseWriter, r *http.Request) {
 func (a *adminServer) deleteNamespace(w http.ResponseWriter, r *http.Request) {
 	ns := nsOf(r)
 	if !a.nsExists(ns) {
-		writeReason(w, http.StatusNotFound, "Namespace does not exist")
+		writeReason(w, http.StatusNotFound, "Namespace "+ns+" does not exist.") // sic, Pulsar 4.0's reason here
 		return
 	}
 	force := r.URL.Query().Get("force") == "true"
@@ -182,12 +182,13 @@ func (a *adminServer) updatePartitions(w http.ResponseWriter, r *http.Request) {
 		writeReason(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	have := a.b.partitions(topicOf(r))
 	err = a.b.UpdatePartitionedTopic(topicOf(r), n)
-	switch {
+	switch { // Pulsar 4.0's answers
 	case errors.Is(err, ErrTopicNotFound):
-		writeReason(w, http.StatusNotFound, "Partitioned topic does not exist")
-	case errors.Is(err, ErrInvalidTopic):
-		writeReason(w, http.StatusUnprocessableEntity, err.Error())
+		writeReason(w, http.StatusConflict, "Topic "+topicOf(r)+" is not the partitioned topic.")
+	case errors.Is(err, ErrInvalidTopic) && n < have:
+		writeReason(w, http.StatusUnprocessableEntity, fmt.Sprintf("Desired partitions %d can't be less than the current partitions %d.", n, have))
 	default:
 		writeErr(w, err)
 	}

@@ -12,14 +12,15 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
 
-// registerPeek adds the read-only "peek messages" endpoint of a subscription:
+// registerPeek adds the "peek messages" endpoint of a subscription:
 // GET …/{topic}/subscription/{sub}/position/{n} answers the n-th entry (1-based) after the
 // subscription's mark-delete position that it has not acknowledged, like a real broker
-// (individually acknowledged entries are skipped). It moves no cursor, creates nothing and
-// counts no redelivery. The entry's metadata is in X-Pulsar-* headers (properties as one
-// JSON header, X-Pulsar-PROPERTY) and its payload (a batch's length-prefixed messages) in
-// the body. A partitioned topic is refused with 405 (peek its partitions); a missing topic,
-// subscription or position is 404; a compressed entry is 501.
+// (individually acknowledged entries are skipped). It moves no cursor and counts no
+// redelivery, but, as in Pulsar, it creates the subscription when it does not exist:
+// durable, at the earliest entry. The entry's metadata is in X-Pulsar-* headers (properties
+// as one JSON header, X-Pulsar-PROPERTY) and its payload (a batch's length-prefixed
+// messages) in the body, uncompressed. A partitioned topic is refused with 405 (peek its
+// partitions); a missing topic or position is 404.
 func (a *adminServer) registerPeek(mux *http.ServeMux, base string) {
 	mux.HandleFunc("GET "+base+"/{topic}/subscription/{sub}/position/{n}", a.peekMessage)
 }
@@ -51,12 +52,8 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	raw, id, found, subFound := t.peekNth(r.PathValue("sub"), n)
-	switch {
-	case !subFound:
-		writeReason(w, http.StatusNotFound, "Subscription not found")
-		return
-	case !found:
+	raw, id, found := t.peekNth(r.PathValue("sub"), n)
+	if !found {
 		writeReason(w, http.StatusNotFound, "Message not found")
 		return
 	}
@@ -97,45 +94,57 @@ func (a *adminServer) peekMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 // peekNth returns the stored bytes and id of the n-th entry (1-based) after the mark-delete
-// position of subscription sub that sub has not acknowledged.
-func (t *topic) peekNth(sub string, n int) (raw []byte, id int64, found, subFound bool) {
+// position of subscription sub that sub has not acknowledged. A subscription that does not
+// exist is created first, durable and at the earliest entry, as Pulsar's admin API does
+// (PersistentTopicsBase.getSubscriptionReference creates the subscription it looks up).
+func (t *topic) peekNth(sub string, n int) (raw []byte, id int64, found bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.subs[sub]
 	if s == nil {
-		return nil, 0, false, false
+		s = t.newSubscription(sub, true, wire.CommandSubscribe_Exclusive, nil)
+		s.setPosition(t.first)
+		t.subs[sub] = s
 	}
 	for id := max(s.markDelete+1, t.first); id < t.next; id++ {
 		if _, ok := s.acked[id]; ok {
 			continue
 		}
 		if n--; n == 0 {
-			return t.entry(id).raw, id, true, true
+			return t.entry(id).raw, id, true
 		}
 	}
-	return nil, 0, false, true
+	return nil, 0, false
 }
 
 // entryResponse starts the answer of an admin call that returns one stored entry's payload
-// (peek, get a message by id): it parses the entry's metadata and sets the content type and
-// the X-Pulsar-Message-ID header, and returns the metadata and the payload. When the entry
-// cannot be returned it writes the error instead and returns ok false; verb names the
-// operation in the refusal of a compressed entry.
+// (peek, get a message by id): it parses the entry's metadata, uncompresses the payload as
+// Pulsar does, sets the content type and the X-Pulsar-Message-ID, X-Pulsar-compression and
+// X-Pulsar-uncompressed-size headers, and returns the metadata and the uncompressed payload.
+// When the entry cannot be returned it writes the error instead and returns ok false; verb
+// names the operation in that error.
 func entryResponse(w http.ResponseWriter, raw []byte, verb string, ledger uint64, entry int64) (md *wire.MessageMetadata, payload []byte, ok bool) {
 	md, err := wire.ParsePayload(raw)
 	if err != nil {
 		writeReason(w, http.StatusInternalServerError, err.Error())
 		return nil, nil, false
 	}
-	if md.GetCompression() != wire.CompressionType_NONE {
-		writeReason(w, http.StatusNotImplemented, "pulsartest: "+verb+" a compressed entry is not supported")
+	metaSize := int(binary.BigEndian.Uint32(raw[6:]))
+	payload, err = uncompress(md.GetCompression(), raw[10+metaSize:], int(md.GetUncompressedSize()))
+	if err != nil {
+		writeReason(w, http.StatusInternalServerError, fmt.Sprintf("%v (%s entry %d:%d)", err, verb, ledger, entry))
 		return nil, nil, false
 	}
-	metaSize := int(binary.BigEndian.Uint32(raw[6:]))
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d", ledger, entry))
-	return md, raw[10+metaSize:], true
+	if md.Compression != nil {
+		h.Set("X-Pulsar-compression", md.GetCompression().String())
+	}
+	if md.UncompressedSize != nil {
+		h.Set("X-Pulsar-uncompressed-size", strconv.FormatUint(uint64(md.GetUncompressedSize()), 10))
+	}
+	return md, payload, true
 }
 
 // headerText is s as a real broker's web server (Jetty) writes a header value: in

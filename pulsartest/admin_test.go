@@ -15,6 +15,13 @@ import (
 
 func adminDo(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
+	code, _, b := adminCall(t, method, url, body)
+	return code, b
+}
+
+// adminCall is adminDo with the answer's headers, which carry a peeked entry's metadata.
+func adminCall(t *testing.T, method, url, body string) (int, http.Header, string) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
 	require.NoError(t, err)
 	resp, err := adminHTTP(t).Do(req)
@@ -22,7 +29,7 @@ func adminDo(t *testing.T, method, url, body string) (int, string) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 func TestAdminHTTPSubset(t *testing.T) {

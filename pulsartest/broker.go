@@ -372,8 +372,8 @@ func (b *Broker) DeleteTopic(name string) error {
 		return fmt.Errorf("%w: %s", ErrTopicNotFound, fq)
 	}
 	for _, t := range ts {
-		if t.busy() {
-			return fmt.Errorf("%w: %s", ErrTopicBusy, t.name)
+		if n := t.usage(); n > 0 {
+			return &busyError{topic: t.name, usage: n}
 		}
 	}
 	b.mu.Lock()
@@ -419,7 +419,8 @@ func (b *Broker) Subscriptions(topicName string) []string {
 }
 
 // Backlog returns the number of messages (not entries) of the topic not yet acknowledged by the subscription,
-// summed over the partitions of a partitioned topic. It is 0 for unknown topics or subscriptions.
+// summed over the partitions of a partitioned topic. It is 0 for unknown topics or subscriptions. The admin
+// API's msgBacklog counts entries instead, a batch as one, as Pulsar's does.
 func (b *Broker) Backlog(topicName, sub string) int {
 	n := 0
 	for _, t := range b.topicsFor(topicName) {
@@ -681,6 +682,17 @@ func (b *Broker) topicsOfNamespace(ns string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// beyondPartitions reports whether fq names a partition at or past its partitioned topic's count, which does
+// not exist: Pulsar answers its partitioned metadata, a PRODUCER and a SUBSCRIBE with TopicNotFound.
+func (b *Broker) beyondPartitions(fq string) bool {
+	base, i := splitPartition(fq)
+	if i < 0 {
+		return false
+	}
+	n := b.partitions(base)
+	return n > 0 && int(i) >= n
 }
 
 func (b *Broker) partitions(fq string) int {

@@ -145,6 +145,62 @@ func TestFailNextLookups(t *testing.T) {
 	sendAll(t, p, "ok")
 }
 
+// FailNextAttaches refuses the next n SUBSCRIBEs and PRODUCERs of a topic, each with the code given and the text
+// of a topic being unloaded; n <= 0 clears what is left.
+func TestFailNextAttaches(t *testing.T) {
+	t.Parallel()
+	tg := newEmbedded(t)
+	b, topic := tg.Broker(), tg.UniqueTopic(t)
+	fq := "persistent://public/default/" + topic
+	fc := dialFrames(t, tg.ServiceURL())
+	produce := func(id uint64) (string, string) {
+		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_PRODUCER.Enum(), Producer: &wire.CommandProducer{
+			Topic: proto.String(fq), ProducerId: proto.Uint64(id), RequestId: proto.Uint64(fc.nextRequestID()),
+		}})
+		return rawError(fc.await(wire.BaseCommand_PRODUCER_SUCCESS, wire.BaseCommand_ERROR))
+	}
+	b.FailNextAttaches(topic, 2, pulsartest.ServiceNotReady)
+	code, text := produce(1)
+	assert.Equal(t, "ServiceNotReady", code)
+	assert.Equal(t, "Topic is temporarily unavailable", text)
+	code, text = rawError(fc.subscribe(1, rawSub{topic: fq, sub: "s", typ: wire.CommandSubscribe_Shared}))
+	assert.Equal(t, "ServiceNotReady", code)
+	assert.Equal(t, "Topic is temporarily unavailable", text)
+	code, _ = produce(2)
+	assert.Equal(t, "PRODUCER_SUCCESS", code, "two attaches failed, the third passes")
+
+	b.FailNextAttaches(topic, 5, pulsartest.ServiceNotReady)
+	b.FailNextAttaches(topic, 0, pulsartest.ServiceNotReady)
+	fc.mustSubscribe(2, rawSub{topic: fq, sub: "s", typ: wire.CommandSubscribe_Shared})
+}
+
+// StrandConsumers forgets a subscription's consumers without a CLOSE_CONSUMER: the broker answers a command
+// naming one "Consumer not found", and its unacknowledged messages go to the next consumer.
+func TestStrandConsumers(t *testing.T) {
+	t.Parallel()
+	tg := newEmbedded(t)
+	b, topic := tg.Broker(), tg.UniqueTopic(t)
+	fq := "persistent://public/default/" + topic
+	fc := dialFrames(t, tg.ServiceURL())
+	fc.mustSubscribe(1, rawSub{topic: fq, sub: "s", name: "stranded", typ: wire.CommandSubscribe_Shared})
+	fc.flow(1, 10)
+	fc.sync()
+	sendAll(t, newProducer(t, newClient(t, tg.ServiceURL()), apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), "unacked")
+	assert.Equal(t, map[uint64][]string{1: {"unacked"}}, fc.messagesByConsumer(1))
+
+	require.Equal(t, 1, b.StrandConsumers(topic, "s"))
+	assert.Zero(t, b.StrandConsumers(topic, "s"), "none left to forget")
+	fc.send(&wire.BaseCommand{Type: wire.BaseCommand_GET_LAST_MESSAGE_ID.Enum(), GetLastMessageId: &wire.CommandGetLastMessageId{
+		ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(fc.nextRequestID()),
+	}})
+	code, text := rawError(fc.await(wire.BaseCommand_ERROR, wire.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE, wire.BaseCommand_CLOSE_CONSUMER))
+	assert.Equal(t, "MetadataError", code, "no CLOSE_CONSUMER, and the consumer is gone")
+	assert.Equal(t, "Consumer not found", text)
+	fc.mustSubscribe(2, rawSub{topic: fq, sub: "s", name: "next", typ: wire.CommandSubscribe_Shared})
+	fc.flow(2, 10)
+	assert.Equal(t, map[uint64][]string{2: {"unacked"}}, fc.messagesByConsumer(1))
+}
+
 func TestUnsupportedFeaturesAnswerAnError(t *testing.T) {
 	t.Parallel()
 	b := pulsartest.NewBroker(t)

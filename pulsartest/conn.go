@@ -401,6 +401,12 @@ func (c *conn) handlePartitionedMetadata(m *wire.CommandPartitionedTopicMetadata
 		c.sendCmd(out)
 		return
 	}
+	if c.b.beyondPartitions(fq) {
+		resp.Response = wire.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+		resp.Error = TopicNotFound.wire()
+		c.sendCmd(out)
+		return
+	}
 	resp.Partitions = ptr(uint32(c.b.partitions(fq))) //nolint:gosec // small
 	resp.Response = wire.CommandPartitionedTopicMetadataResponse_Success.Enum()
 	c.sendCmd(out)
@@ -433,6 +439,10 @@ func (c *conn) handleProducer(m *wire.CommandProducer) {
 	}
 	if !c.mayUse(fq) {
 		c.sendError(reqID, AuthorizationError, "pulsartest: role %q may not produce on %s", c.role, fq)
+		return
+	}
+	if c.b.beyondPartitions(fq) {
+		c.sendError(reqID, TopicNotFound, "Topic not found %s", fq)
 		return
 	}
 	c.mu.Lock()
@@ -588,6 +598,10 @@ func (c *conn) handleSubscribe(m *wire.CommandSubscribe) {
 	}
 	if !c.mayUse(fq) {
 		c.sendError(reqID, AuthorizationError, "pulsartest: role %q may not consume from %s", c.role, fq)
+		return
+	}
+	if c.b.beyondPartitions(fq) {
+		c.sendError(reqID, TopicNotFound, "Topic %s does not exist", fq)
 		return
 	}
 	c.mu.Lock()

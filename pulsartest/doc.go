@@ -17,9 +17,10 @@
 // consumer, as in Pulsar), FLOW permits counted in messages, ACK (individual, cumulative, batch index with
 // WithBatchIndexAck, ACK_RESPONSE), REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK by id and by time, GET_LAST_MESSAGE_ID,
 // UNSUBSCRIBE, CLOSE_PRODUCER and CLOSE_CONSUMER in both directions, GET_SCHEMA and GET_OR_CREATE_SCHEMA (an in-memory
-// registry), GET_TOPICS_OF_NAMESPACE, non-persistent:// topics, read_compacted, topic termination and namespace
-// backlog quotas, over plain TCP and TLS, with token, basic and client-certificate authentication, and with
-// WithTransactions the transaction coordinator subset below.
+// registry), GET_TOPICS_OF_NAMESPACE, non-persistent:// topics, read_compacted (on Exclusive and Failover
+// subscriptions; Shared and Key_Shared ones are refused with NotAllowedError, as in Pulsar), topic termination and
+// namespace backlog quotas, over plain TCP and TLS, with token, basic and client-certificate authentication, and
+// with WithTransactions the transaction coordinator subset below.
 //
 // # Transactions
 //
@@ -116,7 +117,9 @@
 //   - WithRealisticTiming adds the 1 s failover delay and the 1 s delayed-delivery tick; WithInactiveTopicGC
 //     deletes idle non-partitioned topics with their data.
 //   - Partitioned topics exist only through CreatePartitionedTopic; unknown topics are created as non-partitioned
-//     on PRODUCER and SUBSCRIBE.
+//     on PRODUCER and SUBSCRIBE. A partition at or past a partitioned topic's count is refused with TopicNotFound
+//     on PARTITIONED_METADATA, PRODUCER ("Topic not found …") and SUBSCRIBE ("Topic … does not exist"), as in
+//     Pulsar.
 //
 // # Retention and trimming
 //
@@ -175,17 +178,24 @@
 // 'Failover'.", a refused PRODUCER with the broker's exception class first
 // ("org.apache.pulsar.broker.service.BrokerServiceException$TopicTerminatedException: Topic was already
 // terminated"), MetadataError "Consumer not found" for a command naming a consumer the connection does not have,
-// UnknownError "Failed to recover Transaction Buffer." for GET_LAST_MESSAGE_ID on a non-persistent topic, and
-// the admin API's "Topic persistent://… not found" and "This topic already exists". A SEND for a producer the
-// broker closed in the last 30 s (termination, unload, backlog quota) is dropped without an answer, and a SEND for
-// a producer that never existed closes the connection, as in Pulsar (TestSendToAProducerTheBrokerClosed). Texts
-// of what only pulsartest refuses (unsupported features, injected faults, its authentication and authorization)
+// UnknownError "Failed to recover Transaction Buffer." for GET_LAST_MESSAGE_ID on a non-persistent topic,
+// InvalidTopicName "Invalid topic name: Invalid named entity: …" for a tenant or namespace name with a character
+// other than letters, digits and _-=:. (a topic's local name may hold any), and the admin API's
+// "Topic persistent://… not found", "This topic already exists" and, for deleting a topic with connected
+// clients, "Topic has 3 connected producers/consumers" (a partitioned one: "Topic has active
+// producers/subscriptions"). A SEND for a producer the broker closed in the last 30 s (termination, unload,
+// backlog quota) is dropped without an answer, and a SEND for a producer that never existed closes the
+// connection, as in Pulsar (TestSendToAProducerTheBrokerClosed). Texts of what only pulsartest refuses (unsupported features, injected faults, its authentication and authorization)
 // begin with "pulsartest: ". Deliberate limits:
 //
 //   - Tenants and namespaces exist implicitly for the binary protocol: a producer or consumer in a namespace
 //     that nobody created is accepted, where Pulsar 4.0 refuses the lookup (TopicNotFound "Namespace not found")
 //     and the subscribe (ServiceNotReady). The module's tests and most users' tests use topics in any
-//     namespace without creating it; enforcing it would make every one of them call the admin API first.
+//     namespace without creating it; enforcing it would make every one of them call the admin API first. The
+//     admin API follows suit: it creates a topic in a namespace nobody created, where Pulsar answers 404
+//     "Namespace not found", and lists the namespaces of a tenant nobody created as [], where Pulsar answers
+//     404 "Tenant not found". It also deletes a namespace with its topics on ?force=true, which Pulsar refuses
+//     with 405 "Broker doesn't allow forced deletion of namespaces" unless forceDeleteNamespaceAllowed is set.
 //   - An admin path outside the subset answers 404 with a JSON reason that says so; Pulsar answers 404 with
 //     Jetty's HTML page for paths it does not know, and other codes for the endpoints it has.
 //   - The conflict text of overlapping STICKY hash ranges renders the other consumer as Pulsar's
@@ -196,9 +206,10 @@
 //
 //   - The admin REST subset (WithAdminHTTP, WithAdminTLS) covers topics and partitioned topics (create with a
 //     count or pulsaradmin's metadata body, grow, delete, list), partition metadata, subscriptions, stats and
-//     partitioned stats, a message by id, peeking a subscription, unload, trim (Trim), termination, namespaces
-//     (create, delete, list, topics, backlog quotas), HTTP lookup and schemas; other endpoints answer 404, the
-//     out-of-scope ones 501.
+//     partitioned stats (msgBacklog counts entries, a batch as one, as in Pulsar), a message by id and peeking a
+//     subscription (both answer the uncompressed payload; a peek creates a missing subscription, durable and at
+//     the earliest entry, as Pulsar's does), unload, trim (Trim), termination, namespaces (create, delete, list,
+//     topics, backlog quotas), HTTP lookup and schemas; other endpoints answer 404, the out-of-scope ones 501.
 //   - Measured with pulsar-client-go v0.19.0's own package tests (tools/fidelity, make fidelity): every test
 //     that does not need a Pulsar container of its own passes, the 11 TestTxn_ ones included.
 //   - Everything lives in the pulsartest package apart from the generated protocol types in internal/wire.

@@ -55,3 +55,14 @@ var (
 	// ErrTopicBusy is returned when deleting a topic that still has producers or consumers.
 	ErrTopicBusy = errors.New("pulsartest: topic has connected producers or consumers")
 )
+
+// busyError is ErrTopicBusy with the number of producers and consumers connected to the topic, which the admin
+// API's answer names as Pulsar's does.
+type busyError struct {
+	topic string
+	usage int
+}
+
+func (e *busyError) Error() string { return ErrTopicBusy.Error() + ": " + e.topic }
+
+func (*busyError) Unwrap() error { return ErrTopicBusy }

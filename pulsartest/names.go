@@ -2,6 +2,8 @@ package pulsartest
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,14 +24,33 @@ func normalizeTopic(name string) (string, error) {
 	switch {
 	case len(parts) == 1 && parts[0] != "":
 		return scheme + "://public/default/" + parts[0], nil
-	case len(parts) == 3 && parts[0] != "" && parts[1] != "" && parts[2] != "":
-		return scheme + "://" + rest, nil
-	case len(parts) == 4 && parts[0] != "" && parts[3] != "":
-		// legacy tenant/cluster/namespace/topic
+	case (len(parts) == 3 || len(parts) == 4) && parts[len(parts)-1] != "":
+		// tenant/namespace/topic, or the legacy tenant/cluster/namespace/topic
+		if msg := namespaceProblem(parts[:len(parts)-1]); msg != "" {
+			return "", fmt.Errorf("%w: %q: %s", ErrInvalidTopic, name, msg)
+		}
 		return scheme + "://" + rest, nil
 	default:
 		return "", fmt.Errorf("%w: %q", ErrInvalidTopic, name)
 	}
+}
+
+// namedEntity is what Pulsar accepts as the name of a tenant, a cluster or a namespace (NamedEntity.checkName):
+// letters, digits and _-=:. only. A topic's local name may hold any character.
+var namedEntity = regexp.MustCompile(`^[-=:.\w]*$`)
+
+// namespaceProblem returns Pulsar 4.0's complaint about the parts of a topic name before its local name (tenant
+// and namespace, or tenant, cluster and namespace), or "" when it has none.
+func namespaceProblem(parts []string) string {
+	if slices.Contains(parts, "") {
+		return "Invalid namespace format. namespace: " + strings.Join(parts, "/")
+	}
+	for _, p := range parts {
+		if !namedEntity.MatchString(p) {
+			return "Invalid named entity: " + p
+		}
+	}
+	return ""
 }
 
 // splitPartition returns the partitioned topic name and index of a partition name, or (name, -1).
@@ -60,12 +81,19 @@ func isNonPersistent(fq string) bool { return strings.HasPrefix(fq, "non-persist
 // invalidTopicMessage is Pulsar 4.0's InvalidTopicName text for a topic name normalizeTopic refuses, as in the
 // client's "server error: InvalidTopicName: …".
 func invalidTopicMessage(name string) string {
+	rest := name
 	if i := strings.Index(name, "://"); i >= 0 {
 		if d := name[:i]; d != "persistent" && d != "non-persistent" {
 			return "Invalid topic name: Invalid topic domain: '" + d + "'"
 		}
-		if strings.Count(name[i+3:], "/") == 2 && strings.HasSuffix(name, "/") {
+		rest = name[i+3:]
+		if strings.Count(rest, "/") == 2 && strings.HasSuffix(name, "/") {
 			return "Invalid topic name: Invalid topic name: " + name + ". Topic local name must not be blank."
+		}
+	}
+	if parts := strings.Split(rest, "/"); (len(parts) == 3 || len(parts) == 4) && parts[len(parts)-1] != "" {
+		if msg := namespaceProblem(parts[:len(parts)-1]); msg != "" {
+			return "Invalid topic name: " + msg
 		}
 	}
 	return "Invalid topic name: Invalid topic name: " + name

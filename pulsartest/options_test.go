@@ -1,7 +1,6 @@
 package pulsartest_test
 
 import (
-	"context"
 	"net"
 	"strconv"
 	"strings"
@@ -59,23 +58,6 @@ func TestBatchIndexAck(t *testing.T) {
 	expectNone(t, k, 200*time.Millisecond)
 	require.NoError(t, k.Ack(m))
 	testwait.Eventually(t, eventuallyWithin, func() bool { return b.Backlog(topic, "s") == 0 }, "backlog 0")
-}
-
-func TestBatchWithoutBatchIndexAckRedeliversTheWholeBatch(t *testing.T) {
-	t.Parallel()
-	b := pulsartest.NewBroker(t)
-	c := newClient(t, b.URL())
-	topic := uniqueName(t, "t")
-	opts := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared}
-	k := subscribe(t, c, opts)
-	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Hour})
-	sendBatch(t, p, "a", "b", "c")
-	ms := receiveN(t, k, 3)
-	require.NoError(t, k.Ack(ms[0]))
-	k.Close()
-	assert.Equal(t, 3, b.Backlog(topic, "s"), "partially acked batch stays whole")
-	k = subscribe(t, c, opts)
-	assert.Equal(t, []string{"a", "b", "c"}, payloads(receiveN(t, k, 3)))
 }
 
 func TestBrokerEntryMetadata(t *testing.T) {
@@ -186,56 +168,6 @@ func TestExclusiveProducerAccessMode(t *testing.T) {
 	newProducer(t, c, apulsar.ProducerOptions{Topic: topic, ProducerAccessMode: apulsar.ProducerAccessModeExclusive})
 	_, err := c.CreateProducer(apulsar.ProducerOptions{Topic: topic})
 	require.Error(t, err, "second producer next to an exclusive one")
-}
-
-// A Key_Shared hash moving to a new consumer waits until its old owner acknowledged its entries (PIP-379).
-func TestKeySharedDrainingHashes(t *testing.T) {
-	t.Parallel()
-	b := pulsartest.NewBroker(t)
-	c := newClient(t, b.URL())
-	topic := uniqueName(t, "t")
-	opts := func(name string) apulsar.ConsumerOptions {
-		return apulsar.ConsumerOptions{
-			Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared, Name: name, AckWithResponse: true,
-		}
-	}
-	first := subscribe(t, c, opts("first"))
-	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	const keys = 20
-	publish := func(round int) {
-		for k := range keys {
-			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{
-				Key: "key-" + strconv.Itoa(k), Payload: []byte(strconv.Itoa(round)),
-			})
-			require.NoError(t, err)
-		}
-	}
-	publish(0)
-	held := receiveN(t, first, keys) // unacked: every hash is pending on "first"
-	second := subscribe(t, c, opts("second"))
-	publish(1)
-	expectNone(t, second, 300*time.Millisecond) // moved hashes wait for "first"
-	kept := 0
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		m, err := first.Receive(ctx)
-		cancel()
-		if err != nil {
-			break
-		}
-		assert.Equal(t, "1", string(m.Payload()))
-		require.NoError(t, first.Ack(m))
-		kept++
-	}
-	for _, m := range held {
-		require.NoError(t, first.Ack(m))
-	}
-	// Now the moved hashes drain to "second"; "first" got round 1 of the keys it kept.
-	moved := keys - kept
-	require.Positive(t, moved, "some keys moved to the new consumer")
-	for _, m := range receiveN(t, second, moved) {
-		assert.Equal(t, "1", string(m.Payload()))
-	}
 }
 
 func TestTrimDropsEntriesAckedByEverySubscription(t *testing.T) {

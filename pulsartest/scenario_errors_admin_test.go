@@ -13,7 +13,7 @@ import (
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 )
 
-// The admin API's 404 and 409 reasons name the topic as Pulsar 4.0 does.
+// The admin API's 404, 409 and 412 reasons are Pulsar 4.0's.
 func TestErrorsOfTheAdminAPI(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
 		admin := needAdmin(t, tg, "the admin API")
@@ -46,8 +46,22 @@ func TestErrorsOfTheAdminAPI(t *testing.T) {
 			assert.Equal(t, tc.code, code, "%s %s: %s", tc.method, tc.path, got)
 			assert.JSONEq(t, jsonReason(t, tc.reason), string(got), "%s %s", tc.method, tc.path)
 		}
+		// A topic with connected clients is not deleted: 412 with the count of a non-partitioned topic's producers
+		// and consumers, or without one for a partitioned topic.
+		busy := topic + "-busy"
+		subscribe(t, c, apulsar.ConsumerOptions{Topic: busy, SubscriptionName: "a"})
+		subscribe(t, c, apulsar.ConsumerOptions{Topic: busy, SubscriptionName: "b"})
+		newProducer(t, c, apulsar.ProducerOptions{Topic: busy})
+		code, got := brokertest.AdminDo(t, http.MethodDelete, base+busy, "")
+		assert.Equal(t, http.StatusPreconditionFailed, code, "%s", got)
+		assert.JSONEq(t, jsonReason(t, "Topic has 3 connected producers/consumers"), string(got))
+		subscribe(t, c, apulsar.ConsumerOptions{Topic: existing, SubscriptionName: "a"})
+		code, got = brokertest.AdminDo(t, http.MethodDelete, base+existing+"/partitions", "")
+		assert.Equal(t, http.StatusPreconditionFailed, code, "%s", got)
+		assert.JSONEq(t, jsonReason(t, "Topic has active producers/subscriptions"), string(got))
+
 		// An unknown path is a 404 on both; the bodies differ (doc.go).
-		code, _ := brokertest.AdminDo(t, http.MethodGet, admin+"/admin/v2/no-such-resource", "")
+		code, _ = brokertest.AdminDo(t, http.MethodGet, admin+"/admin/v2/no-such-resource", "")
 		assert.Equal(t, http.StatusNotFound, code)
 	})
 }

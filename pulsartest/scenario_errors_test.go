@@ -28,7 +28,7 @@ func requireServerError(t *testing.T, err error, code, text string) {
 }
 
 // Refused consumers through pulsar-client-go: a second Exclusive consumer, a consumer of another type, an
-// unsubscribe while another consumer is connected.
+// unsubscribe while another consumer is connected, a compacted read on Shared or Key_Shared.
 func TestErrorsOfRefusedConsumers(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
 		subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "ex", Type: apulsar.Exclusive})
@@ -45,6 +45,12 @@ func TestErrorsOfRefusedConsumers(t *testing.T) {
 		requireServerError(t, err, "ConsumerBusy", "Subscription is of different type. Active subscription type of "+
 			"'Exclusive' is different than the connecting consumer's type 'Key_Shared'.")
 		requireServerError(t, k.Unsubscribe(), "MetadataError", "Unconnected or shared consumer attempting to unsubscribe")
+
+		for _, typ := range []apulsar.SubscriptionType{apulsar.Shared, apulsar.KeyShared} {
+			_, err = c.Subscribe(apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "compacted", Type: typ, ReadCompacted: true})
+			requireServerError(t, err, "NotAllowedError", "readCompacted only allowed on failover or exclusive subscriptions")
+		}
+		subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "compacted", Type: apulsar.Failover, ReadCompacted: true})
 
 		ks := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "ks", Type: apulsar.KeyShared}
 		subscribe(t, c, ks)
@@ -151,6 +157,11 @@ func TestErrorsOfRawCommands(t *testing.T) {
 			"bogus://public/default/x":     "Invalid topic name: Invalid topic domain: 'bogus'",
 			"persistent://public/default/": "Invalid topic name: Invalid topic name: persistent://public/default/. Topic local name must not be blank.",
 			"persistent://public/x":        "Invalid topic name: Invalid topic name: persistent://public/x",
+			// A tenant and a namespace are named entities: letters, digits and _-=:. only.
+			"persistent://pub$lic/default/x": "Invalid topic name: Invalid named entity: pub$lic",
+			"persistent://public/def ault/x": "Invalid topic name: Invalid named entity: def ault",
+			"persistent:///default/x":        "Invalid topic name: Invalid namespace format. namespace: /default",
+			"persistent://public//x":         "Invalid topic name: Invalid namespace format. namespace: public/",
 		} {
 			fc.send(&wire.BaseCommand{Type: wire.BaseCommand_LOOKUP.Enum(), LookupTopic: &wire.CommandLookupTopic{
 				Topic: proto.String(name), RequestId: proto.Uint64(fc.nextRequestID()),
@@ -211,6 +222,39 @@ func TestErrorsOfRawCommands(t *testing.T) {
 		code, text := rawError(fc.await(wire.BaseCommand_ERROR, wire.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE))
 		assert.Equal(t, "UnknownError", code, "GET_LAST_MESSAGE_ID on a non-persistent topic")
 		assert.Equal(t, "Failed to recover Transaction Buffer.", text)
+	})
+}
+
+// A partition beyond a partitioned topic's count does not exist: Pulsar answers its partitioned metadata, a
+// PRODUCER and a SUBSCRIBE with TopicNotFound (the lookup succeeds), and creates nothing. The Go client fails
+// CreateProducer and Subscribe on such a name.
+func TestErrorsOfAPartitionBeyondTheCount(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		tg.CreatePartitionedTopic(t, topic, 2)
+		beyond := "persistent://public/default/" + topic + "-partition-2"
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(beyond)
+		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_PARTITIONED_METADATA.Enum(), PartitionMetadata: &wire.CommandPartitionedTopicMetadata{
+			Topic: proto.String(beyond), RequestId: proto.Uint64(fc.nextRequestID()),
+		}})
+		pm := fc.await(wire.BaseCommand_PARTITIONED_METADATA_RESPONSE).Cmd.GetPartitionMetadataResponse()
+		assert.Equal(t, wire.CommandPartitionedTopicMetadataResponse_Failed, pm.GetResponse())
+		assert.Equal(t, wire.ServerError_TopicNotFound, pm.GetError())
+		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_PRODUCER.Enum(), Producer: &wire.CommandProducer{
+			Topic: proto.String(beyond), ProducerId: proto.Uint64(1), RequestId: proto.Uint64(fc.nextRequestID()),
+		}})
+		code, text := rawError(fc.await(wire.BaseCommand_PRODUCER_SUCCESS, wire.BaseCommand_ERROR))
+		assert.Equal(t, "TopicNotFound", code, "PRODUCER")
+		assert.Equal(t, "Topic not found "+beyond, text, "PRODUCER")
+		code, text = rawError(fc.subscribe(1, rawSub{topic: beyond, sub: "s", typ: wire.CommandSubscribe_Shared}))
+		assert.Equal(t, "TopicNotFound", code, "SUBSCRIBE")
+		assert.Equal(t, "Topic "+beyond+" does not exist", text, "SUBSCRIBE")
+
+		_, err := c.CreateProducer(apulsar.ProducerOptions{Topic: beyond})
+		require.Error(t, err, "CreateProducer")
+		_, err = c.Subscribe(apulsar.ConsumerOptions{Topic: beyond, SubscriptionName: "s"})
+		require.Error(t, err, "Subscribe")
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic + "-partition-1"}), "within the count")
 	})
 }
 

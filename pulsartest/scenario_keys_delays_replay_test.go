@@ -12,9 +12,12 @@ import (
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
+	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
 
 // Scenarios 10 to 18 (1 to 9, the subscription types, are in scenario_test.go): keys (Key_Shared,
@@ -94,7 +97,122 @@ func TestScenario10KeyShared(t *testing.T) {
 	})
 }
 
-// 11. delayed delivery: Shared waits; Exclusive and Failover deliver immediately.
+// keySharedNewOwner starts a Key_Shared subscription with consumer "first", which receives one message of each of
+// keys keys (round "0") and acknowledges none, then adds consumer "second", which takes some of the hashes over,
+// and publishes round "1". allowOutOfOrder is the subscription's allowOutOfOrderDelivery.
+func keySharedNewOwner(t *testing.T, c apulsar.Client, topic string, keys int, allowOutOfOrder bool) (first, second apulsar.Consumer, held []apulsar.Message) {
+	t.Helper()
+	opts := func(name string) apulsar.ConsumerOptions {
+		return apulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared, Name: name, AckWithResponse: true,
+			KeySharedPolicy: &apulsar.KeySharedPolicy{AllowOutOfOrderDelivery: allowOutOfOrder},
+		}
+	}
+	first = subscribe(t, c, opts("first"))
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	publish := func(round string) {
+		for k := range keys {
+			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Key: "key-" + strconv.Itoa(k), Payload: []byte(round)})
+			require.NoError(t, err)
+		}
+	}
+	publish("0")
+	held = receiveN(t, first, keys) // unacked: every hash is pending on "first"
+	second = subscribe(t, c, opts("second"))
+	publish("1")
+	return first, second, held
+}
+
+// receiveAll receives from k until nothing arrives for a while, acknowledging what arrives with ack.
+func receiveAll(t *testing.T, k apulsar.Consumer, ack bool) []apulsar.Message {
+	t.Helper()
+	var out []apulsar.Message
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		m, err := k.Receive(ctx)
+		cancel()
+		if err != nil {
+			return out
+		}
+		if ack {
+			require.NoError(t, k.Ack(m))
+		}
+		out = append(out, m)
+	}
+}
+
+// A Key_Shared hash moving to a new consumer waits until its old owner acknowledged its entries (PIP-379).
+func TestKeySharedDrainingHashes(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		const keys = 20
+		first, second, held := keySharedNewOwner(t, c, topic, keys, false)
+		expectNone(t, second, 300*time.Millisecond) // moved hashes wait for "first"
+		kept := receiveAll(t, first, true)
+		for _, m := range kept {
+			assert.Equal(t, "1", string(m.Payload()))
+		}
+		for _, m := range held {
+			require.NoError(t, first.Ack(m))
+		}
+		// Now the moved hashes drain to "second"; "first" got round 1 of the keys it kept.
+		moved := keys - len(kept)
+		require.Positive(t, moved, "some keys moved to the new consumer")
+		for _, m := range receiveN(t, second, moved) {
+			assert.Equal(t, "1", string(m.Payload()))
+		}
+	})
+}
+
+// With allowOutOfOrderDelivery a moved hash does not wait: the new consumer gets round 1 of its keys while the
+// old owner still holds round 0 unacknowledged.
+func TestKeySharedOutOfOrderDeliveryDoesNotDrain(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		const keys = 20
+		first, second, _ := keySharedNewOwner(t, c, topic, keys, true)
+		moved := receiveAll(t, second, false)
+		kept := receiveAll(t, first, false)
+		require.NotEmpty(t, moved, "some keys moved to the new consumer, and arrived")
+		assert.Len(t, append(moved, kept...), keys, "round 1, every key once")
+		for _, m := range append(moved, kept...) {
+			assert.Equal(t, "1", string(m.Payload()))
+		}
+	})
+}
+
+// Key_Shared routes by the ordering key when a message has one, before its key (the partition key), as
+// Pulsar's sticky key does (Commands.peekStickyKey): messages with one ordering key and twenty different keys
+// all go to one consumer.
+func TestKeySharedRoutesByOrderingKeyFirst(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		opts := func(name string) apulsar.ConsumerOptions {
+			return apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.KeyShared, Name: name}
+		}
+		ks := []apulsar.Consumer{subscribe(t, c, opts("c1")), subscribe(t, c, opts("c2")), subscribe(t, c, opts("c3"))}
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		const n = 20
+		for _, ordering := range []string{"order-a", "order-b"} {
+			for i := range n {
+				_, err := p.Send(t.Context(), &apulsar.ProducerMessage{
+					OrderingKey: ordering, Key: ordering + "-key-" + strconv.Itoa(i), Payload: []byte(strconv.Itoa(i)),
+				})
+				require.NoError(t, err)
+			}
+		}
+		owner := map[string]int{}
+		for ci, ms := range collect(t, 2*n, ks...) {
+			for _, m := range ms {
+				ordering := m.OrderingKey()
+				if o, ok := owner[ordering]; ok {
+					assert.Equal(t, o, ci, "ordering key %s (key %s) moved between consumers", ordering, m.Key())
+				}
+				owner[ordering] = ci
+			}
+		}
+		assert.Len(t, owner, 2)
+	})
+}
+
+// 11. delayed delivery: Shared and Key_Shared wait; Exclusive and Failover deliver immediately.
 //
 // That Exclusive and Failover do not wait is proven with a message delayed by an hour, which
 // they must deliver with the others, not with a clock: the test once asserted that they
@@ -104,6 +222,7 @@ func TestScenario10KeyShared(t *testing.T) {
 func TestScenario11DelayedDelivery(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
 		shared := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "shared", Type: apulsar.Shared})
+		keyShared := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "key-shared", Type: apulsar.KeyShared})
 		excl := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "excl", Type: apulsar.Exclusive})
 		fail := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "fail", Type: apulsar.Failover})
 		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
@@ -120,12 +239,14 @@ func TestScenario11DelayedDelivery(t *testing.T) {
 		for _, k := range []apulsar.Consumer{excl, fail} {
 			assert.Equal(t, []string{"later", "in an hour", "now"}, payloads(receiveN(t, k, 3)))
 		}
-		// Shared delivers the undelayed message first and the delayed one not before its time (±1 s on a
-		// real broker, whose tick may deliver early); the one due in an hour stays back.
-		assert.Equal(t, "now", string(receive(t, shared).Payload()))
-		m := receive(t, shared)
-		assert.Equal(t, "later", string(m.Payload()))
-		assert.GreaterOrEqual(t, time.Since(sent), delay-time.Second)
+		// Shared and Key_Shared deliver the undelayed message first and the delayed one not before its time
+		// (±1 s on a real broker, whose tick may deliver early); the one due in an hour stays back.
+		for _, k := range []apulsar.Consumer{shared, keyShared} {
+			assert.Equal(t, "now", string(receive(t, k).Payload()), k.Subscription())
+			m := receive(t, k)
+			assert.Equal(t, "later", string(m.Payload()), k.Subscription())
+			assert.GreaterOrEqual(t, time.Since(sent), delay-time.Second, k.Subscription())
+		}
 	})
 }
 
@@ -287,6 +408,25 @@ func TestScenario15Unsubscribe(t *testing.T) {
 		expectNone(t, k, 200*time.Millisecond)
 		sendAll(t, p, "new")
 		assert.Equal(t, []string{"new"}, payloads(receiveN(t, k, 1)))
+	})
+}
+
+// 15b. a forced unsubscribe deletes a Shared subscription that other consumers still share: the broker closes
+// them (CLOSE_CONSUMER) and answers SUCCESS. Raw consumers, which do not reconnect as the Go client's would.
+func TestUnsubscribeForceClosesTheOtherConsumers(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, _ apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "listing subscriptions")
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(fq)
+		fc.mustSubscribe(1, rawSub{topic: fq, sub: "s", name: "a", typ: wire.CommandSubscribe_Shared})
+		fc.mustSubscribe(2, rawSub{topic: fq, sub: "s", name: "b", typ: wire.CommandSubscribe_Shared})
+		fc.send(&wire.BaseCommand{Type: wire.BaseCommand_UNSUBSCRIBE.Enum(), Unsubscribe: &wire.CommandUnsubscribe{
+			ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(fc.nextRequestID()), Force: proto.Bool(true),
+		}})
+		assert.Equal(t, uint64(2), fc.await(wire.BaseCommand_CLOSE_CONSUMER).Cmd.GetCloseConsumer().GetConsumerId())
+		fc.await(wire.BaseCommand_SUCCESS)
+		assert.Empty(t, brokertest.Subscriptions(t, admin, topic))
 	})
 }
 

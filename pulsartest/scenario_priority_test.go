@@ -2,10 +2,14 @@ package pulsartest_test
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
@@ -150,4 +154,83 @@ func TestFailoverConsistentHashMatchesPulsar(t *testing.T) {
 	embedded, onPulsar := picks(b.URL()), picks(url)
 	t.Logf("active consumers: %v", onPulsar)
 	assert.Equal(t, onPulsar, embedded)
+}
+
+// Shared hands a backlog out in turns of up to 20 entries per consumer (Pulsar's
+// dispatcherMaxRoundRobinBatchSize). Embedded only: on a real broker the turns depend on how
+// many entries each asynchronous read returns, which no test can fix; PauseDispatch lets the
+// whole backlog wait for one dispatch here.
+func TestSharedTurnsOfTwentyEntries(t *testing.T) {
+	t.Parallel()
+	tg := newEmbedded(t)
+	b, topic := tg.Broker(), tg.UniqueTopic(t)
+	fq := "persistent://public/default/" + topic
+	fc := dialFrames(t, tg.ServiceURL())
+	fc.lookup(fq)
+	fc.mustSubscribe(1, rawSub{topic: fq, sub: "s", name: "a", typ: wire.CommandSubscribe_Shared})
+	fc.mustSubscribe(2, rawSub{topic: fq, sub: "s", name: "b", typ: wire.CommandSubscribe_Shared})
+	b.PauseDispatch(topic)
+	fc.flow(1, 1000)
+	fc.flow(2, 1000)
+	fc.sync()
+	sent := numbered(50)
+	sendAll(t, newProducer(t, newClient(t, tg.ServiceURL()), apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), sent...)
+	b.ResumeDispatch(topic)
+	got := fc.messagesByConsumer(len(sent))
+	assert.Equal(t, slices.Concat(sent[:20], sent[40:]), got[1], "the first consumer: 20, then the last 10")
+	assert.Equal(t, sent[20:40], got[2], "the second consumer: the next 20")
+}
+
+// FLOW permits count messages, not entries: a batch of three spends three permits, so a consumer that granted
+// three gets the batch and then nothing until it grants more (Exclusive and Shared alike).
+func TestPermitsCountMessages(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(fq)
+		const excl, shared = 1, 2
+		fc.mustSubscribe(excl, rawSub{topic: fq, sub: "excl", name: "e", typ: wire.CommandSubscribe_Exclusive})
+		fc.mustSubscribe(shared, rawSub{topic: fq, sub: "shared", name: "s", typ: wire.CommandSubscribe_Shared})
+		fc.flow(excl, 3)
+		fc.flow(shared, 3)
+		fc.sync()
+		sendBatch(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Minute}), "b0", "b1", "b2")
+		got := fc.messagesByConsumer(2)
+		require.Len(t, got[excl], 1, "Exclusive: the batch")
+		require.Len(t, got[shared], 1, "Shared: the batch")
+		// Published after the batch went out: a real broker that reads both entries at once may overshoot, as
+		// its dispatchers estimate messages per entry before they read.
+		sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true}), "single")
+		assert.Empty(t, fc.messagesByConsumer(0), "no permit left for more")
+		fc.flow(excl, 1)
+		fc.flow(shared, 1)
+		got = fc.messagesByConsumer(2)
+		assert.Equal(t, []string{"single"}, got[excl], "Exclusive, after one more permit")
+		assert.Equal(t, []string{"single"}, got[shared], "Shared, after one more permit")
+	})
+}
+
+// Key_Shared ignores priority levels, as Pulsar does: a consumer of priority 1 gets its keys while the one of
+// priority 0 has permits to spare.
+func TestPriorityLevelsKeySharedIgnored(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		fq := "persistent://public/default/" + topic
+		fc := dialFrames(t, tg.ServiceURL())
+		fc.lookup(fq)
+		const hi, lo = 1, 2
+		fc.mustSubscribe(hi, rawSub{topic: fq, sub: "s", name: "hi", typ: wire.CommandSubscribe_Key_Shared, priority: 0})
+		fc.mustSubscribe(lo, rawSub{topic: fq, sub: "s", name: "lo", typ: wire.CommandSubscribe_Key_Shared, priority: 1})
+		fc.flow(hi, 1000)
+		fc.flow(lo, 1000)
+		fc.sync()
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		const n = 40
+		for i := range n {
+			_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Key: "key-" + strconv.Itoa(i), Payload: []byte(strconv.Itoa(i))})
+			require.NoError(t, err)
+		}
+		got := fc.messagesByConsumer(n)
+		assert.NotEmpty(t, got[hi], "priority 0 gets its keys")
+		assert.NotEmpty(t, got[lo], "priority 1 gets its keys too")
+	})
 }

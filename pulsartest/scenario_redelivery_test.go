@@ -7,6 +7,7 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
@@ -90,6 +91,62 @@ func TestRedeliveryCountAfterConsumerLeaves(t *testing.T) {
 			for _, m := range receiveN(t, next, 2) {
 				assert.Equal(t, uint32(0), m.RedeliveryCount(), "%s: %s after the last consumer left", name, m.Payload())
 			}
+		}
+	})
+}
+
+// Without batch-index acknowledgement (pulsar-client-go's default) a batch is acknowledged whole or not at all: a
+// partially acknowledged batch comes back whole to the next consumer, on both brokers.
+func TestBatchWithoutBatchIndexAckRedeliversTheWholeBatch(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		opts := apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, AckWithResponse: true}
+		k := subscribe(t, c, opts)
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Hour})
+		sendBatch(t, p, "a", "b", "c")
+		ms := receiveN(t, k, 3)
+		require.NoError(t, k.Ack(ms[0]))
+		k.Close()
+		if b := tg.Broker(); b != nil {
+			assert.Equal(t, 3, b.Backlog(topic, "s"), "partially acked batch stays whole")
+		}
+		k = subscribe(t, c, opts)
+		assert.Equal(t, []string{"a", "b", "c"}, payloads(receiveN(t, k, 3)))
+	})
+}
+
+// REDELIVER_UNACKNOWLEDGED_MESSAGES without message ids, what a client's ack timeout sends, gives back everything
+// the consumer has not acknowledged: with the redelivery count raised on Shared and Key_Shared, by a rewind (count
+// 0) on Exclusive and Failover.
+func TestRedeliverWithoutIdsGivesBackEverythingUnacked(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		for _, tc := range []struct {
+			typ   wire.CommandSubscribe_SubType
+			count uint32
+		}{
+			{wire.CommandSubscribe_Shared, 1},
+			{wire.CommandSubscribe_Key_Shared, 1},
+			{wire.CommandSubscribe_Exclusive, 0},
+			{wire.CommandSubscribe_Failover, 0},
+		} {
+			fq := fmt.Sprintf("persistent://public/default/%s-%d", topic, tc.typ)
+			fc := dialFrames(t, tg.ServiceURL())
+			fc.lookup(fq)
+			fc.mustSubscribe(1, rawSub{topic: fq, sub: "s", name: "k", typ: tc.typ})
+			fc.flow(1, 100)
+			fc.sync()
+			sendAll(t, newProducer(t, c, apulsar.ProducerOptions{Topic: fq, DisableBatching: true}), "m0", "m1")
+			assert.Equal(t, map[uint64][]string{1: {"m0", "m1"}}, fc.messagesByConsumer(2), "%v", tc.typ)
+			fc.send(&wire.BaseCommand{
+				Type:                            wire.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES.Enum(),
+				RedeliverUnacknowledgedMessages: &wire.CommandRedeliverUnacknowledgedMessages{ConsumerId: proto.Uint64(1)},
+			})
+			var again []string
+			for range 2 {
+				f := fc.await(wire.BaseCommand_MESSAGE)
+				assert.Equal(t, tc.count, f.Cmd.GetMessage().GetRedeliveryCount(), "%v", tc.typ)
+				again = append(again, rawMessageBody(t, f))
+			}
+			assert.Equal(t, []string{"m0", "m1"}, sorted(again), "%v", tc.typ)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package pulsartest_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -222,20 +223,23 @@ func TestScenario07SharedNackDLQ(t *testing.T) {
 	})
 }
 
-// 8. Exclusive nack: the count stays 0 and the rewind redelivers later unacked messages too.
+// 8. Exclusive and Failover nack: the count stays 0 and the rewind redelivers later unacked messages too.
 func TestScenario08ExclusiveNack(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
-		// Acks with response: the ack of "1" must reach the broker before the nack's rewind.
-		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", AckWithResponse: true})
-		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-		sendAll(t, p, "1", "2", "3")
-		ms := receiveN(t, k, 3)
-		require.NoError(t, k.Ack(ms[0]))
-		k.Nack(ms[1])
-		again := receiveN(t, k, 2)
-		assert.Equal(t, []string{"2", "3"}, payloads(again), "rewind redelivers everything unacked, in order")
-		for _, m := range again {
-			assert.Equal(t, uint32(0), m.RedeliveryCount())
+		for _, typ := range []apulsar.SubscriptionType{apulsar.Exclusive, apulsar.Failover} {
+			tp := fmt.Sprintf("%s-%d", topic, typ)
+			// Acks with response: the ack of "1" must reach the broker before the nack's rewind.
+			k := subscribe(t, c, apulsar.ConsumerOptions{Topic: tp, SubscriptionName: "s", Type: typ, AckWithResponse: true})
+			p := newProducer(t, c, apulsar.ProducerOptions{Topic: tp, DisableBatching: true})
+			sendAll(t, p, "1", "2", "3")
+			ms := receiveN(t, k, 3)
+			require.NoError(t, k.Ack(ms[0]))
+			k.Nack(ms[1])
+			again := receiveN(t, k, 2)
+			assert.Equal(t, []string{"2", "3"}, payloads(again), "type %d: rewind redelivers everything unacked, in order", typ)
+			for _, m := range again {
+				assert.Equal(t, uint32(0), m.RedeliveryCount(), "type %d", typ)
+			}
 		}
 	})
 }

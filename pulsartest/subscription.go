@@ -168,6 +168,18 @@ func (s *subscription) backlog() int {
 	return n
 }
 
+// backlogEntries is the subscription's backlog as Pulsar's admin stats count it (msgBacklog): the entries after
+// the mark-delete position not acknowledged whole, a batch counting as one.
+func (s *subscription) backlogEntries() int {
+	n := 0
+	for id := max(s.markDelete+1, s.t.first); id < s.t.next; id++ {
+		if _, ok := s.acked[id]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *subscription) advanceMarkDelete() {
 	for {
 		if _, ok := s.acked[s.markDelete+1]; !ok {

@@ -156,18 +156,15 @@ func (t *topic) append(e *entry, txn *txnID) (int64, []outbound, bool) {
 	return e.id, outs, true
 }
 
-func (t *topic) busy() bool {
+// usage is the number of connected producers and consumers, Pulsar's usage count; a topic with any is busy.
+func (t *topic) usage() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.producers) > 0 {
-		return true
-	}
+	n := len(t.producers)
 	for _, s := range t.subs {
-		if len(s.consumers) > 0 {
-			return true
-		}
+		n += len(s.consumers)
 	}
-	return false
+	return n
 }
 
 func (t *topic) inactive() bool {
@@ -193,6 +190,9 @@ func (t *topic) subscribe(c *conn, m *wire.CommandSubscribe) (*consumer, ServerE
 	}()
 	name, typ := m.GetSubscription(), m.GetSubType()
 	ks := m.GetKeySharedMeta()
+	if m.GetReadCompacted() && !t.nonPersistent && typ != wire.CommandSubscribe_Exclusive && typ != wire.CommandSubscribe_Failover {
+		return nil, NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions" // as Pulsar's PersistentTopic
+	}
 	s := t.subs[name]
 	if s != nil {
 		for _, o := range append([]*consumer(nil), s.consumers...) {
