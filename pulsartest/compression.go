@@ -22,12 +22,24 @@ const maxUncompressedSize = 64 << 20
 // since the broker delivers entries as the producer stored them. The formats are those of the clients: an LZ4
 // block without a frame, a zlib stream, a ZSTD frame and a Snappy block.
 func uncompress(codec wire.CompressionType, payload []byte, size int) ([]byte, error) {
+	if codec == wire.CompressionType_NONE {
+		return payload, nil
+	}
 	if size < 0 || size > maxUncompressedSize {
 		return nil, fmt.Errorf("pulsartest: uncompressed size %d out of range", size)
 	}
+	out, err := decode(codec, payload, size)
+	if err == nil && len(out) != size {
+		// As Pulsar's codecs, which decode into a buffer of the size the metadata gives.
+		return nil, fmt.Errorf("pulsartest: %v: %d bytes uncompressed, the metadata says %d", codec, len(out), size)
+	}
+	return out, err
+}
+
+// decode uncompresses payload with codec, reading at most size+1 bytes where the format
+// allows it (one more tells a longer payload from one of the right size).
+func decode(codec wire.CompressionType, payload []byte, size int) ([]byte, error) {
 	switch codec {
-	case wire.CompressionType_NONE:
-		return payload, nil
 	case wire.CompressionType_LZ4:
 		out := make([]byte, size)
 		n, err := lz4.UncompressBlock(payload, out)
@@ -40,7 +52,7 @@ func uncompress(codec wire.CompressionType, payload []byte, size int) ([]byte, e
 		if err != nil {
 			return nil, fmt.Errorf("pulsartest: ZLIB: %w", err)
 		}
-		out, err := io.ReadAll(io.LimitReader(r, int64(size)))
+		out, err := io.ReadAll(io.LimitReader(r, int64(size)+1))
 		if err != nil {
 			return nil, fmt.Errorf("pulsartest: ZLIB: %w", err)
 		}
@@ -57,8 +69,12 @@ func uncompress(codec wire.CompressionType, payload []byte, size int) ([]byte, e
 		}
 		return out, nil
 	case wire.CompressionType_SNAPPY:
-		if n, err := snappy.DecodedLen(payload); err != nil || n > maxUncompressedSize {
-			return nil, fmt.Errorf("pulsartest: SNAPPY: decoded length %d: %w", n, err)
+		n, err := snappy.DecodedLen(payload)
+		if err != nil {
+			return nil, fmt.Errorf("pulsartest: SNAPPY: %w", err)
+		}
+		if n > maxUncompressedSize {
+			return nil, fmt.Errorf("pulsartest: SNAPPY: decoded length %d out of range", n)
 		}
 		out, err := snappy.Decode(nil, payload)
 		if err != nil {
