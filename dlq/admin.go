@@ -330,10 +330,12 @@ func parseEntryID(s string) (ledger, entry int64, err error) {
 	return ledger, entry, nil
 }
 
-// Backlog returns the number of messages pending on subscription sub of topic (summed over
+// Backlog returns the number of entries pending on subscription sub of topic (summed over
 // the partitions of a partitioned topic): the msgBacklog of the topic stats, read through the
-// admin API, which changes nothing. It returns a *[SubscriptionError] wrapping
-// [ErrSubscriptionNotFound] when the topic or the subscription does not exist.
+// admin API, which changes nothing. Pulsar counts a batch of messages as one entry, so this
+// is the number of messages only when no batch holds more than one (this SDK writes dead
+// letters in batches of one). It returns a *[SubscriptionError] wrapping [ErrSubscriptionNotFound] when the
+// topic or the subscription does not exist.
 func (a *Admin) Backlog(ctx context.Context, topic, sub string) (int64, error) {
 	targets, err := a.partitions(ctx, topic)
 	if err != nil {

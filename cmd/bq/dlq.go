@@ -305,8 +305,9 @@ const backlogTimeout = 5 * time.Second
 
 // redriveProgress returns the progress bar of a redrive when stderr is a terminal (nil
 // otherwise) and makes opts count each message the run reads on it. The total is the backlog
-// of the subscription, every message the run may read, when admin is not nil and answers
-// within backlogTimeout; otherwise the bar is an indeterminate spinner.
+// of the subscription, when admin is not nil and answers within backlogTimeout: the entries
+// the run may read, a batch counting once, so the bar goes past it for batched dead letters;
+// otherwise the bar is an indeterminate spinner.
 func redriveProgress(ctx context.Context, stderr io.Writer, admin *dlq.Admin, opts *dlq.RedriveOptions) *progress {
 	if !isTerminal(stderr) {
 		return nil

@@ -110,12 +110,39 @@ func seedProducer(t *testing.T, url, topic string) apulsar.Producer {
 }
 
 // seedDeadLetters writes two annotated copies (different URNs) and one poison copy to
-// topic, as a consumer would.
+// topic, as a consumer would, each in an entry of its own.
 func seedDeadLetters(t *testing.T, url, topic string) {
 	t.Helper()
 	p := seedProducer(t, url, topic)
-	ctx := context.Background()
+	for _, m := range deadLetterSeeds(t) {
+		_, err := p.Send(context.Background(), m)
+		require.NoError(t, err)
+	}
+}
+
+// seedBatchedDeadLetters writes what seedDeadLetters writes as one batch: one entry of three
+// messages.
+func seedBatchedDeadLetters(t *testing.T, url, topic string) {
+	t.Helper()
+	p := seedProducer(t, url, topic)
+	seeds := deadLetterSeeds(t)
+	receipts := make(chan error, len(seeds))
+	for _, m := range seeds {
+		p.SendAsync(context.Background(), m, func(_ apulsar.MessageID, _ *apulsar.ProducerMessage, err error) {
+			receipts <- err
+		})
+	}
+	require.NoError(t, p.FlushWithCtx(context.Background()))
+	for range seeds {
+		require.NoError(t, <-receipts)
+	}
+}
+
+// deadLetterSeeds returns the messages of seedDeadLetters.
+func deadLetterSeeds(t *testing.T) []*apulsar.ProducerMessage {
+	t.Helper()
 	at := time.UnixMilli(1767225600000)
+	var out []*apulsar.ProducerMessage
 	for i, urn := range []string{"urn:babel:orders:created", "urn:babel:orders:cancelled"} {
 		env, err := envelope.Make(urn, map[string]any{"order_id": 100 + i}, envelope.WithQueue("orders"))
 		require.NoError(t, err)
@@ -124,16 +151,13 @@ func seedDeadLetters(t *testing.T, url, topic string) {
 		})
 		body, err := dead.Encode()
 		require.NoError(t, err)
-		props := bqpulsar.ProjectProperties(dead)
-		_, err = p.Send(ctx, &apulsar.ProducerMessage{Payload: body, Properties: props})
-		require.NoError(t, err)
+		out = append(out, &apulsar.ProducerMessage{Payload: body, Properties: bqpulsar.ProjectProperties(dead)})
 	}
 	poison, err := envelope.PoisonCopy([]byte(`{"JOB":"x"}`), envelope.DeadLetterInfo{
 		Reason: envelope.ReasonPoison, Cause: errors.New("no urn"), Queue: "orders", Attempts: 1, FailedAt: at,
 	})
 	require.NoError(t, err)
-	_, err = p.Send(ctx, &apulsar.ProducerMessage{Payload: poison})
-	require.NoError(t, err)
+	return append(out, &apulsar.ProducerMessage{Payload: poison})
 }
 
 // brokerState is what a read-only command must leave as it was (dlqEnv.state).

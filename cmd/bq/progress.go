@@ -32,8 +32,9 @@ func isTerminal(w io.Writer) bool {
 // progress is the progress bar of a long command on a terminal; a nil *progress shows
 // nothing.
 type progress struct {
-	w   io.Writer
-	bar *progressbar.ProgressBar
+	w      io.Writer
+	bar    *progressbar.ProgressBar
+	raised bool // step raised the total past the one given
 }
 
 // newProgress returns a bar on w with total steps, with the count, the rate and the time
@@ -61,10 +62,16 @@ func newProgress(w io.Writer, description string, total int64) *progress {
 	return &progress{w: w, bar: bar}
 }
 
-// step counts one step done.
+// step counts one step done. A total is a floor (a redrive's is the backlog, which counts a
+// batch of messages once), and a bar that reaches its total ends and draws nothing more: so
+// the step that would reach it raises it by one first, and done settles it.
 func (p *progress) step() {
 	if p == nil {
 		return
+	}
+	if st := p.bar.State(); st.Max > 0 && st.CurrentNum+1 >= st.Max {
+		p.bar.ChangeMax64(st.CurrentNum + 2)
+		p.raised = true
 	}
 	// The bar is a display: a failed write to the terminal does not fail the command.
 	_ = p.bar.Add(1)
@@ -75,6 +82,9 @@ func (p *progress) step() {
 func (p *progress) done() {
 	if p == nil {
 		return
+	}
+	if st := p.bar.State(); p.raised {
+		p.bar.ChangeMax64(st.CurrentNum) // the count is the total
 	}
 	_ = p.bar.Finish() // a display, as in step
 	fmt.Fprintln(p.w)

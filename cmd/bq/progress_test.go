@@ -67,6 +67,20 @@ func TestDLQRedriveShowsABarOnATerminal(t *testing.T) {
 	assert.Equal(t, 1, e.backlog(t), "the poison copy is left")
 }
 
+// TestDLQRedriveBarCountsEveryMessageOfABatch: the admin API's backlog counts entries, and a
+// batch is one entry, so the total is a floor: the bar keeps counting past it.
+func TestDLQRedriveBarCountsEveryMessageOfABatch(t *testing.T) {
+	e := newDLQEnv(t, brokertest.Embedded(t))
+	e.createRetention(t)
+	seedBatchedDeadLetters(t, e.tg.URL, e.dlq)
+	require.Equal(t, 1, e.backlog(t), "three messages in one entry")
+	code, stdout, stderr := runBQOnTerminal(t, "dlq", "redrive", e.url, e.admin, "--topic", e.dlq, "--wait", e.wait)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, redriveLines, stdout)
+	assert.Contains(t, stderr, "100% |")
+	assert.Contains(t, stderr, "(3/3,", "every message counted")
+}
+
 func TestDLQRedriveShowsASpinnerWithoutATotal(t *testing.T) {
 	e := newDLQEnv(t, brokertest.Embedded(t))
 	e.createRetention(t)
