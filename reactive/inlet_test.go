@@ -83,3 +83,16 @@ func TestInletEarlyRequestsAndCancel(t *testing.T) {
 	assert.Empty(t, s4.requests)
 	assert.False(t, in4.Active())
 }
+
+// TestInletForwardsAnEarlyNonPositiveRequest: a request of 0 or less before OnSubscribe is
+// kept, as any request is, and reaches the subscription, which answers it per rule 3.9.
+func TestInletForwardsAnEarlyNonPositiveRequest(t *testing.T) {
+	for _, n := range []int64{0, -1} {
+		in := reactive.NewInlet(0)
+		in.Request(2)
+		in.Request(n)
+		s := &fakeSub{}
+		assert.True(t, in.OnSubscribe(s))
+		assert.Equal(t, []int64{n, 2}, s.requests, "request(%d)", n)
+	}
+}

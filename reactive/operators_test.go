@@ -418,3 +418,21 @@ func TestOperatorsRejectNilArguments(t *testing.T) {
 		})
 	}
 }
+
+// FlatMap requests its upstream one element at a time (package doc: the next element only
+// after the current inner completed), however often downstream asks.
+func TestFlatMapRequestsItsUpstreamOneAtATime(t *testing.T) {
+	up := &requestLog{}
+	r := newRecorder[int](0)
+	reactive.FlatMap[int, int](up, func(v int) reactive.Publisher[int] { return reactive.FromSlice(v, v) }).Subscribe(r)
+	r.subscription().Request(1)
+	testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "nothing requested upstream")
+	r.subscription().Request(5)
+	r.subscription().Request(5)
+	assert.Equal(t, []int64{1}, up.log(), "one element while none arrived")
+	up.push(7)
+	testwait.Eventually(t, eventuallyWithin, func() bool { v, _, _ := r.snapshot(); return len(v) == 2 }, "the inner's two values")
+	testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "the next element requested")
+	assert.Equal(t, []int64{1, 1}, up.log(), "the next one only after the inner completed")
+	r.subscription().Cancel()
+}
