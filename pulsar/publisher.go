@@ -476,7 +476,9 @@ func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg 
 // Close stops the publisher, in this order: new publishes fail with [ErrClosed]; pending
 // asynchronous sends are flushed and their callbacks awaited (both bounded by
 // [WithCloseTimeout]); then the producer is closed when the publisher created it. It is
-// idempotent and returns the flush error, if any.
+// idempotent and returns the flush error, if any. A wrapped producer is not closed, so a
+// callback whose send it has not ended within the close timeout runs later, when it does;
+// Close then returns an error matching context.DeadlineExceeded.
 func (p *Publisher) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
@@ -488,18 +490,25 @@ func (p *Publisher) Close() error {
 			p.closeErr = fmt.Errorf("pulsar: close publisher for %q: flush: %w", p.topic, err)
 			p.logger.Warn("publisher flush failed on close", zap.String("topic", p.topic), zap.Error(err))
 		}
-		if p.closeFn != nil {
-			// Closing the producer fails whatever is still pending, which runs the callbacks.
-			waitGroup(ctx, &p.wg)
-			p.closeFn()
+		if p.closeFn == nil {
+			// A wrapped producer stays open: its pending sends end when the caller's
+			// producer ends them, and their callbacks run then, after Close if need be.
+			if !waitGroup(ctx, &p.wg) && p.closeErr == nil {
+				p.closeErr = fmt.Errorf("pulsar: close publisher for %q: callbacks of pending sends: %w", p.topic, ctx.Err())
+			}
+			return
 		}
+		// Closing the producer fails whatever is still pending, which runs the callbacks.
+		waitGroup(ctx, &p.wg)
+		p.closeFn()
 		p.wg.Wait()
 	})
 	return p.closeErr
 }
 
 // waitGroup waits for wg or ctx, whichever comes first. The helper goroutine it may start
-// ends when wg does, which every caller guarantees by waiting on wg afterwards.
+// ends when wg does: the callers wait on wg afterwards, except [Publisher.Close] over a
+// wrapped producer, whose pending sends end when the caller's producer ends them.
 func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
 	done := make(chan struct{})
 	go func() {

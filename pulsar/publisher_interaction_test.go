@@ -222,6 +222,39 @@ func TestPublishAsyncBoundsPendingAndDeliversErrors(t *testing.T) {
 	require.ErrorIs(t, p.PublishAsync(t.Context(), testURN, nil, nil), ErrClosed)
 }
 
+// Close waits for the callbacks of pending sends within the close timeout, also over a
+// wrapped producer, which Close does not close: a send the caller's producer never completes
+// does not hold Close beyond it, and its callback still runs, once, when the send ends.
+func TestPublisherCloseOverAWrappedProducerIsBoundedByTheCloseTimeout(t *testing.T) {
+	t.Parallel()
+	p, prod := newMockPublisher(t, WithCloseTimeout(50*time.Millisecond))
+	var complete func(apulsar.MessageID, *apulsar.ProducerMessage, error)
+	prod.EXPECT().SendAsync(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, _ *apulsar.ProducerMessage, done func(apulsar.MessageID, *apulsar.ProducerMessage, error)) {
+			complete = done
+		})
+	prod.EXPECT().FlushWithCtx(gomock.Any()).DoAndReturn(func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	results := make(chan error, 1)
+	require.NoError(t, p.PublishAsync(t.Context(), testURN, nil, func(_ string, err error) { results <- err }))
+
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	lateErr := errors.New("completed after Close")
+	select {
+	case err := <-closed:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(5 * time.Second): // a bound for the failing case, not a timing
+		complete(nil, nil, lateErr) // lets the blocked Close return, for the leak check
+		require.FailNow(t, "Close waited past its close timeout for a send the wrapped producer never completed", "Close then returned %v", <-closed)
+	}
+	complete(nil, nil, lateErr)
+	require.ErrorIs(t, <-results, lateErr)
+	assert.Zero(t, p.Pending())
+}
+
 func TestPublisherCloseReportsFlushError(t *testing.T) {
 	t.Parallel()
 	p, prod := newMockPublisher(t)
