@@ -175,6 +175,39 @@ func TestNextWaitsAtTheInflightBound(t *testing.T) {
 	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
 }
 
+// Without WithMaxInflight the bound is 4 × the concurrency: with WithConcurrency(2), eight
+// deliveries are unsettled at most and the ninth waits.
+func TestNextDefaultInflightBoundIsFourPerWorker(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "next-default-bound")
+	c := pullConsumer(t, client, topic, bqpulsar.WithConcurrency(2))
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	publishJobs(t, client, topic, 9)
+
+	held := make([]*bqpulsar.Delivery, 0, 9)
+	bounded, stop := context.WithTimeout(t.Context(), waitLong) // a smaller bound fails, not hangs
+	defer stop()
+	for range 8 {
+		d, err := c.Next(bounded)
+		require.NoError(t, err)
+		held = append(held, d)
+	}
+	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Next(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "eight unsettled: the ninth waits")
+
+	require.NoError(t, held[0].Ack())
+	d, err := c.Next(bounded)
+	require.NoError(t, err, "a settlement frees a slot")
+	for _, d := range append(held[1:], d) {
+		require.NoError(t, d.Ack())
+	}
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
+}
+
 // Close negatively acknowledges the deliveries nobody settled, says so in its error and to
 // the error hook, and the broker delivers them again.
 func TestCloseNacksWhatNextLeftUnsettled(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -286,6 +287,36 @@ func TestRetryCopyTooLargeGoesToTheDeadLetterPath(t *testing.T) {
 	assert.Contains(t, string(pm.Payload), `"truncated":true`)
 	assert.LessOrEqual(t, messageSize(pm), 64<<10)
 	assert.Contains(t, h.kinds(), EventTruncated)
+}
+
+// Without WithMaxMessageSize the bound is 5 MiB less 64 KiB: a dead-letter copy just over
+// it is truncated, one well under it is written whole.
+func TestDefaultMaxMessageSizeIsFiveMiBLessSixtyFourKiB(t *testing.T) {
+	t.Parallel()
+	const limit = 5<<20 - 64<<10
+	for _, tc := range []struct {
+		blob      int
+		truncated bool
+	}{
+		{blob: limit - 32<<10, truncated: false},
+		{blob: limit + 16<<10, truncated: true},
+	} {
+		h := newHarness(t, Handle(testURN, handlerReturning(DeadLetter(errors.New("x")))))
+		env, err := envelope.Make(testURN, map[string]any{"blob": strings.Repeat("b", tc.blob)}, envelope.WithQueue("orders"))
+		require.NoError(t, err)
+		payload, err := env.Encode()
+		require.NoError(t, err)
+		msg := &fakeMessage{topic: testTopic, props: ProjectProperties(env), payload: payload}
+		var pm *apulsar.ProducerMessage
+		gomock.InOrder(
+			h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
+			h.settler.EXPECT().Ack(msg).Return(nil),
+		)
+		h.process(msg)
+		require.NotNil(t, pm)
+		assert.Equal(t, tc.truncated, strings.Contains(string(pm.Payload), `"truncated":true`), "a %d-byte blob", tc.blob)
+		assert.Equal(t, tc.truncated, slices.Contains(h.kinds(), EventTruncated), "a %d-byte blob", tc.blob)
+	}
 }
 
 // permanentForMessage tells the send errors that no retry of the same copy can cure (the

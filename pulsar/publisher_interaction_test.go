@@ -222,6 +222,26 @@ func TestPublishAsyncBoundsPendingAndDeliversErrors(t *testing.T) {
 	require.ErrorIs(t, p.PublishAsync(t.Context(), testURN, nil, nil), ErrClosed)
 }
 
+// Without WithMaxPending, a thousand asynchronous sends are in flight at most.
+func TestPublishAsyncDefaultBoundIsAThousandPendingSends(t *testing.T) {
+	t.Parallel()
+	p, prod := newMockPublisher(t)
+	var callbacks []func(apulsar.MessageID, *apulsar.ProducerMessage, error)
+	prod.EXPECT().SendAsync(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, _ *apulsar.ProducerMessage, done func(apulsar.MessageID, *apulsar.ProducerMessage, error)) {
+			callbacks = append(callbacks, done)
+		}).Times(1000)
+	for i := range 1000 {
+		require.NoError(t, p.TryPublishAsync(t.Context(), testURN, nil, func(string, error) {}), "send %d", i)
+	}
+	assert.Equal(t, 1000, p.Pending())
+	require.ErrorIs(t, p.TryPublishAsync(t.Context(), testURN, nil, func(string, error) { t.Error("must not be called") }), ErrFull)
+	for _, done := range callbacks {
+		done(apulsar.EarliestMessageID(), nil, nil)
+	}
+	assert.Zero(t, p.Pending())
+}
+
 // Close waits for the callbacks of pending sends within the close timeout, also over a
 // wrapped producer, which Close does not close: a send the caller's producer never completes
 // does not hold Close beyond it, and its callback still runs, once, when the send ends.
