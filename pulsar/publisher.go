@@ -244,7 +244,7 @@ func (p *Publisher) TryPublishAsync(ctx context.Context, urn string, data any, d
 }
 
 func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data any, done func(string, error), opts []PublishOption) error {
-	if err := p.initial.ensure(ctx, p.topic); err != nil {
+	if err := p.ready(ctx); err != nil {
 		return err
 	}
 	var po publishOptions
@@ -292,6 +292,22 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 	om.finish = p.beforeSend(ctx, env, &om.pm, st)
 	p.producer.SendAsync(ctx, &om.pm, om.callback)
 	return nil
+}
+
+// ready makes sure of the initial subscriptions before the first send, with ctx; once Close
+// has started it returns [ErrClosed] instead, so that a closed publisher makes none. The
+// caller checks for a closed publisher afterwards as well.
+func (p *Publisher) ready(ctx context.Context) error {
+	if p.initial == nil || p.initial.done.Load() {
+		return nil
+	}
+	p.mu.RLock()
+	closed := p.closed
+	p.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return p.initial.ensure(ctx, p.topic)
 }
 
 // sent is the end of an asynchronous send: the client's callback of om.
@@ -427,7 +443,7 @@ func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*outMsg
 }
 
 func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publishOptions) (string, error) {
-	if err := p.initial.ensure(ctx, p.topic); err != nil {
+	if err := p.ready(ctx); err != nil {
 		return "", err
 	}
 	p.mu.RLock()
