@@ -145,7 +145,12 @@ func (h *harness) runUntil(wait <-chan struct{}) {
 	ctx, cancel := context.WithCancel(h.t.Context())
 	done := make(chan error, 1)
 	go func() { done <- h.c.Run(ctx) }()
-	<-wait
+	select {
+	case <-wait:
+	case err := <-done:
+		cancel()
+		require.FailNow(h.t, "Run returned early", "%v", err)
+	}
 	cancel()
 	require.ErrorIs(h.t, <-done, context.Canceled, "Run returns ctx.Err() when ctx ends")
 }

@@ -99,6 +99,32 @@ func TestCloseStopsRunAndIsIdempotent(t *testing.T) {
 	require.ErrorIs(t, h.c.Run(t.Context()), ErrClosed)
 }
 
+// Run may be called again after it returned: the second run receives and handles as the
+// first did.
+func TestRunMayBeCalledAgainAfterItReturned(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, WithConcurrency(2), Handle(testURN, handlerReturning(nil)))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	first, _ := newMessage(t, testURN, 0, 0)
+	second, _ := newMessage(t, testURN, 0, 0)
+	block := func(ctx context.Context) (apulsar.Message, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	gomock.InOrder(
+		recv.EXPECT().Receive(gomock.Any()).Return(first, nil),
+		recv.EXPECT().Receive(gomock.Any()).DoAndReturn(block), // until the first run ends
+		recv.EXPECT().Receive(gomock.Any()).Return(second, nil),
+		recv.EXPECT().Receive(gomock.Any()).DoAndReturn(block).AnyTimes(),
+	)
+	firstAcked, secondAcked := make(chan struct{}), make(chan struct{})
+	h.settler.EXPECT().Ack(first).DoAndReturn(func(apulsar.Message) error { close(firstAcked); return nil })
+	h.settler.EXPECT().Ack(second).DoAndReturn(func(apulsar.Message) error { close(secondAcked); return nil })
+	h.runUntil(firstAcked)
+	h.runUntil(secondAcked)
+}
+
 func TestConcurrencyKeepsPerKeyOrder(t *testing.T) {
 	t.Parallel()
 	const keys, perKey = 8, 25

@@ -110,6 +110,29 @@ func TestNextDeliverySettlesOnce(t *testing.T) {
 	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "the ack counted once")
 }
 
+// Fail(nil) counts as a failure too: with no delivery left, the delivery is dead-lettered
+// with reason failed, not acknowledged.
+func TestNextFailWithoutAnErrorIsAFailure(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "next-fail-nil")
+	dead := collect(t, client, topic+".dlq")
+	c := pullConsumer(t, client, topic, bqpulsar.WithMaxAttempts(1))
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	ids := publishJobs(t, client, topic, 1)
+
+	d, err := c.Next(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, d.Fail(nil))
+	msgs := dead.wait(t, 1, waitLong)
+	env, err := envelope.Decode(msgs[0].Payload())
+	require.NoError(t, err)
+	assert.Equal(t, ids[0], env.Meta.ID)
+	require.NotNil(t, env.DeadLetter, "dead-lettered, not acknowledged")
+	assert.Equal(t, envelope.ReasonFailed, env.DeadLetter.Reason)
+}
+
 // Run and Next are two styles of one consumer, never mixed.
 func TestRunAndNextAreNotMixed(t *testing.T) {
 	t.Parallel()

@@ -158,7 +158,8 @@ func TestPublishEnvelopeKeepsItsFields(t *testing.T) {
 	env = env.WithAttempts(4)
 	var pm *apulsar.ProducerMessage
 	prod.EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm))
-	id, err := p.PublishEnvelope(t.Context(), env, WithKey("k"))
+	id, err := p.PublishEnvelope(t.Context(), env, WithKey("k"),
+		WithTraceID("ignored-trace"), WithMessageID("ignored-id"), WithQueue("ignored")) // the envelope has its own
 	require.NoError(t, err)
 	assert.Equal(t, env.Meta.ID, id)
 	want, err := env.Encode()
