@@ -48,6 +48,8 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 		"zero close timeout": {topic, sub, h, bqpulsar.WithCloseTimeout(0)},
 		"zero nack delay":    {topic, sub, h, bqpulsar.WithNackRedeliveryDelay(0)},
 		"nil unknown":        {topic, sub, bqpulsar.HandleUnknown(nil)},
+		"small max size":     {topic, sub, h, bqpulsar.WithMaxMessageSize(64<<10 - 1)},
+		"unknown position":   {topic, sub, h, bqpulsar.WithInitialPosition(apulsar.SubscriptionInitialPosition(7))},
 	}
 	for name, opts := range cases {
 		_, err := bqpulsar.NewConsumer(client, opts...)
@@ -73,6 +75,22 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
 	_, err = bqpulsar.WrapConsumer(client, nil, h)
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+	// Without a client, a wrapped consumer can neither republish nor write dead letters.
+	pc, err := client.Subscribe(apulsar.ConsumerOptions{Topic: uniqueTopic(t, "wrapped"), SubscriptionName: "s", Type: apulsar.Shared})
+	require.NoError(t, err)
+	defer pc.Close()
+	nack, off := bqpulsar.WithRetry(retry.Policy{Strategy: retry.Nack}), bqpulsar.WithDeadLetter(dlq.Off())
+	for name, opts := range map[string][]bqpulsar.ConsumerOption{
+		"republish and dead letters": {sub, h},
+		"dead letters":               {sub, h, nack},
+		"republish":                  {sub, h, off},
+	} {
+		_, err = bqpulsar.WrapConsumer(nil, pc, opts...)
+		require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, "nil client, %s", name)
+	}
+	wrapped, err := bqpulsar.WrapConsumer(nil, pc, sub, h, nack, off)
+	require.NoError(t, err, "nil client, nothing to write")
+	require.NoError(t, wrapped.Close())
 
 	_, err = bqpulsar.NewPublisher(nil, "orders")
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
