@@ -186,6 +186,53 @@ func TestConcurrencyKeepsPerKeyOrder(t *testing.T) {
 	assert.Greater(t, peak.Load(), int32(1), "handlers ran concurrently")
 }
 
+// Only messages of one ordering key (or, without one, one key) wait for each other: two
+// messages without a key, or with one key but two ordering keys, are handled at once.
+func TestMessagesOfDifferentOrderingKeysDoNotWait(t *testing.T) {
+	t.Parallel()
+	for name, keys := range map[string][2][2]string{ // {key, ordering key} of each message
+		"no key":                 {{"", ""}, {"", ""}},
+		"one key, two orderings": {{"k", "a"}, {"k", "b"}},
+	} {
+		secondStarted, over := make(chan struct{}), make(chan struct{})
+		var waited atomic.Bool
+		var once sync.Once
+		end := func() { once.Do(func() { close(over) }) }
+		h := newHarness(t, WithConcurrency(2), Handle(testURN, func(_ context.Context, _ *envelope.Envelope, msg apulsar.Message) error {
+			if msg.Properties()["seq"] == "1" {
+				close(secondStarted)
+				return nil
+			}
+			select {
+			case <-secondStarted:
+			case <-time.After(5 * time.Second): // a bound for the failing case, not a timing
+				waited.Store(true)
+				end()
+			}
+			return nil
+		}))
+		recv := mocks.NewMockReceiver(h.ctrl)
+		h.c.recv = recv
+		var msgs []apulsar.Message
+		for i, k := range keys {
+			m, _ := newMessage(t, testURN, 0, 0)
+			m.key, m.orderingKey, m.props["seq"] = k[0], k[1], strconv.Itoa(i)
+			msgs = append(msgs, m)
+		}
+		feed(recv, msgs...)
+		var acked atomic.Int32
+		h.settler.EXPECT().Ack(gomock.Any()).DoAndReturn(func(apulsar.Message) error {
+			if acked.Add(1) == 2 {
+				end()
+			}
+			return nil
+		}).MaxTimes(2)
+		h.settler.EXPECT().Nack(gomock.Any()).AnyTimes() // the second, still queued when the first waited in vain
+		h.runUntil(over)
+		assert.False(t, waited.Load(), "%s: the second message waited for the first", name)
+	}
+}
+
 func TestRunDrainsInFlightThenCancelsAfterDeadline(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
