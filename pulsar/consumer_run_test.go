@@ -233,6 +233,57 @@ func TestMessagesOfDifferentOrderingKeysDoNotWait(t *testing.T) {
 	}
 }
 
+// When Run's ctx ends, a message in flight finishes within the close timeout with its ctx
+// still live, and is settled as its handler says.
+func TestRunLetsInFlightFinishWithinTheCloseTimeout(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	stopped := make(chan struct{})
+	var cancelled atomic.Bool
+	h := newHarness(t, WithCloseTimeout(time.Minute),
+		Handle(testURN, func(ctx context.Context, _ *envelope.Envelope, _ apulsar.Message) error {
+			close(started)
+			<-stopped
+			select {
+			case <-ctx.Done():
+				cancelled.Store(true)
+			case <-time.After(200 * time.Millisecond): // the drain's minute is far off
+			}
+			return nil
+		}))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	feed(recv, msg)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(ctx) }()
+	<-started
+	cancel()
+	close(stopped)
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.False(t, cancelled.Load(), "the handler's ctx ended before the close timeout")
+}
+
+// A message the receive returns as Run's ctx ends is negatively acknowledged, not left
+// unsettled: the broker delivers it again.
+func TestRunNacksAMessageReceivedAsItStops(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	receiving := make(chan struct{})
+	recv.EXPECT().Receive(gomock.Any()).DoAndReturn(func(ctx context.Context) (apulsar.Message, error) {
+		close(receiving)
+		<-ctx.Done()
+		return msg, nil
+	})
+	h.settler.EXPECT().Nack(msg)
+	h.runUntil(receiving)
+}
+
 func TestRunDrainsInFlightThenCancelsAfterDeadline(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})

@@ -124,6 +124,57 @@ func TestMiddlewareRunsInTheOrderGivenAroundTheHandler(t *testing.T) {
 	assert.Equal(t, []string{"a>", "b>", "c>", "handler", "<c:boom", "<b:boom", "<a:boom"}, trace)
 }
 
+// Several WithHooks compose as WithHooks says: Delivery functions are called in order, each
+// given the context the one before returned; a settlement goes to the Event functions
+// first, then to the Delivery hooks' settlement functions in reverse order; Publish
+// functions are called in order and their outcome functions in reverse order.
+func TestHooksComposeInTheDocumentedOrder(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var trace []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		trace = append(trace, s)
+	}
+	type key struct{}
+	hooks := func(name string) Hooks {
+		return Hooks{
+			Delivery: func(ctx context.Context, _ apulsar.Message) (context.Context, func(Event)) {
+				before, _ := ctx.Value(key{}).(string)
+				note("delivery " + name + " after " + before)
+				return context.WithValue(ctx, key{}, name), func(ev Event) { note("settled " + name + ":" + ev.Kind.String()) }
+			},
+			Event: func(ev Event) {
+				if ev.Kind == EventAcked || ev.Kind == EventRetried {
+					note("event " + name + ":" + ev.Kind.String())
+				}
+			},
+			Publish: func(context.Context, *OutgoingMessage) func(apulsar.MessageID, error) {
+				note("publish " + name)
+				return func(apulsar.MessageID, error) { note("sent " + name) }
+			},
+		}
+	}
+	h := newHarness(t, Handle(testURN, handlerReturning(errors.New("x"))), WithHooks(hooks("a")), WithHooks(hooks("b")))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	h.senders[testParent].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	h.process(msg)
+	assert.Equal(t, []string{
+		"delivery a after ", "delivery b after a",
+		"publish a", "publish b", "sent b", "sent a",
+		"event a:retried", "event b:retried", "settled b:retried", "settled a:retried",
+	}, trace)
+
+	trace = nil
+	p, prod := newMockPublisher(t, WithHooks(hooks("a")), WithHooks(hooks("b")))
+	prod.EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	_, err := p.Publish(t.Context(), testURN, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"publish a", "publish b", "sent b", "sent a"}, trace, "a publisher calls its Publish hooks alone")
+}
+
 func TestMiddlewareCanDecideWithoutTheHandler(t *testing.T) {
 	t.Parallel()
 	called := false
