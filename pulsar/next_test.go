@@ -133,6 +133,30 @@ func TestNextFailWithoutAnErrorIsAFailure(t *testing.T) {
 	assert.Equal(t, envelope.ReasonFailed, env.DeadLetter.Reason)
 }
 
+// Fail returns the settlement's failure: a dead-letter write that failed, after which the
+// message was negatively acknowledged, not acknowledged.
+func TestNextFailReturnsAFailedDeadLetterWrite(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "next-fail-write")
+	require.NoError(t, b.CreateTopic(topic+".dlq"))
+	// NotAllowedError: the client gives the producer up and the send times out.
+	b.FailNextSends(topic+".dlq", 1, pulsartest.NotAllowedError)
+	c := pullConsumer(t, client, topic, bqpulsar.WithMaxAttempts(1),
+		bqpulsar.WithSenderOptions(func(o *apulsar.ProducerOptions) { o.SendTimeout = 300 * time.Millisecond }))
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	publishJobs(t, client, topic, 1)
+
+	d, err := c.Next(t.Context())
+	require.NoError(t, err)
+	cause := errors.New("refused")
+	err = d.Fail(cause)
+	require.ErrorIs(t, err, bqpulsar.ErrDeadLetterWrite)
+	require.ErrorIs(t, err, cause)
+	assert.Equal(t, 1, b.Backlog(topic, "app"), "not acknowledged")
+}
+
 // Run and Next are two styles of one consumer, never mixed.
 func TestRunAndNextAreNotMixed(t *testing.T) {
 	t.Parallel()
