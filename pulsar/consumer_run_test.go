@@ -125,6 +125,31 @@ func TestRunMayBeCalledAgainAfterItReturned(t *testing.T) {
 	h.runUntil(secondAcked)
 }
 
+// InFlight counts, under Run, the messages in a handler or its settlement.
+func TestInFlightCountsRunsHandlersAndSettlements(t *testing.T) {
+	t.Parallel()
+	var h *harness
+	var inHandler, inSettlement atomic.Int64
+	h = newHarness(t, Handle(testURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		inHandler.Store(int64(h.c.InFlight()))
+		return nil
+	}))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	feed(recv, msg)
+	acked := make(chan struct{})
+	h.settler.EXPECT().Ack(msg).DoAndReturn(func(apulsar.Message) error {
+		inSettlement.Store(int64(h.c.InFlight()))
+		close(acked)
+		return nil
+	})
+	h.runUntil(acked)
+	assert.Equal(t, int64(1), inHandler.Load(), "in the handler")
+	assert.Equal(t, int64(1), inSettlement.Load(), "in the settlement")
+	assert.Zero(t, h.c.InFlight(), "after Run returned")
+}
+
 func TestConcurrencyKeepsPerKeyOrder(t *testing.T) {
 	t.Parallel()
 	const keys, perKey = 8, 25
