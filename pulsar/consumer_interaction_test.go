@@ -145,7 +145,12 @@ func (h *harness) runUntil(wait <-chan struct{}) {
 	ctx, cancel := context.WithCancel(h.t.Context())
 	done := make(chan error, 1)
 	go func() { done <- h.c.Run(ctx) }()
-	<-wait
+	select {
+	case <-wait:
+	case err := <-done:
+		cancel()
+		require.FailNow(h.t, "Run returned early", "%v", err)
+	}
 	cancel()
 	require.ErrorIs(h.t, <-done, context.Canceled, "Run returns ctx.Err() when ctx ends")
 }
@@ -668,14 +673,21 @@ func TestHandlerPanicIsAFailure(t *testing.T) {
 func TestHandleUnknownAcks(t *testing.T) {
 	t.Parallel()
 	var seen string
+	var wrapped bool
 	h := newHarness(t, HandleUnknown(func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
 		seen = env.URN()
 		return nil
-	}))
+	}), WithHooks(Hooks{Handler: func(next HandlerFunc) HandlerFunc {
+		return func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error {
+			wrapped = true
+			return next(ctx, env, msg)
+		}
+	}}))
 	msg, _ := newMessage(t, testURN, 0, 0)
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
 	assert.Equal(t, testURN, seen)
+	assert.False(t, wrapped, "HandleUnknown's handler is not wrapped by the Handler hooks")
 	errs := h.errors()
 	require.Len(t, errs, 1, "only the unknown URN is reported, no failure")
 	require.ErrorIs(t, errs[0], ErrUnknownURN)

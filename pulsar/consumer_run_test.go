@@ -99,6 +99,57 @@ func TestCloseStopsRunAndIsIdempotent(t *testing.T) {
 	require.ErrorIs(t, h.c.Run(t.Context()), ErrClosed)
 }
 
+// Run may be called again after it returned: the second run receives and handles as the
+// first did.
+func TestRunMayBeCalledAgainAfterItReturned(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, WithConcurrency(2), Handle(testURN, handlerReturning(nil)))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	first, _ := newMessage(t, testURN, 0, 0)
+	second, _ := newMessage(t, testURN, 0, 0)
+	block := func(ctx context.Context) (apulsar.Message, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	gomock.InOrder(
+		recv.EXPECT().Receive(gomock.Any()).Return(first, nil),
+		recv.EXPECT().Receive(gomock.Any()).DoAndReturn(block), // until the first run ends
+		recv.EXPECT().Receive(gomock.Any()).Return(second, nil),
+		recv.EXPECT().Receive(gomock.Any()).DoAndReturn(block).AnyTimes(),
+	)
+	firstAcked, secondAcked := make(chan struct{}), make(chan struct{})
+	h.settler.EXPECT().Ack(first).DoAndReturn(func(apulsar.Message) error { close(firstAcked); return nil })
+	h.settler.EXPECT().Ack(second).DoAndReturn(func(apulsar.Message) error { close(secondAcked); return nil })
+	h.runUntil(firstAcked)
+	h.runUntil(secondAcked)
+}
+
+// InFlight counts, under Run, the messages in a handler or its settlement.
+func TestInFlightCountsRunsHandlersAndSettlements(t *testing.T) {
+	t.Parallel()
+	var h *harness
+	var inHandler, inSettlement atomic.Int64
+	h = newHarness(t, Handle(testURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+		inHandler.Store(int64(h.c.InFlight()))
+		return nil
+	}))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	feed(recv, msg)
+	acked := make(chan struct{})
+	h.settler.EXPECT().Ack(msg).DoAndReturn(func(apulsar.Message) error {
+		inSettlement.Store(int64(h.c.InFlight()))
+		close(acked)
+		return nil
+	})
+	h.runUntil(acked)
+	assert.Equal(t, int64(1), inHandler.Load(), "in the handler")
+	assert.Equal(t, int64(1), inSettlement.Load(), "in the settlement")
+	assert.Zero(t, h.c.InFlight(), "after Run returned")
+}
+
 func TestConcurrencyKeepsPerKeyOrder(t *testing.T) {
 	t.Parallel()
 	const keys, perKey = 8, 25
@@ -158,6 +209,104 @@ func TestConcurrencyKeepsPerKeyOrder(t *testing.T) {
 	}
 	assert.LessOrEqual(t, peak.Load(), int32(4), "in-flight bounded by the concurrency")
 	assert.Greater(t, peak.Load(), int32(1), "handlers ran concurrently")
+}
+
+// Only messages of one ordering key (or, without one, one key) wait for each other: two
+// messages without a key, or with one key but two ordering keys, are handled at once.
+func TestMessagesOfDifferentOrderingKeysDoNotWait(t *testing.T) {
+	t.Parallel()
+	for name, keys := range map[string][2][2]string{ // {key, ordering key} of each message
+		"no key":                 {{"", ""}, {"", ""}},
+		"one key, two orderings": {{"k", "a"}, {"k", "b"}},
+	} {
+		secondStarted, over := make(chan struct{}), make(chan struct{})
+		var waited atomic.Bool
+		var once sync.Once
+		end := func() { once.Do(func() { close(over) }) }
+		h := newHarness(t, WithConcurrency(2), Handle(testURN, func(_ context.Context, _ *envelope.Envelope, msg apulsar.Message) error {
+			if msg.Properties()["seq"] == "1" {
+				close(secondStarted)
+				return nil
+			}
+			select {
+			case <-secondStarted:
+			case <-time.After(5 * time.Second): // a bound for the failing case, not a timing
+				waited.Store(true)
+				end()
+			}
+			return nil
+		}))
+		recv := mocks.NewMockReceiver(h.ctrl)
+		h.c.recv = recv
+		var msgs []apulsar.Message
+		for i, k := range keys {
+			m, _ := newMessage(t, testURN, 0, 0)
+			m.key, m.orderingKey, m.props["seq"] = k[0], k[1], strconv.Itoa(i)
+			msgs = append(msgs, m)
+		}
+		feed(recv, msgs...)
+		var acked atomic.Int32
+		h.settler.EXPECT().Ack(gomock.Any()).DoAndReturn(func(apulsar.Message) error {
+			if acked.Add(1) == 2 {
+				end()
+			}
+			return nil
+		}).MaxTimes(2)
+		h.settler.EXPECT().Nack(gomock.Any()).AnyTimes() // the second, still queued when the first waited in vain
+		h.runUntil(over)
+		assert.False(t, waited.Load(), "%s: the second message waited for the first", name)
+	}
+}
+
+// When Run's ctx ends, a message in flight finishes within the close timeout with its ctx
+// still live, and is settled as its handler says.
+func TestRunLetsInFlightFinishWithinTheCloseTimeout(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	stopped := make(chan struct{})
+	var cancelled atomic.Bool
+	h := newHarness(t, WithCloseTimeout(time.Minute),
+		Handle(testURN, func(ctx context.Context, _ *envelope.Envelope, _ apulsar.Message) error {
+			close(started)
+			<-stopped
+			select {
+			case <-ctx.Done():
+				cancelled.Store(true)
+			case <-time.After(200 * time.Millisecond): // the drain's minute is far off
+			}
+			return nil
+		}))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	feed(recv, msg)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(ctx) }()
+	<-started
+	cancel()
+	close(stopped)
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.False(t, cancelled.Load(), "the handler's ctx ended before the close timeout")
+}
+
+// A message the receive returns as Run's ctx ends is negatively acknowledged, not left
+// unsettled: the broker delivers it again.
+func TestRunNacksAMessageReceivedAsItStops(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	msg, _ := newMessage(t, testURN, 0, 0)
+	receiving := make(chan struct{})
+	recv.EXPECT().Receive(gomock.Any()).DoAndReturn(func(ctx context.Context) (apulsar.Message, error) {
+		close(receiving)
+		<-ctx.Done()
+		return msg, nil
+	})
+	h.settler.EXPECT().Nack(msg)
+	h.runUntil(receiving)
 }
 
 func TestRunDrainsInFlightThenCancelsAfterDeadline(t *testing.T) {

@@ -75,6 +75,41 @@ func TestRetryBackoffIsDelayedByTheBrokerOnShared(t *testing.T) {
 	assert.Equal(t, "500", retryDelay)
 }
 
+// TestNackRetryBackoffIsTheNackBackoffPolicy: under retry.Nack the policy's backoff is the
+// consumer's NackBackoffPolicy, which the client's negative-ack tracker uses in place of the
+// nack redelivery delay: with a backoff of 50 ms the retry comes back long before the hour
+// of that delay.
+func TestNackRetryBackoffIsTheNackBackoffPolicy(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "nack-backoff")
+	attempts := make(chan int, 2)
+	c, err := bqpulsar.NewConsumer(client,
+		bqpulsar.WithTopic(topic),
+		bqpulsar.WithSubscription("app", apulsar.Shared),
+		bqpulsar.WithNackRedeliveryDelay(time.Hour),
+		bqpulsar.WithRetry(retry.Policy{MaxAttempts: 2, Strategy: retry.Nack, Backoff: retry.Backoff{Initial: 50 * time.Millisecond}}),
+		bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+			attempts <- env.Attempts
+			if env.Attempts == 0 {
+				return errors.New("first delivery fails")
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	runConsumer(t, c)
+	publishJobs(t, client, topic, 1)
+	for want := range 2 {
+		select {
+		case got := <-attempts:
+			require.Equal(t, want, got)
+		case <-time.After(waitLong):
+			require.FailNow(t, "no delivery", "delivery %d not handled: the nack waited for the redelivery delay", want+1)
+		}
+	}
+}
+
 // TestKeySharedConcurrencyKeepsKeyOrder: two Key_Shared consumers with four workers each;
 // every key is handled in publish order.
 func TestKeySharedConcurrencyKeepsKeyOrder(t *testing.T) {

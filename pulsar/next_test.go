@@ -110,6 +110,53 @@ func TestNextDeliverySettlesOnce(t *testing.T) {
 	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "the ack counted once")
 }
 
+// Fail(nil) counts as a failure too: with no delivery left, the delivery is dead-lettered
+// with reason failed, not acknowledged.
+func TestNextFailWithoutAnErrorIsAFailure(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "next-fail-nil")
+	dead := collect(t, client, topic+".dlq")
+	c := pullConsumer(t, client, topic, bqpulsar.WithMaxAttempts(1))
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	ids := publishJobs(t, client, topic, 1)
+
+	d, err := c.Next(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, d.Fail(nil))
+	msgs := dead.wait(t, 1, waitLong)
+	env, err := envelope.Decode(msgs[0].Payload())
+	require.NoError(t, err)
+	assert.Equal(t, ids[0], env.Meta.ID)
+	require.NotNil(t, env.DeadLetter, "dead-lettered, not acknowledged")
+	assert.Equal(t, envelope.ReasonFailed, env.DeadLetter.Reason)
+}
+
+// Fail returns the settlement's failure: a dead-letter write that failed, after which the
+// message was negatively acknowledged, not acknowledged.
+func TestNextFailReturnsAFailedDeadLetterWrite(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "next-fail-write")
+	require.NoError(t, b.CreateTopic(topic+".dlq"))
+	// NotAllowedError: the client gives the producer up and the send times out.
+	b.FailNextSends(topic+".dlq", 1, pulsartest.NotAllowedError)
+	c := pullConsumer(t, client, topic, bqpulsar.WithMaxAttempts(1),
+		bqpulsar.WithSenderOptions(func(o *apulsar.ProducerOptions) { o.SendTimeout = 300 * time.Millisecond }))
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	publishJobs(t, client, topic, 1)
+
+	d, err := c.Next(t.Context())
+	require.NoError(t, err)
+	cause := errors.New("refused")
+	err = d.Fail(cause)
+	require.ErrorIs(t, err, bqpulsar.ErrDeadLetterWrite)
+	require.ErrorIs(t, err, cause)
+	assert.Equal(t, 1, b.Backlog(topic, "app"), "not acknowledged")
+}
+
 // Run and Next are two styles of one consumer, never mixed.
 func TestRunAndNextAreNotMixed(t *testing.T) {
 	t.Parallel()
@@ -172,6 +219,39 @@ func TestNextWaitsAtTheInflightBound(t *testing.T) {
 	require.NoError(t, second.Ack())
 	require.NoError(t, third.Ack())
 	assert.Zero(t, c.InFlight())
+	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
+}
+
+// Without WithMaxInflight the bound is 4 × the concurrency: with WithConcurrency(2), eight
+// deliveries are unsettled at most and the ninth waits.
+func TestNextDefaultInflightBoundIsFourPerWorker(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "next-default-bound")
+	c := pullConsumer(t, client, topic, bqpulsar.WithConcurrency(2))
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	publishJobs(t, client, topic, 9)
+
+	held := make([]*bqpulsar.Delivery, 0, 9)
+	bounded, stop := context.WithTimeout(t.Context(), waitLong) // a smaller bound fails, not hangs
+	defer stop()
+	for range 8 {
+		d, err := c.Next(bounded)
+		require.NoError(t, err)
+		held = append(held, d)
+	}
+	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Next(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "eight unsettled: the ninth waits")
+
+	require.NoError(t, held[0].Ack())
+	d, err := c.Next(bounded)
+	require.NoError(t, err, "a settlement frees a slot")
+	for _, d := range append(held[1:], d) {
+		require.NoError(t, d.Ack())
+	}
 	testwait.Eventually(t, brokertest.WaitLong, func() bool { return b.Backlog(topic, "app") == 0 }, "backlog of %s not drained", topic)
 }
 

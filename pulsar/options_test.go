@@ -48,6 +48,8 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 		"zero close timeout": {topic, sub, h, bqpulsar.WithCloseTimeout(0)},
 		"zero nack delay":    {topic, sub, h, bqpulsar.WithNackRedeliveryDelay(0)},
 		"nil unknown":        {topic, sub, bqpulsar.HandleUnknown(nil)},
+		"small max size":     {topic, sub, h, bqpulsar.WithMaxMessageSize(64<<10 - 1)},
+		"unknown position":   {topic, sub, h, bqpulsar.WithInitialPosition(apulsar.SubscriptionInitialPosition(7))},
 	}
 	for name, opts := range cases {
 		_, err := bqpulsar.NewConsumer(client, opts...)
@@ -73,6 +75,22 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
 	_, err = bqpulsar.WrapConsumer(client, nil, h)
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
+	// Without a client, a wrapped consumer can neither republish nor write dead letters.
+	pc, err := client.Subscribe(apulsar.ConsumerOptions{Topic: uniqueTopic(t, "wrapped"), SubscriptionName: "s", Type: apulsar.Shared})
+	require.NoError(t, err)
+	defer pc.Close()
+	nack, off := bqpulsar.WithRetry(retry.Policy{Strategy: retry.Nack}), bqpulsar.WithDeadLetter(dlq.Off())
+	for name, opts := range map[string][]bqpulsar.ConsumerOption{
+		"republish and dead letters": {sub, h},
+		"dead letters":               {sub, h, nack},
+		"republish":                  {sub, h, off},
+	} {
+		_, err = bqpulsar.WrapConsumer(nil, pc, opts...)
+		require.ErrorIs(t, err, bqpulsar.ErrInvalidOption, "nil client, %s", name)
+	}
+	wrapped, err := bqpulsar.WrapConsumer(nil, pc, sub, h, nack, off)
+	require.NoError(t, err, "nil client, nothing to write")
+	require.NoError(t, wrapped.Close())
 
 	_, err = bqpulsar.NewPublisher(nil, "orders")
 	require.ErrorIs(t, err, bqpulsar.ErrInvalidOption)
@@ -105,6 +123,13 @@ func TestNewConsumerDefaultsAndClose(t *testing.T) {
 	assert.Equal(t, 2, c.MaxAttempts(), "WithMaxAttempts wins over the policy")
 	require.NoError(t, c.Close())
 
+	c, err = bqpulsar.NewConsumer(client, bqpulsar.WithTopic(uniqueTopic(t, "defaults")),
+		bqpulsar.WithSubscription("s", apulsar.Shared), bqpulsar.Handle(okURN, noop),
+		bqpulsar.WithMaxAttempts(2), bqpulsar.WithRetry(retry.Policy{MaxAttempts: 7}))
+	require.NoError(t, err)
+	assert.Equal(t, 2, c.MaxAttempts(), "WithMaxAttempts wins over a policy given after it")
+	require.NoError(t, c.Close())
+
 	p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: uniqueTopic(t, "wrapped")})
 	require.NoError(t, err)
 	defer p.Close()
@@ -115,6 +140,53 @@ func TestNewConsumerDefaultsAndClose(t *testing.T) {
 	require.NoError(t, pub.Close())
 	_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("{}")})
 	require.NoError(t, err, "Close leaves a wrapped producer open")
+}
+
+// The escape hatches adjust the client's options but cannot move what the binding owns:
+// the topic of NewPublisher's producer, the topics, subscription name and type NewConsumer
+// subscribes with, and the topic of a dead-letter write are set again after f runs. Close
+// closes the producer and the subscription's consumer that NewPublisher and NewConsumer
+// created.
+func TestEscapeHatchesKeepTheTopicsAndTheSubscription(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "hatch")
+	elsewhere := uniqueTopic(t, "elsewhere")
+	dead := collect(t, client, topic+".dlq")
+
+	pub, err := bqpulsar.NewPublisher(client, topic,
+		bqpulsar.WithProducerOptions(func(o *apulsar.ProducerOptions) { o.Topic = elsewhere }))
+	require.NoError(t, err)
+	assert.Equal(t, 1, b.Stats(topic).Producers)
+	c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("s", apulsar.Shared),
+		bqpulsar.Handle(okURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			return bqpulsar.DeadLetter(errors.New("refused"))
+		}),
+		bqpulsar.WithConsumerOptions(func(o *apulsar.ConsumerOptions) {
+			o.Topics, o.Topic, o.SubscriptionName, o.Type = []string{elsewhere}, elsewhere, "other", apulsar.Failover
+		}),
+		bqpulsar.WithSenderOptions(func(o *apulsar.ProducerOptions) { o.Topic = elsewhere }))
+	require.NoError(t, err)
+	sub := b.Stats(topic).Subscriptions["s"]
+	assert.Equal(t, "Shared", sub.Type)
+	assert.Equal(t, 1, sub.Consumers)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	_, err = pub.Publish(t.Context(), okURN, nil)
+	require.NoError(t, err)
+	assert.Len(t, dead.wait(t, 1, waitLong), 1, "the dead letter went to the queue's dead-letter topic")
+	assert.Empty(t, b.Subscriptions(elsewhere))
+	assert.Zero(t, b.Stats(elsewhere).Entries)
+
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.NoError(t, c.Close())
+	require.NoError(t, pub.Close())
+	stats := b.Stats(topic)
+	assert.Zero(t, stats.Producers, "Close closed the publisher's producer")
+	assert.Zero(t, stats.Subscriptions["s"].Consumers, "Close closed the subscription's consumer")
 }
 
 func TestClientLoggerAdapter(t *testing.T) {

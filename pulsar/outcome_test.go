@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,57 @@ func TestMiddlewareRunsInTheOrderGivenAroundTheHandler(t *testing.T) {
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
 	assert.Equal(t, []string{"a>", "b>", "c>", "handler", "<c:boom", "<b:boom", "<a:boom"}, trace)
+}
+
+// Several WithHooks compose as WithHooks says: Delivery functions are called in order, each
+// given the context the one before returned; a settlement goes to the Event functions
+// first, then to the Delivery hooks' settlement functions in reverse order; Publish
+// functions are called in order and their outcome functions in reverse order.
+func TestHooksComposeInTheDocumentedOrder(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var trace []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		trace = append(trace, s)
+	}
+	type key struct{}
+	hooks := func(name string) Hooks {
+		return Hooks{
+			Delivery: func(ctx context.Context, _ apulsar.Message) (context.Context, func(Event)) {
+				before, _ := ctx.Value(key{}).(string)
+				note("delivery " + name + " after " + before)
+				return context.WithValue(ctx, key{}, name), func(ev Event) { note("settled " + name + ":" + ev.Kind.String()) }
+			},
+			Event: func(ev Event) {
+				if ev.Kind == EventAcked || ev.Kind == EventRetried {
+					note("event " + name + ":" + ev.Kind.String())
+				}
+			},
+			Publish: func(context.Context, *OutgoingMessage) func(apulsar.MessageID, error) {
+				note("publish " + name)
+				return func(apulsar.MessageID, error) { note("sent " + name) }
+			},
+		}
+	}
+	h := newHarness(t, Handle(testURN, handlerReturning(errors.New("x"))), WithHooks(hooks("a")), WithHooks(hooks("b")))
+	msg, _ := newMessage(t, testURN, 0, 0)
+	h.senders[testParent].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	h.settler.EXPECT().Ack(msg).Return(nil)
+	h.process(msg)
+	assert.Equal(t, []string{
+		"delivery a after ", "delivery b after a",
+		"publish a", "publish b", "sent b", "sent a",
+		"event a:retried", "event b:retried", "settled b:retried", "settled a:retried",
+	}, trace)
+
+	trace = nil
+	p, prod := newMockPublisher(t, WithHooks(hooks("a")), WithHooks(hooks("b")))
+	prod.EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
+	_, err := p.Publish(t.Context(), testURN, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"publish a", "publish b", "sent b", "sent a"}, trace, "a publisher calls its Publish hooks alone")
 }
 
 func TestMiddlewareCanDecideWithoutTheHandler(t *testing.T) {
@@ -286,6 +338,36 @@ func TestRetryCopyTooLargeGoesToTheDeadLetterPath(t *testing.T) {
 	assert.Contains(t, string(pm.Payload), `"truncated":true`)
 	assert.LessOrEqual(t, messageSize(pm), 64<<10)
 	assert.Contains(t, h.kinds(), EventTruncated)
+}
+
+// Without WithMaxMessageSize the bound is 5 MiB less 64 KiB: a dead-letter copy just over
+// it is truncated, one well under it is written whole.
+func TestDefaultMaxMessageSizeIsFiveMiBLessSixtyFourKiB(t *testing.T) {
+	t.Parallel()
+	const limit = 5<<20 - 64<<10
+	for _, tc := range []struct {
+		blob      int
+		truncated bool
+	}{
+		{blob: limit - 32<<10, truncated: false},
+		{blob: limit + 16<<10, truncated: true},
+	} {
+		h := newHarness(t, Handle(testURN, handlerReturning(DeadLetter(errors.New("x")))))
+		env, err := envelope.Make(testURN, map[string]any{"blob": strings.Repeat("b", tc.blob)}, envelope.WithQueue("orders"))
+		require.NoError(t, err)
+		payload, err := env.Encode()
+		require.NoError(t, err)
+		msg := &fakeMessage{topic: testTopic, props: ProjectProperties(env), payload: payload}
+		var pm *apulsar.ProducerMessage
+		gomock.InOrder(
+			h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
+			h.settler.EXPECT().Ack(msg).Return(nil),
+		)
+		h.process(msg)
+		require.NotNil(t, pm)
+		assert.Equal(t, tc.truncated, strings.Contains(string(pm.Payload), `"truncated":true`), "a %d-byte blob", tc.blob)
+		assert.Equal(t, tc.truncated, slices.Contains(h.kinds(), EventTruncated), "a %d-byte blob", tc.blob)
+	}
 }
 
 // permanentForMessage tells the send errors that no retry of the same copy can cure (the

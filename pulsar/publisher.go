@@ -244,7 +244,7 @@ func (p *Publisher) TryPublishAsync(ctx context.Context, urn string, data any, d
 }
 
 func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data any, done func(string, error), opts []PublishOption) error {
-	if err := p.initial.ensure(ctx, p.topic); err != nil {
+	if err := p.ready(ctx); err != nil {
 		return err
 	}
 	var po publishOptions
@@ -292,6 +292,22 @@ func (p *Publisher) publishAsync(ctx context.Context, try bool, urn string, data
 	om.finish = p.beforeSend(ctx, env, &om.pm, st)
 	p.producer.SendAsync(ctx, &om.pm, om.callback)
 	return nil
+}
+
+// ready makes sure of the initial subscriptions before the first send, with ctx; once Close
+// has started it returns [ErrClosed] instead, so that a closed publisher makes none. The
+// caller checks for a closed publisher afterwards as well.
+func (p *Publisher) ready(ctx context.Context) error {
+	if p.initial == nil || p.initial.done.Load() {
+		return nil
+	}
+	p.mu.RLock()
+	closed := p.closed
+	p.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return p.initial.ensure(ctx, p.topic)
 }
 
 // sent is the end of an asynchronous send: the client's callback of om.
@@ -427,7 +443,7 @@ func (p *Publisher) message(env *envelope.Envelope, po *publishOptions) (*outMsg
 }
 
 func (p *Publisher) send(ctx context.Context, env *envelope.Envelope, po *publishOptions) (string, error) {
-	if err := p.initial.ensure(ctx, p.topic); err != nil {
+	if err := p.ready(ctx); err != nil {
 		return "", err
 	}
 	p.mu.RLock()
@@ -476,7 +492,9 @@ func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg 
 // Close stops the publisher, in this order: new publishes fail with [ErrClosed]; pending
 // asynchronous sends are flushed and their callbacks awaited (both bounded by
 // [WithCloseTimeout]); then the producer is closed when the publisher created it. It is
-// idempotent and returns the flush error, if any.
+// idempotent and returns the flush error, if any. A wrapped producer is not closed, so a
+// callback whose send it has not ended within the close timeout runs later, when it does;
+// Close then returns an error matching context.DeadlineExceeded.
 func (p *Publisher) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
@@ -488,18 +506,25 @@ func (p *Publisher) Close() error {
 			p.closeErr = fmt.Errorf("pulsar: close publisher for %q: flush: %w", p.topic, err)
 			p.logger.Warn("publisher flush failed on close", zap.String("topic", p.topic), zap.Error(err))
 		}
-		if p.closeFn != nil {
-			// Closing the producer fails whatever is still pending, which runs the callbacks.
-			waitGroup(ctx, &p.wg)
-			p.closeFn()
+		if p.closeFn == nil {
+			// A wrapped producer stays open: its pending sends end when the caller's
+			// producer ends them, and their callbacks run then, after Close if need be.
+			if !waitGroup(ctx, &p.wg) && p.closeErr == nil {
+				p.closeErr = fmt.Errorf("pulsar: close publisher for %q: callbacks of pending sends: %w", p.topic, ctx.Err())
+			}
+			return
 		}
+		// Closing the producer fails whatever is still pending, which runs the callbacks.
+		waitGroup(ctx, &p.wg)
+		p.closeFn()
 		p.wg.Wait()
 	})
 	return p.closeErr
 }
 
 // waitGroup waits for wg or ctx, whichever comes first. The helper goroutine it may start
-// ends when wg does, which every caller guarantees by waiting on wg afterwards.
+// ends when wg does: the callers wait on wg afterwards, except [Publisher.Close] over a
+// wrapped producer, whose pending sends end when the caller's producer ends them.
 func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
 	done := make(chan struct{})
 	go func() {

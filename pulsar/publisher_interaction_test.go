@@ -158,7 +158,8 @@ func TestPublishEnvelopeKeepsItsFields(t *testing.T) {
 	env = env.WithAttempts(4)
 	var pm *apulsar.ProducerMessage
 	prod.EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm))
-	id, err := p.PublishEnvelope(t.Context(), env, WithKey("k"))
+	id, err := p.PublishEnvelope(t.Context(), env, WithKey("k"),
+		WithTraceID("ignored-trace"), WithMessageID("ignored-id"), WithQueue("ignored")) // the envelope has its own
 	require.NoError(t, err)
 	assert.Equal(t, env.Meta.ID, id)
 	want, err := env.Encode()
@@ -220,6 +221,59 @@ func TestPublishAsyncBoundsPendingAndDeliversErrors(t *testing.T) {
 	_, err = p.Publish(t.Context(), testURN, nil)
 	require.ErrorIs(t, err, ErrClosed)
 	require.ErrorIs(t, p.PublishAsync(t.Context(), testURN, nil, nil), ErrClosed)
+}
+
+// Without WithMaxPending, a thousand asynchronous sends are in flight at most.
+func TestPublishAsyncDefaultBoundIsAThousandPendingSends(t *testing.T) {
+	t.Parallel()
+	p, prod := newMockPublisher(t)
+	var callbacks []func(apulsar.MessageID, *apulsar.ProducerMessage, error)
+	prod.EXPECT().SendAsync(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, _ *apulsar.ProducerMessage, done func(apulsar.MessageID, *apulsar.ProducerMessage, error)) {
+			callbacks = append(callbacks, done)
+		}).Times(1000)
+	for i := range 1000 {
+		require.NoError(t, p.TryPublishAsync(t.Context(), testURN, nil, func(string, error) {}), "send %d", i)
+	}
+	assert.Equal(t, 1000, p.Pending())
+	require.ErrorIs(t, p.TryPublishAsync(t.Context(), testURN, nil, func(string, error) { t.Error("must not be called") }), ErrFull)
+	for _, done := range callbacks {
+		done(apulsar.EarliestMessageID(), nil, nil)
+	}
+	assert.Zero(t, p.Pending())
+}
+
+// Close waits for the callbacks of pending sends within the close timeout, also over a
+// wrapped producer, which Close does not close: a send the caller's producer never completes
+// does not hold Close beyond it, and its callback still runs, once, when the send ends.
+func TestPublisherCloseOverAWrappedProducerIsBoundedByTheCloseTimeout(t *testing.T) {
+	t.Parallel()
+	p, prod := newMockPublisher(t, WithCloseTimeout(50*time.Millisecond))
+	var complete func(apulsar.MessageID, *apulsar.ProducerMessage, error)
+	prod.EXPECT().SendAsync(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, _ *apulsar.ProducerMessage, done func(apulsar.MessageID, *apulsar.ProducerMessage, error)) {
+			complete = done
+		})
+	prod.EXPECT().FlushWithCtx(gomock.Any()).DoAndReturn(func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	results := make(chan error, 1)
+	require.NoError(t, p.PublishAsync(t.Context(), testURN, nil, func(_ string, err error) { results <- err }))
+
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	lateErr := errors.New("completed after Close")
+	select {
+	case err := <-closed:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(5 * time.Second): // a bound for the failing case, not a timing
+		complete(nil, nil, lateErr) // lets the blocked Close return, for the leak check
+		require.FailNow(t, "Close waited past its close timeout for a send the wrapped producer never completed", "Close then returned %v", <-closed)
+	}
+	complete(nil, nil, lateErr)
+	require.ErrorIs(t, <-results, lateErr)
+	assert.Zero(t, p.Pending())
 }
 
 func TestPublisherCloseReportsFlushError(t *testing.T) {

@@ -360,3 +360,21 @@ func TestRetentionSubscriptionIsMadeOncePerDeadLetterTopic(t *testing.T) {
 	})
 	assert.Equal(t, int32(1), subscribes.Load(), "one retention subscription for three dead letters")
 }
+
+// A closed publisher refuses every publish with ErrClosed before anything else: it no longer
+// makes the initial subscriptions its first send would have made.
+func TestClosedPublisherMakesNoInitialSubscription(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "jobs")
+	pub, err := bqpulsar.NewPublisher(client, topic, bqpulsar.WithInitialSubscription("billing"))
+	require.NoError(t, err)
+	require.NoError(t, pub.Close())
+
+	_, err = pub.Publish(t.Context(), okURN, nil)
+	require.ErrorIs(t, err, bqpulsar.ErrClosed)
+	require.ErrorIs(t, pub.PublishAsync(t.Context(), okURN, nil, func(string, error) { t.Error("must not be called") }), bqpulsar.ErrClosed)
+	require.ErrorIs(t, pub.TryPublishAsync(t.Context(), okURN, nil, func(string, error) { t.Error("must not be called") }), bqpulsar.ErrClosed)
+	assert.Empty(t, b.Subscriptions(topic), "no subscription made after Close")
+}
