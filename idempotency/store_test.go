@@ -122,13 +122,7 @@ func TestStoreFencesIncreaseAcrossExpiredLeases(t *testing.T) {
 	for _, k := range storeKinds {
 		t.Run(k.Name, func(t *testing.T) {
 			s := k.New(t)
-			first, err := s.Claim(ctx, "f", 30*time.Millisecond)
-			require.NoError(t, err)
-			var next idempotency.Claim
-			testwait.Eventually(t, 5*time.Second, func() bool {
-				next, err = s.Claim(ctx, "f", time.Minute)
-				return err == nil && next.Status == idempotency.StatusClaimed
-			}, "the lease never expired")
+			first, next := reclaimedAfterExpiry(ctx, t, s, "f")
 			assert.Greater(t, next.Fence, first.Fence)
 			require.ErrorIs(t, s.Commit(ctx, "f", first.Token, time.Hour), idempotency.ErrLeaseLost)
 			require.ErrorIs(t, s.Release(ctx, "f", first.Token), idempotency.ErrLeaseLost)
@@ -181,13 +175,7 @@ func TestStoreRefusesAStaleCommitAfterTheNextHolderSettled(t *testing.T) {
 		for _, settle := range []string{"commit", "release"} {
 			t.Run(k.Name+"/"+settle, func(t *testing.T) {
 				s := k.New(t)
-				first, err := s.Claim(ctx, "s", 30*time.Millisecond)
-				require.NoError(t, err)
-				var next idempotency.Claim
-				testwait.Eventually(t, 5*time.Second, func() bool {
-					next, err = s.Claim(ctx, "s", time.Minute)
-					return err == nil && next.Status == idempotency.StatusClaimed
-				}, "the lease never expired")
+				first, next := reclaimedAfterExpiry(ctx, t, s, "s")
 				if settle == "commit" {
 					require.NoError(t, s.Commit(ctx, "s", next.Token, time.Hour))
 				} else {
@@ -298,4 +286,17 @@ func TestStoreOptionsAreValidated(t *testing.T) {
 	require.NoError(t, err, "one entry is a bound")
 	_, err = idempotency.NewMemoryStore(idempotency.WithClock(nil))
 	require.ErrorIs(t, err, idempotency.ErrInvalidOption)
+}
+
+// reclaimedAfterExpiry claims id with a 30 ms lease, waits until the lease has expired, and
+// claims id again: the first claim and the one that overtook it.
+func reclaimedAfterExpiry(ctx context.Context, t *testing.T, s idempotency.Store, id string) (first, next idempotency.Claim) {
+	t.Helper()
+	first, err := s.Claim(ctx, id, 30*time.Millisecond)
+	require.NoError(t, err)
+	testwait.Eventually(t, 5*time.Second, func() bool {
+		next, err = s.Claim(ctx, id, time.Minute)
+		return err == nil && next.Status == idempotency.StatusClaimed
+	}, "the lease never expired")
+	return first, next
 }

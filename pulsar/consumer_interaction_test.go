@@ -159,6 +159,18 @@ func (h *harness) process(msg apulsar.Message) {
 	h.c.process(withConsumerInfo(h.t.Context(), h.c.eng.info), msg, nil) // as Run derives it
 }
 
+// processToDeadLetter processes msg expecting its dead-letter copy to be written, then msg
+// to be acknowledged, in that order, and returns the copy (nil if none was written).
+func (h *harness) processToDeadLetter(msg apulsar.Message) *apulsar.ProducerMessage {
+	var pm *apulsar.ProducerMessage
+	gomock.InOrder(
+		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
+		h.settler.EXPECT().Ack(msg).Return(nil),
+	)
+	h.process(msg)
+	return pm
+}
+
 func handlerReturning(err error) HandlerFunc {
 	return func(context.Context, *envelope.Envelope, apulsar.Message) error { return err }
 }
@@ -202,12 +214,7 @@ func TestExhaustedHandlerFailureIsDeadLetteredThenAcked(t *testing.T) {
 	msg, env := newMessage(t, testURN, 2, 0) // reconciled 2, counted 3 = maxAttempts
 	msg.props[PropDelay] = "250"             // it was published delayed; the copy is not
 
-	var pm *apulsar.ProducerMessage
-	gomock.InOrder(
-		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
-		h.settler.EXPECT().Ack(msg).Return(nil),
-	)
-	h.process(msg)
+	pm := h.processToDeadLetter(msg)
 
 	require.NotNil(t, pm)
 	cp := decodeDeadLetter(t, pm.Payload)
@@ -242,12 +249,7 @@ func TestExhaustedUnknownURNIsDeadLetteredWithReason(t *testing.T) {
 	h := newHarness(t, Handle(otherURN, handlerReturning(nil)), WithMaxAttempts(1))
 	msg, _ := newMessage(t, testURN, 0, 0)
 
-	var pm *apulsar.ProducerMessage
-	gomock.InOrder(
-		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
-		h.settler.EXPECT().Ack(msg).Return(nil),
-	)
-	h.process(msg)
+	pm := h.processToDeadLetter(msg)
 
 	cp := decodeDeadLetter(t, pm.Payload)
 	assert.Equal(t, envelope.ReasonUnknownURN, cp.DeadLetter.Reason)
@@ -302,12 +304,7 @@ func TestPoisonIsDeadLetteredAtOnce(t *testing.T) {
 	payload := []byte("{\"job\":\"urn:x\",\"bad\xff\":1}")
 	msg := &fakeMessage{topic: testTopic, payload: payload, props: map[string]string{"traceparent": traceparent, PropAttempts: "1"}}
 
-	var pm *apulsar.ProducerMessage
-	gomock.InOrder(
-		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
-		h.settler.EXPECT().Ack(msg).Return(nil),
-	)
-	h.process(msg)
+	pm := h.processToDeadLetter(msg)
 
 	var cp struct {
 		Raw        string `json:"raw"`
@@ -378,12 +375,7 @@ func TestGateRejectionSendsRawCopyOnFirstDelivery(t *testing.T) {
 	msg.props[PropAttempts] = "0"
 	msg.payload = []byte("not even json") // never decoded
 
-	var pm *apulsar.ProducerMessage
-	gomock.InOrder(
-		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
-		h.settler.EXPECT().Ack(msg).Return(nil),
-	)
-	h.process(msg)
+	pm := h.processToDeadLetter(msg)
 
 	assert.False(t, handled)
 	assert.Equal(t, msg.payload, pm.Payload, "payload byte for byte, no dead_letter block")

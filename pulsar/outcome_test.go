@@ -25,12 +25,7 @@ func TestDeadLetterOutcomeDeadLettersOnTheFirstDelivery(t *testing.T) {
 	invalid := errors.New("amount is negative")
 	h := newHarness(t, Handle(testURN, handlerReturning(DeadLetter(invalid))), WithMaxAttempts(5))
 	msg, _ := newMessage(t, testURN, 0, 0) // counted 1 of 5: retries are left
-	var pm *apulsar.ProducerMessage
-	gomock.InOrder(
-		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
-		h.settler.EXPECT().Ack(msg).Return(nil),
-	)
-	h.process(msg)
+	pm := h.processToDeadLetter(msg)
 	require.NotNil(t, pm, "dead-lettered at once, not republished")
 	cp := decodeDeadLetter(t, pm.Payload)
 	assert.Equal(t, envelope.ReasonFailed, cp.DeadLetter.Reason)
@@ -326,12 +321,7 @@ func TestRetryCopyTooLargeGoesToTheDeadLetterPath(t *testing.T) {
 	payload, err := env.Encode()
 	require.NoError(t, err)
 	msg := &fakeMessage{topic: testTopic, props: ProjectProperties(env), payload: payload}
-	var pm *apulsar.ProducerMessage
-	gomock.InOrder(
-		h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
-		h.settler.EXPECT().Ack(msg).Return(nil),
-	)
-	h.process(msg)
+	pm := h.processToDeadLetter(msg)
 	require.NotNil(t, pm, "no republish was tried")
 	// The dead-letter copy would be over the bound as well: it is the truncated, marked copy
 	// within it, written at once rather than after the broker refuses the whole.
@@ -358,12 +348,7 @@ func TestDefaultMaxMessageSizeIsFiveMiBLessSixtyFourKiB(t *testing.T) {
 		payload, err := env.Encode()
 		require.NoError(t, err)
 		msg := &fakeMessage{topic: testTopic, props: ProjectProperties(env), payload: payload}
-		var pm *apulsar.ProducerMessage
-		gomock.InOrder(
-			h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(capture(&pm)),
-			h.settler.EXPECT().Ack(msg).Return(nil),
-		)
-		h.process(msg)
+		pm := h.processToDeadLetter(msg)
 		require.NotNil(t, pm)
 		assert.Equal(t, tc.truncated, strings.Contains(string(pm.Payload), `"truncated":true`), "a %d-byte blob", tc.blob)
 		assert.Equal(t, tc.truncated, slices.Contains(h.kinds(), EventTruncated), "a %d-byte blob", tc.blob)
