@@ -478,12 +478,12 @@ func (c *Consumer) pullWatchdog() <-chan struct{} {
 	return c.pullWatch
 }
 
-// ErrCloseTimeout is matched by the *[CloseTimeoutError] that [Consumer.Close] returns when
-// its deadline passed.
+// ErrCloseTimeout is matched by the *[CloseTimeoutError] that [Consumer.Close] and
+// [Publisher.Close] return when their deadline passed.
 var ErrCloseTimeout = errors.New("pulsar: close timed out")
 
-// CloseTimeoutError is returned by [Consumer.Close] when the close timeout (plus half a
-// second) passed before the close ended. Pending names the step still running; it goes on
+// CloseTimeoutError is returned by [Consumer.Close] and [Publisher.Close] when the close
+// timeout (plus half a second) passed before the close ended. Pending names the step still running; it goes on
 // in the background and ends on its own. It matches [ErrCloseTimeout].
 type CloseTimeoutError struct {
 	Timeout time.Duration

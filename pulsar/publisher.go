@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -494,9 +495,13 @@ func (p *Publisher) beforeSend(ctx context.Context, env *envelope.Envelope, msg 
 // [WithCloseTimeout]); then the producer is closed when the publisher created it. It is
 // idempotent and returns the flush error, if any. A wrapped producer is not closed, so a
 // callback whose send it has not ended within the close timeout runs later, when it does;
-// Close then returns an error matching context.DeadlineExceeded.
+// Close then returns an error matching context.DeadlineExceeded. The producer's own Close
+// (which waits for the broker, up to the client's operation timeout when it is gone) is
+// bounded as the consumer's is: past the close timeout plus half a second, Close returns a
+// *[CloseTimeoutError] and the producer's Close goes on in the background.
 func (p *Publisher) Close() error {
 	p.closeOnce.Do(func() {
+		deadline := time.Now().Add(p.timeout + closeGrace)
 		p.mu.Lock()
 		p.closed = true
 		p.mu.Unlock()
@@ -516,8 +521,22 @@ func (p *Publisher) Close() error {
 		}
 		// Closing the producer fails whatever is still pending, which runs the callbacks.
 		waitGroup(ctx, &p.wg)
-		p.closeFn()
-		p.wg.Wait()
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			p.closeFn()
+			p.wg.Wait()
+		}()
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		select {
+		case <-closed:
+		case <-timer.C:
+			const pending = "the Pulsar producer's Close"
+			p.logger.Warn("close deadline passed; abandoning the rest of the close to a goroutine",
+				zap.String("topic", p.topic), zap.Duration("timeout", p.timeout+closeGrace), zap.String("waiting_for", pending))
+			p.closeErr = errors.Join(p.closeErr, &CloseTimeoutError{Timeout: p.timeout + closeGrace, Pending: pending})
+		}
 	})
 	return p.closeErr
 }

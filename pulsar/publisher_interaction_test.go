@@ -276,6 +276,33 @@ func TestPublisherCloseOverAWrappedProducerIsBoundedByTheCloseTimeout(t *testing
 	assert.Zero(t, p.Pending())
 }
 
+// The Close of a producer the publisher created waits for the broker, up to the client's
+// operation timeout when the broker is gone: Publisher.Close returns at its close timeout
+// plus half a second with a *CloseTimeoutError, and the producer's Close ends on its own.
+func TestPublisherCloseIsBoundedWhenTheProducersCloseHangs(t *testing.T) {
+	t.Parallel()
+	p, prod := newMockPublisher(t, WithCloseTimeout(50*time.Millisecond))
+	prod.EXPECT().FlushWithCtx(gomock.Any()).Return(nil)
+	release, producerClosed := make(chan struct{}), make(chan struct{})
+	p.closeFn = func() { <-release; close(producerClosed) } // as if it had created the producer
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		var cte *CloseTimeoutError
+		require.ErrorAs(t, err, &cte)
+		require.ErrorIs(t, err, ErrCloseTimeout)
+		assert.Equal(t, "the Pulsar producer's Close", cte.Pending)
+		assert.Equal(t, 50*time.Millisecond+closeGrace, cte.Timeout)
+	case <-time.After(5 * time.Second): // a bound for the failing case, not a timing
+		close(release)
+		require.FailNow(t, "Close waited for the producer's Close past its deadline", "Close then returned %v", <-closed)
+	}
+	close(release)
+	<-producerClosed
+	require.ErrorIs(t, p.Close(), ErrCloseTimeout, "idempotent")
+}
+
 func TestPublisherCloseReportsFlushError(t *testing.T) {
 	t.Parallel()
 	p, prod := newMockPublisher(t)
