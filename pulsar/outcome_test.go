@@ -89,15 +89,31 @@ func TestRetryAfterUnderNackIsNackedAtOnceOnClose(t *testing.T) {
 	}
 }
 
+// orderTrace records what the hooks of a test saw, in order, from any goroutine.
+type orderTrace struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *orderTrace) note(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, s)
+}
+
+// take returns what was recorded and starts again.
+func (o *orderTrace) take() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	seen := o.seen
+	o.seen = nil
+	return seen
+}
+
 func TestMiddlewareRunsInTheOrderGivenAroundTheHandler(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var trace []string
-	note := func(s string) {
-		mu.Lock()
-		defer mu.Unlock()
-		trace = append(trace, s)
-	}
+	var tr orderTrace
+	note := tr.note
 	mw := func(name string) func(HandlerFunc) HandlerFunc {
 		return func(next HandlerFunc) HandlerFunc {
 			return func(ctx context.Context, env *envelope.Envelope, msg apulsar.Message) error {
@@ -116,7 +132,7 @@ func TestMiddlewareRunsInTheOrderGivenAroundTheHandler(t *testing.T) {
 	h.senders[testDLQ].EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
 	h.settler.EXPECT().Ack(msg).Return(nil)
 	h.process(msg)
-	assert.Equal(t, []string{"a>", "b>", "c>", "handler", "<c:boom", "<b:boom", "<a:boom"}, trace)
+	assert.Equal(t, []string{"a>", "b>", "c>", "handler", "<c:boom", "<b:boom", "<a:boom"}, tr.take())
 }
 
 // Several WithHooks compose as WithHooks says: Delivery functions are called in order, each
@@ -125,13 +141,8 @@ func TestMiddlewareRunsInTheOrderGivenAroundTheHandler(t *testing.T) {
 // functions are called in order and their outcome functions in reverse order.
 func TestHooksComposeInTheDocumentedOrder(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var trace []string
-	note := func(s string) {
-		mu.Lock()
-		defer mu.Unlock()
-		trace = append(trace, s)
-	}
+	var tr orderTrace
+	note := tr.note
 	type key struct{}
 	hooks := func(name string) Hooks {
 		return Hooks{
@@ -160,14 +171,13 @@ func TestHooksComposeInTheDocumentedOrder(t *testing.T) {
 		"delivery a after ", "delivery b after a",
 		"publish a", "publish b", "sent b", "sent a",
 		"event a:retried", "event b:retried", "settled b:retried", "settled a:retried",
-	}, trace)
+	}, tr.take())
 
-	trace = nil
 	p, prod := newMockPublisher(t, WithHooks(hooks("a")), WithHooks(hooks("b")))
 	prod.EXPECT().Send(gomock.Any(), gomock.Any()).Return(apulsar.EarliestMessageID(), nil)
 	_, err := p.Publish(t.Context(), testURN, nil)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"publish a", "publish b", "sent b", "sent a"}, trace, "a publisher calls its Publish hooks alone")
+	assert.Equal(t, []string{"publish a", "publish b", "sent b", "sent a"}, tr.take(), "a publisher calls its Publish hooks alone")
 }
 
 func TestMiddlewareCanDecideWithoutTheHandler(t *testing.T) {
