@@ -221,12 +221,7 @@ func TestGuardStoreFailures(t *testing.T) {
 	fs.claim.Store(true)
 	res, err := g.Do(ctx, "x", ok)
 	assert.Equal(t, idempotency.NotRun, res)
-	require.ErrorIs(t, err, idempotency.ErrStore)
-	require.ErrorIs(t, err, errOutage)
-	var claimErr *idempotency.StoreError
-	require.ErrorAs(t, err, &claimErr)
-	assert.Equal(t, "claim", claimErr.Op)
-	assert.Equal(t, "x", claimErr.ID)
+	requireOutage(t, err, "claim", "x")
 	assert.Zero(t, runs, "a store that cannot answer never runs the handler")
 	fs.claim.Store(false)
 
@@ -517,12 +512,7 @@ func TestGuardForgetFailureIsAStoreError(t *testing.T) {
 	rs := newRecordingStore(t)
 	rs.forget = errOutage
 	err := newGuard(t, rs).Forget(context.Background(), "f")
-	require.ErrorIs(t, err, idempotency.ErrStore)
-	require.ErrorIs(t, err, errOutage)
-	var se *idempotency.StoreError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "forget", se.Op)
-	assert.Equal(t, "f", se.ID)
+	requireOutage(t, err, "forget", "f")
 }
 
 // TestGuardCommitRetriesEndWithTheDeliveryCtx: a failing commit is retried within
@@ -591,4 +581,16 @@ func TestMiddlewareRemembersAHandlerThatAcksWithAWarning(t *testing.T) {
 			assert.Equal(t, "commit", se.Op)
 		})
 	}
+}
+
+// requireOutage requires err to be the *StoreError of operation op on id, caused by
+// errOutage.
+func requireOutage(t *testing.T, err error, op, id string) {
+	t.Helper()
+	require.ErrorIs(t, err, idempotency.ErrStore)
+	require.ErrorIs(t, err, errOutage)
+	var se *idempotency.StoreError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, op, se.Op)
+	assert.Equal(t, id, se.ID)
 }
