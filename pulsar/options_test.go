@@ -3,7 +3,10 @@ package pulsar_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -187,6 +190,96 @@ func TestEscapeHatchesKeepTheTopicsAndTheSubscription(t *testing.T) {
 	stats := b.Stats(topic)
 	assert.Zero(t, stats.Producers, "Close closed the publisher's producer")
 	assert.Zero(t, stats.Subscriptions["s"].Consumers, "Close closed the subscription's consumer")
+}
+
+// The producers that write retries and dead letters batch with batches of one message, as
+// WithSenderOptions says, and f is given that default. Each write is sent on its own and
+// synchronously, so even an hour's batching delay, which f may set, holds no dead letter
+// back.
+func TestSettlementProducersSendBatchesOfOne(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic := uniqueTopic(t, "batch-of-one")
+	dead := collect(t, client, topic+".dlq")
+	var (
+		mu   sync.Mutex
+		seen []apulsar.ProducerOptions
+	)
+	c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic), bqpulsar.WithSubscription("s", apulsar.Shared),
+		bqpulsar.Handle(okURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			return bqpulsar.DeadLetter(errors.New("refused"))
+		}),
+		bqpulsar.WithSenderOptions(func(o *apulsar.ProducerOptions) {
+			mu.Lock()
+			seen = append(seen, *o)
+			mu.Unlock()
+			o.BatchingMaxPublishDelay = time.Hour
+		}))
+	require.NoError(t, err)
+	pub, err := bqpulsar.NewPublisher(client, topic)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, pub.Close()) }()
+	runConsumer(t, c)
+	for range 3 {
+		_, err = pub.Publish(t.Context(), okURN, nil)
+		require.NoError(t, err)
+	}
+	assert.Len(t, dead.wait(t, 3, waitLong), 3, "each dead letter is written at once, whatever the batching delay")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, seen, "f adjusted the dead-letter producer")
+	for _, o := range seen {
+		assert.Equal(t, uint(1), o.BatchingMaxMessages, "batches of one message")
+		assert.False(t, o.DisableBatching, "batching is not disabled outright")
+	}
+}
+
+// The options that only NewConsumer or NewPublisher read, to create what they own, are
+// ignored by WrapConsumer and WrapProducer, as their docs say: the escape hatches' f is never
+// called, another topic gets no subscription, and a publish makes no initial subscription.
+func TestWrapIgnoresTheOptionsOfWhatItDoesNotCreate(t *testing.T) {
+	t.Parallel()
+	b := pulsartest.NewBroker(t)
+	client := newClient(t, b)
+	topic, elsewhere := uniqueTopic(t, "wrapped"), uniqueTopic(t, "elsewhere")
+	var called atomic.Int32
+	pp, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic})
+	require.NoError(t, err)
+	t.Cleanup(pp.Close)
+	pub, err := bqpulsar.WrapProducer(pp,
+		bqpulsar.WithProducerOptions(func(*apulsar.ProducerOptions) { called.Add(1) }),
+		bqpulsar.WithInitialSubscription("initial"))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, pub.Close()) }()
+
+	pc, err := client.Subscribe(apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared})
+	require.NoError(t, err)
+	t.Cleanup(pc.Close) // after runConsumer's cleanup, which closes c first
+	handled := make(chan struct{}, 1)
+	c, err := bqpulsar.WrapConsumer(client, pc, bqpulsar.WithSubscription("s", apulsar.Shared),
+		bqpulsar.Handle(okURN, func(context.Context, *envelope.Envelope, apulsar.Message) error {
+			handled <- struct{}{}
+			return nil
+		}),
+		bqpulsar.WithTopic(elsewhere),
+		bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionLatest),
+		bqpulsar.WithNackRedeliveryDelay(time.Millisecond),
+		bqpulsar.WithConsumerOptions(func(*apulsar.ConsumerOptions) { called.Add(1) }))
+	require.NoError(t, err)
+	runConsumer(t, c)
+
+	_, err = pub.Publish(t.Context(), okURN, nil)
+	require.NoError(t, err)
+	select {
+	case <-handled:
+	case <-time.After(waitLong):
+		t.Fatal("the wrapped consumer did not handle the message")
+	}
+	assert.Zero(t, called.Load(), "no escape hatch ran")
+	assert.Equal(t, []string{"s"}, b.Subscriptions(topic), "no initial subscription was made")
+	assert.Empty(t, b.Subscriptions(elsewhere), "WithTopic subscribed to nothing")
 }
 
 func TestClientLoggerAdapter(t *testing.T) {

@@ -60,11 +60,12 @@ func producerSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions
 	return func(topic string) (seam.Sender, func(), error) {
 		po := apulsar.ProducerOptions{
 			// Each retry or dead letter is sent synchronously by the worker that holds the
-			// message, so a batch of one is flushed at once instead of after the batching
-			// delay. Batching is not disabled outright: pulsar-client-go v0.19.0's unbatched
-			// send path races with its own reconnect (producerName and encryptor are rewritten
-			// by grabCnx while internalSingleSend reads them), which -race reports whenever a
-			// connection drops during a send.
+			// message, and a synchronous Send flushes its batch at once, so no write waits
+			// for the batching delay; a batch of one message says so outright. Batching is
+			// not disabled: pulsar-client-go v0.19.0's unbatched send path races with its own
+			// reconnect (producerName and encryptor are rewritten by grabCnx while
+			// internalSingleSend reads them), which -race reports whenever a connection drops
+			// during a send.
 			BatchingMaxMessages: 1,
 		}
 		if adjust != nil {
