@@ -1,6 +1,7 @@
 package pulsar_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -24,8 +25,12 @@ import (
 
 	apulsar "github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/sirupsen/logrus" //nolint:depguard // to observe the client's global logger, which Connect keeps silent
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/seam"
@@ -93,6 +98,49 @@ func TestConnectEmbeddedBroker(t *testing.T) {
 	require.NoError(t, err)
 	p.Close()
 	assert.Equal(t, 1, b.Stats("orders").Messages)
+}
+
+// Connect watches the client's log through a logger of its own: every line still reaches
+// opts.Logger, and a nil opts.Logger means silent, not pulsar-client-go's global logrus
+// logger (which a client made without Connect writes to, as the control shows). Not
+// parallel: it redirects the global logger.
+func TestConnectLogsWhereItsOptionsSay(t *testing.T) {
+	b := pulsartest.NewBroker(t)
+	var global bytes.Buffer
+	out, level := logrus.StandardLogger().Out, logrus.GetLevel()
+	logrus.SetOutput(&global)
+	logrus.SetLevel(logrus.InfoLevel)
+	t.Cleanup(func() { logrus.SetOutput(out); logrus.SetLevel(level) })
+	// use sends one message on a fresh producer of client, then closes the client.
+	use := func(client apulsar.Client) {
+		t.Helper()
+		p, err := client.CreateProducer(apulsar.ProducerOptions{Topic: uniqueTopic(t, "logged")})
+		require.NoError(t, err)
+		_, err = p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte("x")})
+		require.NoError(t, err)
+		p.Close()
+		client.Close()
+	}
+
+	core, logs := observer.New(zapcore.DebugLevel)
+	opts := connectOpts(b.URL())
+	opts.Logger = bqpulsar.NewClientLogger(zap.New(core))
+	client, err := bqpulsar.Connect(t.Context(), opts)
+	require.NoError(t, err)
+	use(client)
+	assert.NotZero(t, logs.FilterMessageSnippet("onnect").Len(), "the client's connection lines reached opts.Logger")
+	assert.NotZero(t, logs.FilterMessageSnippet("roducer").Len(), "so did the producer's")
+
+	opts.Logger = nil
+	client, err = bqpulsar.Connect(t.Context(), opts)
+	require.NoError(t, err)
+	use(client)
+	assert.Empty(t, global.String(), "a nil Logger is silent")
+
+	client, err = apulsar.NewClient(opts)
+	require.NoError(t, err)
+	use(client)
+	assert.NotEmpty(t, global.String(), "control: without Connect, a nil Logger means the global logger")
 }
 
 func TestConnectRefused(t *testing.T) {
