@@ -239,9 +239,9 @@ func TestDecodeFields(t *testing.T) {
 
 func TestDecodeStringEscapes(t *testing.T) {
 	t.Parallel()
-	e, err := envelope.Decode([]byte(`{"job":"a\"b\\c\/d\b\f\n\r\t\u0041\u00e9\ud83d\ude00\ud800x\udc00\ud83dA","trace_id":"\u2028"}`))
+	e, err := envelope.Decode([]byte(`{"job":"a\"b\\c\/d\b\f\n\r\t\u0041\u00e9\u00A9\u00FF\u00af\ud83d\ude00\ud800x\udc00\ud83dA","trace_id":"\u2028"}`))
 	require.NoError(t, err)
-	assert.Equal(t, "a\"b\\c/d\b\f\n\r\tAé😀\uFFFDx\uFFFD\uFFFDA", e.Job)
+	assert.Equal(t, "a\"b\\c/d\b\f\n\r\tAé©ÿ¯😀\uFFFDx\uFFFD\uFFFDA", e.Job, "hex digits of either case")
 	assert.Equal(t, "\u2028", e.TraceID)
 
 	var viaStd struct {
