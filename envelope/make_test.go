@@ -110,6 +110,24 @@ func TestMakeData(t *testing.T) {
 	}
 }
 
+// TestMakeAllocatesTwice pins the allocation budget of a publish (see Performance in the
+// package doc): Make with map data (a nested map and slice, which the package's own
+// encoder writes, not encoding/json) and AppendEncode into a reused buffer allocate the
+// envelope and the caller's option value only.
+func TestMakeAllocatesTwice(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	buf := make([]byte, 0, 1024)
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if buf, err = makeAndEncode(buf, orderMap); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 2.0)
+}
+
 func TestMakeCopiesRawData(t *testing.T) {
 	t.Parallel()
 	raw := []byte(`{"a":1}`)
