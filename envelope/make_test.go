@@ -139,6 +139,12 @@ func TestMakeCopiesRawData(t *testing.T) {
 
 func TestMakeErrors(t *testing.T) {
 	t.Parallel()
+	// Values that contain themselves: the package's encoder hands them to encoding/json,
+	// which refuses the cycle, instead of following them for ever.
+	cyclicMap := map[string]any{}
+	cyclicMap["self"] = cyclicMap
+	cyclicSlice := []any{nil}
+	cyclicSlice[0] = cyclicSlice
 	tests := []struct {
 		name string
 		urn  string
@@ -157,6 +163,8 @@ func TestMakeErrors(t *testing.T) {
 		{"NaN", "u", map[string]float64{"x": math.NaN()}, nil, envelope.ErrInvalidData},
 		{"Inf", "u", map[string]float64{"x": math.Inf(1)}, nil, envelope.ErrInvalidData},
 		{"channel", "u", map[string]any{"c": make(chan int)}, nil, envelope.ErrInvalidData},
+		{"cyclic map", "u", cyclicMap, nil, envelope.ErrInvalidData},
+		{"cyclic slice", "u", map[string]any{"list": cyclicSlice}, nil, envelope.ErrInvalidData},
 		{"blank trace id", "u", nil, []envelope.MakeOption{envelope.WithTraceID(" ")}, envelope.ErrInvalidOption},
 		{"blank message id", "u", nil, []envelope.MakeOption{envelope.WithMessageID("")}, envelope.ErrInvalidOption},
 		// Not blank, so only the UTF-8 rule refuses these.
