@@ -34,14 +34,17 @@ func allocatedBytes[T any](alloc func() T) uint64 {
 // classes: for text lengths up to 8 KiB, the one allocation that holds the Envelope and
 // its text is no larger than what the runtime hands out for an object of that total size
 // (a byte slice of it, one malloc header more above 512 B, where an object with pointers
-// carries one). A size class missing from newEnvelope's table would round the allocation
-// up to the next case and fail here. The lengths go up by 16, the narrowest class's width,
-// so every class is tried.
+// carries one), and no smaller than that total, so the text fits in it. The totals go up by
+// 16, the narrowest class's width, and each is a multiple of 16, as every class is: each
+// class is tried at its last size, where a class missing from newEnvelope's table, or a
+// case that stops one size short, would round the allocation up to the next class, and
+// each at the first size past it, which a case reaching too far would put in too small a
+// buffer.
 func TestNewEnvelopeFillsTheSizeClass(t *testing.T) {
-	for n := 1; envelopeSize+n+mallocHeader <= 8192; n += 16 {
-		size := envelopeSize + n
+	for size := (envelopeSize/16 + 1) * 16; size <= 8192; size += 16 {
+		n := size - envelopeSize
 		if size > 512 {
-			size += mallocHeader
+			n -= mallocHeader
 		}
 		want := allocatedBytes(func() []byte { return make([]byte, size) })
 		got := allocatedBytes(func() *Envelope {
@@ -51,8 +54,8 @@ func TestNewEnvelopeFillsTheSizeClass(t *testing.T) {
 			}
 			return e
 		})
-		if got > want {
-			t.Fatalf("newEnvelope(%d) (%d bytes with the Envelope): %d bytes allocated, want at most the %d of its size class", n, size, got, want)
+		if got > want || got < uint64(size) {
+			t.Fatalf("newEnvelope(%d) (%d bytes with the Envelope): %d bytes allocated, want at least %d and at most the %d of its size class", n, size, got, size, want)
 		}
 	}
 }
