@@ -58,6 +58,12 @@ func TestDecodePoison(t *testing.T) {
 		{"overlong encoding", "{\"job\":\"\xc0\xaf\"}", envelope.RuleUTF8, ""},
 		{"utf8 encoded surrogate", "{\"job\":\"\xed\xa0\x80\"}", envelope.RuleUTF8, ""},
 		{"invalid byte outside strings", "{\xff}", envelope.RuleUTF8, ""},
+		{"two-byte sequence cut by the end", "{\"data\":{\"s\":\"\xc3", envelope.RuleUTF8, ""},
+		{"three-byte sequence cut by the end", "{\"data\":{\"s\":\"\xe2\x82", envelope.RuleUTF8, ""},
+		// After a valid sequence, whose bytes must not stand in for the next one's.
+		{"bad second byte of two", "{\"data\":{\"s\":\"é\xc3(\"}}", envelope.RuleUTF8, ""},
+		{"bad second byte of three", "{\"data\":{\"s\":\"é\xe2(\xa1\"}}", envelope.RuleUTF8, ""},
+		{"bad third byte of three", "{\"data\":{\"s\":\"éa\xe2\x82(\"}}", envelope.RuleUTF8, ""},
 		// rule 2
 		{"empty", "", envelope.RuleSingleObject, ""},
 		{"only whitespace", " \n\t\r", envelope.RuleSingleObject, ""},
@@ -96,6 +102,8 @@ func TestDecodePoison(t *testing.T) {
 		{"malformed forbidden value", `{"timestamp":[}`, envelope.RuleSingleObject, "/timestamp"},
 		{"malformed wrong-typed value", `{"job":[1,}`, envelope.RuleSingleObject, "/job"},
 		{"too deep", `{"x":` + deep + `}`, envelope.RuleSingleObject, "/x"},
+		{"minus sign at the end", `{"x":-`, envelope.RuleSingleObject, "/x"},
+		{"backslash at the end", `{"x":"\`, envelope.RuleSingleObject, "/x"},
 		{"bad key escape", `{"\q":1}`, envelope.RuleSingleObject, ""},
 		// rule 4
 		{"job number", `{"job":1}`, envelope.RuleType, "/job"},
