@@ -64,6 +64,8 @@ func TestDecodePoison(t *testing.T) {
 		{"bad second byte of two", "{\"data\":{\"s\":\"é\xc3(\"}}", envelope.RuleUTF8, ""},
 		{"bad second byte of three", "{\"data\":{\"s\":\"é\xe2(\xa1\"}}", envelope.RuleUTF8, ""},
 		{"bad third byte of three", "{\"data\":{\"s\":\"éa\xe2\x82(\"}}", envelope.RuleUTF8, ""},
+		{"overlong three-byte sequence in data", "{\"data\":{\"s\":\"\xe0\x80\xaf\"}}", envelope.RuleUTF8, ""},
+		{"four-byte sequence cut short in data", "{\"data\":{\"s\":\"\xf0\x90\x80\"}}", envelope.RuleUTF8, ""},
 		// rule 2
 		{"empty", "", envelope.RuleSingleObject, ""},
 		{"only whitespace", " \n\t\r", envelope.RuleSingleObject, ""},
@@ -77,6 +79,9 @@ func TestDecodePoison(t *testing.T) {
 		{"two objects", `{}{}`, envelope.RuleSingleObject, ""},
 		{"trailing newline then garbage", "{}\n\x00", envelope.RuleSingleObject, ""},
 		{"unterminated object", `{"job":"x"`, envelope.RuleSingleObject, ""},
+		{"lone brace", `{`, envelope.RuleSingleObject, ""},
+		{"key at the end", `{"x"`, envelope.RuleSingleObject, ""},
+		{"comma at the end", `{"x":1,`, envelope.RuleSingleObject, ""},
 		{"trailing comma", `{"job":"x",}`, envelope.RuleSingleObject, ""},
 		{"missing colon", `{"job" "x"}`, envelope.RuleSingleObject, ""},
 		{"single quotes", `{'job':'x'}`, envelope.RuleSingleObject, ""},
@@ -332,13 +337,17 @@ func TestDecodeDuplicateUnknownKeys(t *testing.T) {
 
 func TestDecodeDuplicateBlocksReplaceWhole(t *testing.T) {
 	t.Parallel()
-	e, err := envelope.Decode([]byte(`{"meta":{"id":"a","queue":"q","x":1},"meta":{"id":"b"},"data":{"a":1},"data":{"b":2}}`))
+	e, err := envelope.Decode([]byte(`{"meta":{"id":"a","queue":"q","x":1},"meta":{"id":"b"},"data":{"a":1},"data":{"b":2},` +
+		`"dead_letter":{"reason":"failed","error":"boom","exception":"E","failed_at":1,"original_queue":"q","attempts":3,"lang":"php","y":1},` +
+		`"dead_letter":{"failed_at":2}}`))
 	require.NoError(t, err)
 	assert.Equal(t, envelope.Meta{ID: "b"}, e.Meta)
 	assert.JSONEq(t, `{"b":2}`, string(e.Data))
+	assert.Equal(t, &envelope.DeadLetter{FailedAt: 2}, e.DeadLetter)
 	out, err := e.Encode()
 	require.NoError(t, err)
 	assert.NotContains(t, string(out), `"x":1`)
+	assert.NotContains(t, string(out), `"y":1`)
 }
 
 func TestDecodeOwnsItsMemory(t *testing.T) {
