@@ -390,6 +390,25 @@ func TestPoisonErrorIs(t *testing.T) {
 	assert.Equal(t, "envelope: poison (single_object): payload is a JSON array, not an object", err.Error())
 }
 
+// TestPoisonDetails pins what a poison error says beyond its rule: where the payload is
+// malformed (the member, when there is one, and the byte offset) and where its first
+// invalid UTF-8 byte is.
+func TestPoisonDetails(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ payload, want string }{
+		{`{"data":{"a":[1,2}}`, "envelope: poison (single_object): malformed JSON in /data: " +
+			"invalid character '}', want ',' or ']' after an array element at byte 17"},
+		{`{"job" "x"}`, "envelope: poison (single_object): malformed JSON: " +
+			"invalid character '\"', want ':' after an object key at byte 7"},
+		{"{\"job\":\"a\xffb\"}", "envelope: poison (utf8): payload is not valid UTF-8 (first invalid byte at 9)"},
+	}
+	for _, tt := range tests {
+		_, err := envelope.Decode([]byte(tt.payload))
+		require.Error(t, err)
+		assert.Equal(t, tt.want, err.Error(), "payload %q", tt.payload)
+	}
+}
+
 func TestDecodeDepthMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{9999, 10000} { // the frame is one level, so 9999 arrays reach 10000
