@@ -400,6 +400,8 @@ func TestPoisonDetails(t *testing.T) {
 			"invalid character '}', want ',' or ']' after an array element at byte 17"},
 		{`{"job" "x"}`, "envelope: poison (single_object): malformed JSON: " +
 			"invalid character '\"', want ':' after an object key at byte 7"},
+		{`{"x":01}`, "envelope: poison (single_object): malformed JSON: " +
+			"invalid character '1', want ',' or '}' after an object member at byte 6"},
 		{"{\"job\":\"a\xffb\"}", "envelope: poison (utf8): payload is not valid UTF-8 (first invalid byte at 9)"},
 	}
 	for _, tt := range tests {

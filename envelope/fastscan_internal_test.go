@@ -52,6 +52,8 @@ func addFastSeeds(f *testing.F) {
 		// Cut by the end of the input: after a key, after the whitespace following a key or
 		// a value, after a comma, in a string of eight plain bytes, in a \u escape.
 		`{"a"`, `{"a" `, `[1 `, `[1,`, `"abcdefgh`, `"\u12`,
+		// Numbers ending the input, in each part; a 9 past an exponent's first digit.
+		`-12`, `1.5`, `1e`, `1e5`, `1e19`,
 		`{"a" x1}`, // no colon after the key
 		// Bytes that only the general UTF-8 check refuses: a lead byte below C2 (overlong),
 		// an encoded surrogate.
