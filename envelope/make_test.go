@@ -204,11 +204,16 @@ func TestMakeIDsAreCanonicalUUIDv4(t *testing.T) {
 			seen[id] = true
 		}
 	}
-	e, err := envelope.Make("urn:a:b", nil, envelope.WithTraceID("t"))
+	traced, err := envelope.Make("urn:a:b", nil, envelope.WithTraceID("t"))
 	require.NoError(t, err)
-	assert.Equal(t, "t", e.TraceID)
-	_, err = uuid.Parse(e.Meta.ID)
-	require.NoError(t, err, "the other id is still drawn")
+	assert.Equal(t, "t", traced.TraceID)
+	identified, err := envelope.Make("urn:a:b", nil, envelope.WithMessageID("m"))
+	require.NoError(t, err)
+	assert.Equal(t, "m", identified.Meta.ID)
+	for _, id := range []string{traced.Meta.ID, identified.TraceID} {
+		_, err = uuid.Parse(id)
+		require.NoError(t, err, "the other id is still drawn")
+	}
 }
 
 func TestMakeDataIsCapped(t *testing.T) {
