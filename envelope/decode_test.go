@@ -46,6 +46,7 @@ func requirePoison(t *testing.T, err error, rule envelope.Rule, pointer string) 
 func TestDecodePoison(t *testing.T) {
 	t.Parallel()
 	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
+	deepObjects := strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001)
 	tests := []struct {
 		name    string
 		payload string
@@ -107,6 +108,10 @@ func TestDecodePoison(t *testing.T) {
 		{"malformed forbidden value", `{"timestamp":[}`, envelope.RuleSingleObject, "/timestamp"},
 		{"malformed wrong-typed value", `{"job":[1,}`, envelope.RuleSingleObject, "/job"},
 		{"too deep", `{"x":` + deep + `}`, envelope.RuleSingleObject, "/x"},
+		{"too deep in objects", `{"x":` + deepObjects + `}`, envelope.RuleSingleObject, "/x"},
+		{"literal cut by the end", `{"x":tru`, envelope.RuleSingleObject, "/x"},
+		{"data cut after its brace", `{"data":{`, envelope.RuleSingleObject, "/data"},
+		{"data cut after a key", `{"data":{"a"`, envelope.RuleSingleObject, "/data"},
 		{"minus sign at the end", `{"x":-`, envelope.RuleSingleObject, "/x"},
 		{"backslash at the end", `{"x":"\`, envelope.RuleSingleObject, "/x"},
 		{"bad key escape", `{"\q":1}`, envelope.RuleSingleObject, ""},
@@ -402,6 +407,7 @@ func TestPoisonDetails(t *testing.T) {
 			"invalid character '\"', want ':' after an object key at byte 7"},
 		{`{"x":01}`, "envelope: poison (single_object): malformed JSON: " +
 			"invalid character '1', want ',' or '}' after an object member at byte 6"},
+		{`{"x":tru}`, "envelope: poison (single_object): malformed JSON in /x: invalid literal, want true at byte 8"},
 		{"{\"job\":\"a\xffb\"}", "envelope: poison (utf8): payload is not valid UTF-8 (first invalid byte at 9)"},
 	}
 	for _, tt := range tests {
