@@ -112,6 +112,7 @@ func TestDecodePoison(t *testing.T) {
 		{"literal cut by the end", `{"x":tru`, envelope.RuleSingleObject, "/x"},
 		{"data cut after its brace", `{"data":{`, envelope.RuleSingleObject, "/data"},
 		{"data cut after a key", `{"data":{"a"`, envelope.RuleSingleObject, "/data"},
+		{"data cut after '['", `{"data":{"a":[`, envelope.RuleSingleObject, "/data"},
 		{"minus sign at the end", `{"x":-`, envelope.RuleSingleObject, "/x"},
 		{"backslash at the end", `{"x":"\`, envelope.RuleSingleObject, "/x"},
 		{"bad key escape", `{"\q":1}`, envelope.RuleSingleObject, ""},
