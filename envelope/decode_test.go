@@ -113,6 +113,8 @@ func TestDecodePoison(t *testing.T) {
 		{"data cut after its brace", `{"data":{`, envelope.RuleSingleObject, "/data"},
 		{"data cut after a key", `{"data":{"a"`, envelope.RuleSingleObject, "/data"},
 		{"data cut after '['", `{"data":{"a":[`, envelope.RuleSingleObject, "/data"},
+		{"data cut after an element", `{"data":{"a":[1`, envelope.RuleSingleObject, "/data"},
+		{"unicode escape cut by the end", `{"x":"\u12`, envelope.RuleSingleObject, "/x"},
 		{"minus sign at the end", `{"x":-`, envelope.RuleSingleObject, "/x"},
 		{"backslash at the end", `{"x":"\`, envelope.RuleSingleObject, "/x"},
 		{"bad key escape", `{"\q":1}`, envelope.RuleSingleObject, ""},
@@ -409,6 +411,8 @@ func TestPoisonDetails(t *testing.T) {
 		{`{"x":01}`, "envelope: poison (single_object): malformed JSON: " +
 			"invalid character '1', want ',' or '}' after an object member at byte 6"},
 		{`{"x":tru}`, "envelope: poison (single_object): malformed JSON in /x: invalid literal, want true at byte 8"},
+		{`{"x":"\u0041`, "envelope: poison (single_object): malformed JSON in /x: unterminated string at byte 5"},
+		{`{"x":"\q"}`, "envelope: poison (single_object): malformed JSON in /x: invalid escape 'q' in a string at byte 6"},
 		{"{\"job\":\"a\xffb\"}", "envelope: poison (utf8): payload is not valid UTF-8 (first invalid byte at 9)"},
 	}
 	for _, tt := range tests {

@@ -92,6 +92,7 @@ func TestMakeData(t *testing.T) {
 		{"empty map", map[string]any{}, `{}`},
 		{"empty raw", json.RawMessage(nil), `{}`},
 		{"raw kept and compacted", json.RawMessage(" {\"b\": 1.0, \"a\" : 9007199254740993}\n"), `{"b":1.0,"a":9007199254740993}`},
+		{"raw compacted around escapes", json.RawMessage(`{"a": "x\" y\\", "b" : 1}`), `{"a":"x\" y\\","b":1}`},
 		{"bytes are raw JSON", []byte(`{"x":"<&>"}`), `{"x":"<&>"}`},
 		{"map sorted, no HTML escaping", map[string]any{"z": "<b>&", "a": 1}, `{"a":1,"z":"<b>&"}`},
 		{"struct", order{ID: 9007199254740993, Note: "\u2028", Price: 1}, `{"id":9007199254740993,"note":"\u2028","price":1}`},
