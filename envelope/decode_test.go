@@ -61,6 +61,7 @@ func TestDecodePoison(t *testing.T) {
 		{"invalid byte outside strings", "{\xff}", envelope.RuleUTF8, ""},
 		{"two-byte sequence cut by the end", "{\"data\":{\"s\":\"\xc3", envelope.RuleUTF8, ""},
 		{"three-byte sequence cut by the end", "{\"data\":{\"s\":\"\xe2\x82", envelope.RuleUTF8, ""},
+		{"known string cut inside a sequence", "{\"job\":\"\xc3", envelope.RuleUTF8, ""},
 		// After a valid sequence, whose bytes must not stand in for the next one's.
 		{"bad second byte of two", "{\"data\":{\"s\":\"é\xc3(\"}}", envelope.RuleUTF8, ""},
 		{"bad second byte of three", "{\"data\":{\"s\":\"é\xe2(\xa1\"}}", envelope.RuleUTF8, ""},
@@ -413,6 +414,8 @@ func TestPoisonDetails(t *testing.T) {
 		{`{"x":tru}`, "envelope: poison (single_object): malformed JSON in /x: invalid literal, want true at byte 8"},
 		{`{"x":"\u0041`, "envelope: poison (single_object): malformed JSON in /x: unterminated string at byte 5"},
 		{`{"x":"\q"}`, "envelope: poison (single_object): malformed JSON in /x: invalid escape 'q' in a string at byte 6"},
+		{`{"x":- 1}`, "envelope: poison (single_object): malformed JSON in /x: invalid character ' ' in a number at byte 6"},
+		{"{\"x\":\x7f}", "envelope: poison (single_object): malformed JSON in /x: invalid character 0x7f looking for a value at byte 5"},
 		{"{\"job\":\"a\xffb\"}", "envelope: poison (utf8): payload is not valid UTF-8 (first invalid byte at 9)"},
 	}
 	for _, tt := range tests {
