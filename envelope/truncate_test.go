@@ -152,6 +152,7 @@ func TestTruncatedCopyEveryLimit(t *testing.T) {
 		[]byte("a\x00\"\\\n\u2028é€😀\xffz\xc3"),
 		[]byte("😀😀😀😀"),
 		bytes.Repeat([]byte{0xe2, 0x82}, 8),
+		[]byte("\x80\xbf"), // continuation bytes alone, 0x80 the lowest byte above ASCII
 	} {
 		minimum, prev := 0, 0
 		for limit := 0; limit < 600; limit++ {
