@@ -46,6 +46,7 @@ func requirePoison(t *testing.T, err error, rule envelope.Rule, pointer string) 
 func TestDecodePoison(t *testing.T) {
 	t.Parallel()
 	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
+	deepObjects := strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001)
 	tests := []struct {
 		name    string
 		payload string
@@ -58,6 +59,15 @@ func TestDecodePoison(t *testing.T) {
 		{"overlong encoding", "{\"job\":\"\xc0\xaf\"}", envelope.RuleUTF8, ""},
 		{"utf8 encoded surrogate", "{\"job\":\"\xed\xa0\x80\"}", envelope.RuleUTF8, ""},
 		{"invalid byte outside strings", "{\xff}", envelope.RuleUTF8, ""},
+		{"two-byte sequence cut by the end", "{\"data\":{\"s\":\"\xc3", envelope.RuleUTF8, ""},
+		{"three-byte sequence cut by the end", "{\"data\":{\"s\":\"\xe2\x82", envelope.RuleUTF8, ""},
+		{"known string cut inside a sequence", "{\"job\":\"\xc3", envelope.RuleUTF8, ""},
+		// After a valid sequence, whose bytes must not stand in for the next one's.
+		{"bad second byte of two", "{\"data\":{\"s\":\"é\xc3(\"}}", envelope.RuleUTF8, ""},
+		{"bad second byte of three", "{\"data\":{\"s\":\"é\xe2(\xa1\"}}", envelope.RuleUTF8, ""},
+		{"bad third byte of three", "{\"data\":{\"s\":\"éa\xe2\x82(\"}}", envelope.RuleUTF8, ""},
+		{"overlong three-byte sequence in data", "{\"data\":{\"s\":\"\xe0\x80\xaf\"}}", envelope.RuleUTF8, ""},
+		{"four-byte sequence cut short in data", "{\"data\":{\"s\":\"\xf0\x90\x80\"}}", envelope.RuleUTF8, ""},
 		// rule 2
 		{"empty", "", envelope.RuleSingleObject, ""},
 		{"only whitespace", " \n\t\r", envelope.RuleSingleObject, ""},
@@ -71,6 +81,9 @@ func TestDecodePoison(t *testing.T) {
 		{"two objects", `{}{}`, envelope.RuleSingleObject, ""},
 		{"trailing newline then garbage", "{}\n\x00", envelope.RuleSingleObject, ""},
 		{"unterminated object", `{"job":"x"`, envelope.RuleSingleObject, ""},
+		{"lone brace", `{`, envelope.RuleSingleObject, ""},
+		{"key at the end", `{"x"`, envelope.RuleSingleObject, ""},
+		{"comma at the end", `{"x":1,`, envelope.RuleSingleObject, ""},
 		{"trailing comma", `{"job":"x",}`, envelope.RuleSingleObject, ""},
 		{"missing colon", `{"job" "x"}`, envelope.RuleSingleObject, ""},
 		{"single quotes", `{'job':'x'}`, envelope.RuleSingleObject, ""},
@@ -96,6 +109,15 @@ func TestDecodePoison(t *testing.T) {
 		{"malformed forbidden value", `{"timestamp":[}`, envelope.RuleSingleObject, "/timestamp"},
 		{"malformed wrong-typed value", `{"job":[1,}`, envelope.RuleSingleObject, "/job"},
 		{"too deep", `{"x":` + deep + `}`, envelope.RuleSingleObject, "/x"},
+		{"too deep in objects", `{"x":` + deepObjects + `}`, envelope.RuleSingleObject, "/x"},
+		{"literal cut by the end", `{"x":tru`, envelope.RuleSingleObject, "/x"},
+		{"data cut after its brace", `{"data":{`, envelope.RuleSingleObject, "/data"},
+		{"data cut after a key", `{"data":{"a"`, envelope.RuleSingleObject, "/data"},
+		{"data cut after '['", `{"data":{"a":[`, envelope.RuleSingleObject, "/data"},
+		{"data cut after an element", `{"data":{"a":[1`, envelope.RuleSingleObject, "/data"},
+		{"unicode escape cut by the end", `{"x":"\u12`, envelope.RuleSingleObject, "/x"},
+		{"minus sign at the end", `{"x":-`, envelope.RuleSingleObject, "/x"},
+		{"backslash at the end", `{"x":"\`, envelope.RuleSingleObject, "/x"},
 		{"bad key escape", `{"\q":1}`, envelope.RuleSingleObject, ""},
 		// rule 4
 		{"job number", `{"job":1}`, envelope.RuleType, "/job"},
@@ -239,9 +261,9 @@ func TestDecodeFields(t *testing.T) {
 
 func TestDecodeStringEscapes(t *testing.T) {
 	t.Parallel()
-	e, err := envelope.Decode([]byte(`{"job":"a\"b\\c\/d\b\f\n\r\t\u0041\u00e9\ud83d\ude00\ud800x\udc00\ud83dA","trace_id":"\u2028"}`))
+	e, err := envelope.Decode([]byte(`{"job":"a\"b\\c\/d\b\f\n\r\t\u0041\u00e9\u00A9\u00FF\u00af\ud83d\ude00\ud800x\udc00\ud83dA","trace_id":"\u2028"}`))
 	require.NoError(t, err)
-	assert.Equal(t, "a\"b\\c/d\b\f\n\r\tAé😀\uFFFDx\uFFFD\uFFFDA", e.Job)
+	assert.Equal(t, "a\"b\\c/d\b\f\n\r\tAé©ÿ¯😀\uFFFDx\uFFFD\uFFFDA", e.Job, "hex digits of either case")
 	assert.Equal(t, "\u2028", e.TraceID)
 
 	var viaStd struct {
@@ -324,13 +346,17 @@ func TestDecodeDuplicateUnknownKeys(t *testing.T) {
 
 func TestDecodeDuplicateBlocksReplaceWhole(t *testing.T) {
 	t.Parallel()
-	e, err := envelope.Decode([]byte(`{"meta":{"id":"a","queue":"q","x":1},"meta":{"id":"b"},"data":{"a":1},"data":{"b":2}}`))
+	e, err := envelope.Decode([]byte(`{"meta":{"id":"a","queue":"q","x":1},"meta":{"id":"b"},"data":{"a":1},"data":{"b":2},` +
+		`"dead_letter":{"reason":"failed","error":"boom","exception":"E","failed_at":1,"original_queue":"q","attempts":3,"lang":"php","y":1},` +
+		`"dead_letter":{"failed_at":2}}`))
 	require.NoError(t, err)
 	assert.Equal(t, envelope.Meta{ID: "b"}, e.Meta)
 	assert.JSONEq(t, `{"b":2}`, string(e.Data))
+	assert.Equal(t, &envelope.DeadLetter{FailedAt: 2}, e.DeadLetter)
 	out, err := e.Encode()
 	require.NoError(t, err)
 	assert.NotContains(t, string(out), `"x":1`)
+	assert.NotContains(t, string(out), `"y":1`)
 }
 
 func TestDecodeOwnsItsMemory(t *testing.T) {
@@ -371,6 +397,32 @@ func TestPoisonErrorIs(t *testing.T) {
 	require.ErrorIs(t, err, envelope.ErrPoison)
 	require.NotErrorIs(t, err, envelope.ErrInvalidData)
 	assert.Equal(t, "envelope: poison (single_object): payload is a JSON array, not an object", err.Error())
+}
+
+// TestPoisonDetails pins what a poison error says beyond its rule: where the payload is
+// malformed (the member, when there is one, and the byte offset) and where its first
+// invalid UTF-8 byte is.
+func TestPoisonDetails(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ payload, want string }{
+		{`{"data":{"a":[1,2}}`, "envelope: poison (single_object): malformed JSON in /data: " +
+			"invalid character '}', want ',' or ']' after an array element at byte 17"},
+		{`{"job" "x"}`, "envelope: poison (single_object): malformed JSON: " +
+			"invalid character '\"', want ':' after an object key at byte 7"},
+		{`{"x":01}`, "envelope: poison (single_object): malformed JSON: " +
+			"invalid character '1', want ',' or '}' after an object member at byte 6"},
+		{`{"x":tru}`, "envelope: poison (single_object): malformed JSON in /x: invalid literal, want true at byte 8"},
+		{`{"x":"\u0041`, "envelope: poison (single_object): malformed JSON in /x: unterminated string at byte 5"},
+		{`{"x":"\q"}`, "envelope: poison (single_object): malformed JSON in /x: invalid escape 'q' in a string at byte 6"},
+		{`{"x":- 1}`, "envelope: poison (single_object): malformed JSON in /x: invalid character ' ' in a number at byte 6"},
+		{"{\"x\":\x7f}", "envelope: poison (single_object): malformed JSON in /x: invalid character 0x7f looking for a value at byte 5"},
+		{"{\"job\":\"a\xffb\"}", "envelope: poison (utf8): payload is not valid UTF-8 (first invalid byte at 9)"},
+	}
+	for _, tt := range tests {
+		_, err := envelope.Decode([]byte(tt.payload))
+		require.Error(t, err)
+		assert.Equal(t, tt.want, err.Error(), "payload %q", tt.payload)
+	}
 }
 
 func TestDecodeDepthMatchesEncodingJSON(t *testing.T) {

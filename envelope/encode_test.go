@@ -198,3 +198,25 @@ func TestEncodeMatchesEncodingJSONValues(t *testing.T) {
 	assert.Equal(t, msg, dl["error"])
 	assert.Equal(t, exc, dl["exception"])
 }
+
+// TestEncodeAllocatesOnce pins the allocation budget of Encode (see Performance in the
+// package doc): the output is sized before it is written, so one allocation holds it,
+// however long each member is (every member here is longer than the slack of that size).
+func TestEncodeAllocatesOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	long := strings.Repeat("x", 200)
+	in := `{"job":"urn:` + long + `","trace_id":"` + long + `","data":{"a":"` + long + `"},` +
+		`"meta":{"id":"` + long + `","queue":"` + long + `","lang":"` + long + `","schema_version":1,"created_at":1,"m":"` + long + `"},` +
+		`"attempts":1,"dead_letter":{"reason":"` + long + `","error":"` + long + `","exception":"` + long + `","failed_at":2,` +
+		`"original_queue":"` + long + `","attempts":1,"lang":"` + long + `","d":"` + long + `"},"x":"` + long + `"}`
+	e, err := envelope.Classify([]byte(in))
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := e.Encode(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 1.0)
+}

@@ -47,6 +47,17 @@ func addFastSeeds(f *testing.F) {
 		strings.Repeat("[", fastDepth) + strings.Repeat("]", fastDepth),
 		`{"job":"urn:a:b","trace_id":"t","data":{"x":[1,2,{"y":"z"}]},"meta":{"schema_version":1}}`,
 		`{"job":"u","trace_id":"t","data":{"x": 1},"meta":{"schema_version":1},"extra":[ 1 ]}`,
+		// Whitespace in one place only, so that the flag depends on that place alone.
+		`{"a" :1}`, `[1 ]`,
+		// Cut by the end of the input: after a key, after the whitespace following a key or
+		// a value, after a comma, in a string of eight plain bytes, in a \u escape.
+		`{"a"`, `{"a" `, `[1 `, `[1,`, `"abcdefgh`, `"\u12`,
+		// Numbers ending the input, in each part; a 9 past an exponent's first digit.
+		`-12`, `1.5`, `1e`, `1e5`, `1e19`,
+		`{"a" x1}`, // no colon after the key
+		// Bytes that only the general UTF-8 check refuses: a lead byte below C2 (overlong),
+		// an encoded surrogate.
+		"[\"\xc0\xaf\"]", "[\"\xed\xa0\x80\"]",
 	} {
 		f.Add([]byte(s))
 	}
@@ -214,6 +225,19 @@ func TestFastValueDecidesCommonText(t *testing.T) {
 	}
 	if _, _, ok := fastValue([]byte(`[[]]`), 0, maxDepth-1); ok {
 		t.Errorf("fastValue accepted nesting past maxDepth")
+	}
+}
+
+// TestFastValueReadsOnlyItsInput: fastValue reads nothing past len(s), even where the
+// buffer behind s goes on (a payload cut from a longer buffer): a literal cut by the end of
+// the input is not completed from the bytes beyond it.
+func TestFastValueReadsOnlyItsInput(t *testing.T) {
+	for _, lit := range []string{"true", "false", "null"} {
+		buf := []byte("[" + lit + "]")
+		s := buf[:len(lit)] // '[' and the literal without its last byte
+		if end, _, ok := fastValue(s, 1, 1); ok {
+			t.Errorf("fastValue accepted %q from byte 1 up to %d, past its end", s, end)
+		}
 	}
 }
 

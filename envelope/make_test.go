@@ -92,6 +92,7 @@ func TestMakeData(t *testing.T) {
 		{"empty map", map[string]any{}, `{}`},
 		{"empty raw", json.RawMessage(nil), `{}`},
 		{"raw kept and compacted", json.RawMessage(" {\"b\": 1.0, \"a\" : 9007199254740993}\n"), `{"b":1.0,"a":9007199254740993}`},
+		{"raw compacted around escapes", json.RawMessage(`{"a": "x\" y\\", "b" : 1}`), `{"a":"x\" y\\","b":1}`},
 		{"bytes are raw JSON", []byte(`{"x":"<&>"}`), `{"x":"<&>"}`},
 		{"map sorted, no HTML escaping", map[string]any{"z": "<b>&", "a": 1}, `{"a":1,"z":"<b>&"}`},
 		{"struct", order{ID: 9007199254740993, Note: "\u2028", Price: 1}, `{"id":9007199254740993,"note":"\u2028","price":1}`},
@@ -110,6 +111,24 @@ func TestMakeData(t *testing.T) {
 	}
 }
 
+// TestMakeAllocatesTwice pins the allocation budget of a publish (see Performance in the
+// package doc): Make with map data (a nested map and slice, which the package's own
+// encoder writes, not encoding/json) and AppendEncode into a reused buffer allocate the
+// envelope and the caller's option value only.
+func TestMakeAllocatesTwice(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	buf := make([]byte, 0, 1024)
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if buf, err = makeAndEncode(buf, orderMap); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 2.0)
+}
+
 func TestMakeCopiesRawData(t *testing.T) {
 	t.Parallel()
 	raw := []byte(`{"a":1}`)
@@ -121,6 +140,12 @@ func TestMakeCopiesRawData(t *testing.T) {
 
 func TestMakeErrors(t *testing.T) {
 	t.Parallel()
+	// Values that contain themselves: the package's encoder hands them to encoding/json,
+	// which refuses the cycle, instead of following them for ever.
+	cyclicMap := map[string]any{}
+	cyclicMap["self"] = cyclicMap
+	cyclicSlice := []any{nil}
+	cyclicSlice[0] = cyclicSlice
 	tests := []struct {
 		name string
 		urn  string
@@ -139,6 +164,8 @@ func TestMakeErrors(t *testing.T) {
 		{"NaN", "u", map[string]float64{"x": math.NaN()}, nil, envelope.ErrInvalidData},
 		{"Inf", "u", map[string]float64{"x": math.Inf(1)}, nil, envelope.ErrInvalidData},
 		{"channel", "u", map[string]any{"c": make(chan int)}, nil, envelope.ErrInvalidData},
+		{"cyclic map", "u", cyclicMap, nil, envelope.ErrInvalidData},
+		{"cyclic slice", "u", map[string]any{"list": cyclicSlice}, nil, envelope.ErrInvalidData},
 		{"blank trace id", "u", nil, []envelope.MakeOption{envelope.WithTraceID(" ")}, envelope.ErrInvalidOption},
 		{"blank message id", "u", nil, []envelope.MakeOption{envelope.WithMessageID("")}, envelope.ErrInvalidOption},
 		// Not blank, so only the UTF-8 rule refuses these.
@@ -178,11 +205,16 @@ func TestMakeIDsAreCanonicalUUIDv4(t *testing.T) {
 			seen[id] = true
 		}
 	}
-	e, err := envelope.Make("urn:a:b", nil, envelope.WithTraceID("t"))
+	traced, err := envelope.Make("urn:a:b", nil, envelope.WithTraceID("t"))
 	require.NoError(t, err)
-	assert.Equal(t, "t", e.TraceID)
-	_, err = uuid.Parse(e.Meta.ID)
-	require.NoError(t, err, "the other id is still drawn")
+	assert.Equal(t, "t", traced.TraceID)
+	identified, err := envelope.Make("urn:a:b", nil, envelope.WithMessageID("m"))
+	require.NoError(t, err)
+	assert.Equal(t, "m", identified.Meta.ID)
+	for _, id := range []string{traced.Meta.ID, identified.TraceID} {
+		_, err = uuid.Parse(id)
+		require.NoError(t, err, "the other id is still drawn")
+	}
 }
 
 func TestMakeDataIsCapped(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,25 @@ func TestUnknownKeysAreIndexed(t *testing.T) {
 	}
 	if avg := float64(probes) / n; avg > 4 {
 		t.Fatalf("%.2f probes per member on average: the index does not make lookups O(1)", avg)
+	}
+}
+
+// TestRepeatedMemberIsCountedOnce holds the size of the envelope's buffer to what it keeps:
+// when an unknown key comes again, the earlier occurrence's key and value leave the count
+// that sizes the buffer (keptLen), so a body whose long value is overridden by a short one
+// gets the buffer of a body with the short one alone.
+func TestRepeatedMemberIsCountedOnce(t *testing.T) {
+	t.Parallel()
+	key := `,"` + strings.Repeat("k", 100) + `":`
+	long, short := key+`"`+strings.Repeat("v", 1000)+`"`, key+"1"
+	kept := func(members string) int {
+		d := decoder{s: []byte(`{"job":"urn:a:b"` + members + `}`)}
+		if err := d.frame(); err != nil {
+			t.Fatal(err)
+		}
+		return d.keptLen()
+	}
+	if once, twice := kept(short), kept(long+short); twice != once {
+		t.Fatalf("%d bytes kept for a member overridden, %d for the last occurrence alone", twice, once)
 	}
 }

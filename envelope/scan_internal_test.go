@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 )
@@ -194,6 +195,26 @@ func TestIntegerFastPathMatchesFullPath(t *testing.T) {
 						checkInteger(t, []byte(s))
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestParseIntMatchesStrconv holds parseInt to strconv.ParseInt (checkInteger holds the
+// integer members to parseInt) around the bounds of int64, where its unchecked loop of 18
+// digits hands over to the checked one: 18, 19 and 20 digits, and every last digit after
+// the largest prefix, signed and not.
+func TestParseIntMatchesStrconv(t *testing.T) {
+	t.Parallel()
+	toks := []string{"0", "999999999999999999", "9999999999999999999", "99999999999999999999"}
+	for d := '0'; d <= '9'; d++ {
+		toks = append(toks, "922337203685477580"+string(d))
+	}
+	for _, tok := range toks {
+		for _, s := range []string{tok, "-" + tok} {
+			want, err := strconv.ParseInt(s, 10, 64)
+			if got, ok := parseInt(s); ok != (err == nil) || ok && got != want {
+				t.Errorf("parseInt(%q) = %d, %v; strconv.ParseInt: %d, %v", s, got, ok, want, err)
 			}
 		}
 	}

@@ -5,16 +5,15 @@ import (
 	"testing"
 )
 
-// allocatedBytes returns the bytes that the heap hands out for one value made by alloc: the
-// growth of the runtime's count of allocated bytes over a number of calls, divided by it,
-// which is the size class of the value (plus its malloc header, when it has one). Each
-// value is kept until the count is read, so that none is freed in between. What anything
-// else allocates meanwhile (the test runner, the race detector) can only add to the count,
-// so the least of a few tries is taken.
-func allocatedBytes[T any](alloc func() T) uint64 {
+// allocated returns the bytes that the heap hands out for one value made by alloc, and in
+// how many objects: the growth of the runtime's counts of allocated bytes and objects over a
+// number of calls, divided by it; the bytes are the size class of the value (plus its
+// malloc header, when it has one). Each value is kept until the counts are read, so that
+// none is freed in between. What anything else allocates meanwhile (the test runner, the
+// race detector) can only add to the counts, so the least of a few tries is taken.
+func allocated[T any](alloc func() T) (bytes, objects uint64) {
 	const calls, tries = 256, 3
 	keep := make([]T, calls)
-	least := uint64(0)
 	for try := range tries {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -22,37 +21,47 @@ func allocatedBytes[T any](alloc func() T) uint64 {
 			keep[i] = alloc()
 		}
 		runtime.ReadMemStats(&after)
-		if per := (after.TotalAlloc - before.TotalAlloc) / calls; try == 0 || per < least {
-			least = per
+		perBytes := (after.TotalAlloc - before.TotalAlloc) / calls
+		perObjects := (after.Mallocs - before.Mallocs) / calls
+		if try == 0 || perBytes < bytes {
+			bytes = perBytes
+		}
+		if try == 0 || perObjects < objects {
+			objects = perObjects
 		}
 	}
 	runtime.KeepAlive(keep)
-	return least
+	return bytes, objects
 }
 
 // TestNewEnvelopeFillsTheSizeClass checks newEnvelope against the runtime's own size
-// classes: for text lengths up to 8 KiB, the one allocation that holds the Envelope and
-// its text is no larger than what the runtime hands out for an object of that total size
-// (a byte slice of it, one malloc header more above 512 B, where an object with pointers
-// carries one). A size class missing from newEnvelope's table would round the allocation
-// up to the next case and fail here. The lengths go up by 16, the narrowest class's width,
-// so every class is tried.
+// classes: for text lengths up to 8 KiB, the Envelope and its text take one allocation, no
+// larger than what the runtime hands out for an object of that total size (a byte slice of
+// it, one malloc header more above 512 B, where an object with pointers carries one), and
+// no smaller than that total, so the text fits in it. The totals go up by 16, the narrowest
+// class's width, and each is a multiple of 16, as every class is: each class is tried at its
+// last size, where a class missing from newEnvelope's table, or a case that stops one size
+// short, would round the allocation up to the next class or make two, and each at the first
+// size past it, which a case reaching too far would put in too small a buffer.
 func TestNewEnvelopeFillsTheSizeClass(t *testing.T) {
-	for n := 1; envelopeSize+n+mallocHeader <= 8192; n += 16 {
-		size := envelopeSize + n
+	for size := (envelopeSize/16 + 1) * 16; size <= 8192; size += 16 {
+		n := size - envelopeSize
 		if size > 512 {
-			size += mallocHeader
+			n -= mallocHeader
 		}
-		want := allocatedBytes(func() []byte { return make([]byte, size) })
-		got := allocatedBytes(func() *Envelope {
+		want, _ := allocated(func() []byte { return make([]byte, size) })
+		got, objects := allocated(func() *Envelope {
 			e, buf := newEnvelope(n)
 			if len(buf) != n {
 				t.Fatalf("newEnvelope(%d): a buffer of %d bytes", n, len(buf))
 			}
 			return e
 		})
-		if got > want {
-			t.Fatalf("newEnvelope(%d) (%d bytes with the Envelope): %d bytes allocated, want at most the %d of its size class", n, size, got, want)
+		if objects != 1 {
+			t.Fatalf("newEnvelope(%d) (%d bytes with the Envelope): %d allocations, want 1", n, size, objects)
+		}
+		if got > want || got < uint64(size) {
+			t.Fatalf("newEnvelope(%d) (%d bytes with the Envelope): %d bytes allocated, want at least %d and at most the %d of its size class", n, size, got, size, want)
 		}
 	}
 }

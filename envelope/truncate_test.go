@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -151,6 +152,7 @@ func TestTruncatedCopyEveryLimit(t *testing.T) {
 		[]byte("a\x00\"\\\n\u2028é€😀\xffz\xc3"),
 		[]byte("😀😀😀😀"),
 		bytes.Repeat([]byte{0xe2, 0x82}, 8),
+		[]byte("\x80\xbf"), // continuation bytes alone, 0x80 the lowest byte above ASCII
 	} {
 		minimum, prev := 0, 0
 		for limit := 0; limit < 600; limit++ {
@@ -172,6 +174,28 @@ func TestTruncatedCopyEveryLimit(t *testing.T) {
 		require.NotZero(t, minimum)
 		require.Less(t, minimum, 350, "the block and marker need a few hundred bytes")
 	}
+}
+
+// TestTruncatedCopySmallestLimit: the smallest limit that TruncatedCopy accepts is what the
+// block and the marker take (a one-byte body's count of kept bytes has as many digits as the
+// "0" of an empty raw), so the copy at that limit fills it; one byte less fails and says
+// how many the copy needs.
+func TestTruncatedCopySmallestLimit(t *testing.T) {
+	t.Parallel()
+	info := envelope.DeadLetterInfo{Cause: errors.New("boom"), Queue: "q", FailedAt: failedAt}
+	var out []byte
+	var err error
+	limit := 0
+	for ; limit < 600; limit++ {
+		if out, err = envelope.TruncatedCopy([]byte("x"), info, limit); !errors.Is(err, envelope.ErrLimitTooSmall) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	assert.Len(t, out, limit, "the copy fills the smallest limit")
+	_, err = envelope.TruncatedCopy([]byte("x"), info, limit-1)
+	require.ErrorIs(t, err, envelope.ErrLimitTooSmall)
+	assert.ErrorContains(t, err, fmt.Sprintf("the block and marker need %d", limit))
 }
 
 func TestTruncatedCopyCutsALongError(t *testing.T) {
@@ -251,4 +275,7 @@ func TestDeadLetterWithin(t *testing.T) {
 	want, err := small.ToDeadLetter(info).Encode()
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(out))
+	out, err = small.DeadLetterWithin(nil, info, len(want))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(out), "exactly at the limit: the full copy")
 }
