@@ -80,6 +80,8 @@ func TestBackoffDelay(t *testing.T) {
 	t.Parallel()
 	assert.Zero(t, retry.Backoff{}.Delay(1), "zero backoff means no delay")
 	assert.Zero(t, retry.Backoff{Initial: -time.Second, Multiplier: 2}.Delay(3), "a negative Initial means no delay at all")
+	// 0 × 10^999 is 0 × +Inf, NaN, as a float: a zero Initial must stop before the growth.
+	assert.Zero(t, retry.Backoff{Multiplier: 10}.Delay(1000), "a zero Initial means no delay, however many retries")
 	b := retry.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2}
 	assert.Equal(t, 100*time.Millisecond, b.Delay(0), "retry numbers below 1 count as the first")
 	assert.Equal(t, 100*time.Millisecond, b.Delay(1))
