@@ -220,6 +220,25 @@ func TestRefByID(t *testing.T) {
 	}
 }
 
+// A relative "$id" of a schema file is resolved against the file's URL, so a schema beside
+// it reaches it by the same relative $ref, even one compiled before it ("a" sorts before
+// "common"): the compiler would meet the "$id" only when it compiles the file that declares it.
+func TestRelativeIDOfAFile(t *testing.T) {
+	builds := providersOf(t, map[string]string{
+		"urn:babel:common:money": `{"$id":"money.json","type":"number","minimum":0}`,
+		"urn:babel:a:refund":     `{"properties":{"amount":{"$ref":"money.json"}}}`,
+	})
+	for _, name := range []string{"dir", "registry"} {
+		p, err := builds[name]()
+		require.NoError(t, err, name)
+		s, found, err := p.Schema("urn:babel:a:refund")
+		require.NoError(t, err, name)
+		require.True(t, found, name)
+		require.NoError(t, s.Validate([]byte(`{"amount":1}`)), name)
+		require.Error(t, s.Validate([]byte(`{"amount":-1}`)), "%s: the $ref by the relative $id applies", name)
+	}
+}
+
 // Two schemas that answer to one URL are refused, naming the URL: a $ref to it would reach
 // one of them by chance.
 func TestOneURLOneSchema(t *testing.T) {
