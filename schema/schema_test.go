@@ -187,6 +187,13 @@ func TestLongViolationTextIsCutAtARuneBoundary(t *testing.T) {
 		assert.True(t, strings.HasSuffix(p, "…"), "a cut pointer ends with …")
 		assert.True(t, strings.HasPrefix(p, "/"+key[:10]))
 	}
+	// Exactly 256 bytes is not longer than 256: kept whole, no "…".
+	key := strings.Repeat("k", 255)
+	data, err := json.Marshal(map[string]string{key: "x"})
+	require.NoError(t, err)
+	vs := violations(t, s.Validate(data))
+	require.Len(t, vs, 1)
+	assert.Equal(t, "/"+key, vs[0].Pointer, "a pointer of 256 bytes is kept whole")
 }
 
 // The text of a ValidationError counts its violations (Total, or the listed ones when Total
