@@ -46,10 +46,11 @@
 // # Bounded errors
 //
 // A [*ValidationError] keeps the first [MaxViolations] violations (by pointer, then
-// keyword), each pointer and message cut at 256 bytes, and counts them all in Total; its
-// text ends with "; and N more". However large the data and however many ways it fails
-// (a 0.4 MB payload with 30,000 violations gives about 6 KiB), the error, and the
-// dead-letter copy that carries it, stay far below the broker's message-size limit.
+// keyword, then message), each pointer and message cut at 256 bytes, and counts them all
+// in Total; its text ends with "; and N more". However large the data and however many
+// ways it fails (a 0.4 MB payload with 30,000 violations gives about 6 KiB), the error,
+// and the dead-letter copy that carries it, stay far below the broker's message-size
+// limit.
 //
 // # Consuming
 //
