@@ -9,9 +9,11 @@
 // Every keyword of the draft applies; "format" is an annotation, not an assertion, as the
 // drafts specify by default. A schema may "$ref" another schema of the same provider by its
 // URN, by its "$id", or (in a registry.json) by its path relative to the referring file;
-// nothing is ever loaded from the network or from files the provider was not given. Each
-// URL names one schema: two schemas of a provider that declare the same "$id", or one
-// whose "$id" is another's URN, are refused.
+// a schema given by its URN alone ([NewMapProvider], [Compile]) has no path, and a relative
+// "$ref" in it is refused, where the validator would read it as a "$ref" to the schema
+// itself. Nothing is ever loaded from the network or from files the provider was not
+// given. Each URL names one schema: two schemas of a provider that declare the same "$id",
+// or one whose "$id" is another's URN, are refused.
 //
 // # Providers
 //

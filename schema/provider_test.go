@@ -239,6 +239,24 @@ func TestRelativeIDOfAFile(t *testing.T) {
 	}
 }
 
+// A schema given by its URN alone (in memory, or to Compile) has no path that a relative
+// $ref could be resolved against, so one is refused at setup: the validator would read it as
+// a $ref to the schema itself, and validate the property against the wrong schema.
+func TestRelativeRefOfASchemaInMemoryIsRefused(t *testing.T) {
+	refund := `{"properties":{"amount":{"$ref":"money.json"}}}`
+	_, err := schema.NewMapProvider(map[string][]byte{
+		"urn:babel:common:money": []byte(`{"$id":"money.json","type":"number","minimum":0}`),
+		"urn:babel:a:refund":     []byte(refund),
+	})
+	require.ErrorIs(t, err, schema.ErrSchema)
+	assert.Contains(t, err.Error(), "urn:babel:a:refund: a relative $ref (to money.json)")
+	_, err = schema.Compile("urn:babel:a:refund", []byte(refund))
+	require.ErrorIs(t, err, schema.ErrSchema)
+	assert.Contains(t, err.Error(), "urn:babel:a:refund: a relative $ref (to money.json)")
+	_, err = schema.Compile("urn:babel:a:refund", []byte(`{"$defs":{"m":{"minimum":0}},"properties":{"amount":{"$ref":"#/$defs/m"}}}`))
+	require.NoError(t, err, "a $ref within the document is fine")
+}
+
 // Two schemas that answer to one URL are refused, naming the URL: a $ref to it would reach
 // one of them by chance.
 func TestOneURLOneSchema(t *testing.T) {

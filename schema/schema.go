@@ -116,7 +116,9 @@ type Schema struct {
 // URN returns the URN the schema is registered for.
 func (s *Schema) URN() string { return s.urn }
 
-// Compile compiles the schema text raw for urn. Errors wrap [ErrSchema].
+// Compile compiles the schema text raw for urn. It may "$ref" only within itself: a
+// relative "$ref" (a path, not only a fragment) is refused, as in [NewMapProvider]. Errors
+// wrap [ErrSchema].
 func Compile(urn string, raw []byte) (*Schema, error) {
 	c := newCompiler()
 	loc := urn
@@ -156,6 +158,9 @@ func (refusingLoader) Load(url string) (any, error) {
 func addResource(c *jsonschema.Compiler, loc string, raw []byte) error {
 	doc, err := decodeJSON(raw)
 	if err != nil {
+		return err
+	}
+	if err := checkRelativeRefs(doc, loc); err != nil {
 		return err
 	}
 	if err := c.AddResource(loc, doc); err != nil {
