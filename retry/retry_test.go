@@ -80,6 +80,8 @@ func TestBackoffDelay(t *testing.T) {
 	t.Parallel()
 	assert.Zero(t, retry.Backoff{}.Delay(1), "zero backoff means no delay")
 	assert.Zero(t, retry.Backoff{Initial: -time.Second, Multiplier: 2}.Delay(3), "a negative Initial means no delay at all")
+	// 0 × 10^999 is 0 × +Inf, NaN, as a float: a zero Initial must stop before the growth.
+	assert.Zero(t, retry.Backoff{Multiplier: 10}.Delay(1000), "a zero Initial means no delay, however many retries")
 	b := retry.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2}
 	assert.Equal(t, 100*time.Millisecond, b.Delay(0), "retry numbers below 1 count as the first")
 	assert.Equal(t, 100*time.Millisecond, b.Delay(1))
@@ -169,5 +171,9 @@ func TestWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	require.ErrorIs(t, retry.Wait(ctx, time.Hour), context.Canceled, "an ended ctx stops the wait")
-	require.ErrorIs(t, retry.Wait(ctx, 0), context.Canceled)
+	// With d = 0 an ended ctx must win every time; a zero timer and ctx.Done() both ready
+	// in one select would pick either at random.
+	for range 64 {
+		require.ErrorIs(t, retry.Wait(ctx, 0), context.Canceled, "d = 0 returns ctx.Err() when ctx has ended")
+	}
 }

@@ -9,9 +9,11 @@
 // Every keyword of the draft applies; "format" is an annotation, not an assertion, as the
 // drafts specify by default. A schema may "$ref" another schema of the same provider by its
 // URN, by its "$id", or (in a registry.json) by its path relative to the referring file;
-// nothing is ever loaded from the network or from files the provider was not given. Each
-// URL names one schema: two schemas of a provider that declare the same "$id", or one
-// whose "$id" is another's URN, are refused.
+// a schema given by its URN alone ([NewMapProvider], [Compile]) has no path, and a relative
+// "$ref" in it is refused, where the validator would read it as a "$ref" to the schema
+// itself. Nothing is ever loaded from the network or from files the provider was not
+// given. Each URL names one schema: two schemas of a provider that declare the same "$id",
+// or one whose "$id" is another's URN, are refused.
 //
 // # Providers
 //
@@ -46,10 +48,11 @@
 // # Bounded errors
 //
 // A [*ValidationError] keeps the first [MaxViolations] violations (by pointer, then
-// keyword), each pointer and message cut at 256 bytes, and counts them all in Total; its
-// text ends with "; and N more". However large the data and however many ways it fails
-// (a 0.4 MB payload with 30,000 violations gives about 6 KiB), the error, and the
-// dead-letter copy that carries it, stay far below the broker's message-size limit.
+// keyword, then message), each pointer and message cut at 256 bytes, and counts them all
+// in Total; its text ends with "; and N more". However large the data and however many
+// ways it fails (a 0.4 MB payload with 30,000 violations gives about 6 KiB), the error,
+// and the dead-letter copy that carries it, stay far below the broker's message-size
+// limit.
 //
 // # Consuming
 //

@@ -49,8 +49,9 @@ func (p *MapProvider) URNs() []string {
 }
 
 // NewMapProvider compiles schemas (URN → schema text). The schemas may refer to each other
-// with "$ref" by URN or by "$id". An empty URN or a schema that does not compile is an error wrapping
-// [ErrSchema]; of several, the first by URN.
+// with "$ref" by URN or by absolute "$id"; a relative "$ref" (a path, not only a fragment)
+// has no path to be resolved against and is refused. An empty URN or a schema that does not
+// compile is an error wrapping [ErrSchema]; of several, the first by URN.
 func NewMapProvider(schemas map[string][]byte) (*MapProvider, error) {
 	set := newSchemaSet()
 	for _, urn := range sortedKeys(schemas) {
@@ -147,6 +148,9 @@ func (s *schemaSet) add(urn, loc string, read func() ([]byte, error)) error {
 		if err != nil {
 			return err
 		}
+		if err := checkRelativeRefs(doc, loc); err != nil {
+			return err
+		}
 		if err := s.addURL(loc, loc, doc); err != nil {
 			return err
 		}
@@ -206,10 +210,10 @@ func (s *schemaSet) compile() (*MapProvider, error) {
 // document at loc) declares as its identifier, or "" when it declares none that resolves
 // to an absolute URL. Which member that is ("$id", or "id" in draft-04) and when it is
 // ignored (beside "$ref", before 2019-09) is the validator's reading, not ours: see
-// [rootID]. A relative identifier is resolved against loc when loc is hierarchical (a
+// [probe]. A relative identifier is resolved against loc when loc is hierarchical (a
 // file's URL).
 func declaredID(doc any, loc string) string {
-	raw := rootID(doc)
+	raw, _ := probe(doc)
 	if raw == "" {
 		return ""
 	}
@@ -218,8 +222,8 @@ func declaredID(doc any, loc string) string {
 		return ""
 	}
 	if !id.IsAbs() {
-		base, err := url.Parse(loc)
-		if err != nil || base.Opaque != "" {
+		base, ok := hierarchical(loc)
+		if !ok {
 			return ""
 		}
 		id = base.ResolveReference(id)
@@ -231,28 +235,59 @@ func declaredID(doc any, loc string) string {
 	return id.String()
 }
 
-// rootID compiles doc alone, every other document it names read as the schema true, and
-// returns the identifier the validator found at its root, as written. A document that does
-// not compile so has none here; its own compilation reports why.
-func rootID(doc any) string {
-	const probe = "urn:babelqueue:schema:probe"
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(trueLoader{})
-	if c.AddResource(probe, doc) != nil {
-		return ""
-	}
-	s, err := c.Compile(probe)
-	if err != nil {
-		return ""
-	}
-	return s.ID
+// hierarchical returns loc parsed, and whether it has a path that a relative reference
+// resolves against (a file's URL does; a URN does not).
+func hierarchical(loc string) (*url.URL, bool) {
+	base, err := url.Parse(loc)
+	return base, err == nil && base.Opaque == ""
 }
 
-// trueLoader reads every URL as the schema true.
-type trueLoader struct{}
+// checkRelativeRefs refuses a relative $ref (one with a path, not only a fragment) in doc,
+// the document at loc, when loc has no path to resolve it against. The validator reads such
+// a $ref in a schema at a URN as a $ref to the schema itself, so a property would be checked
+// against the wrong schema, silently.
+func checkRelativeRefs(doc any, loc string) error {
+	if _, ok := hierarchical(loc); ok {
+		return nil
+	}
+	if _, rel := probe(doc); rel != "" {
+		return fmt.Errorf("a relative $ref (to %s) in the schema at %s, which has no path to resolve it against: refer to another schema by its URN or by an absolute $id", rel, loc)
+	}
+	return nil
+}
 
-func (trueLoader) Load(string) (any, error) { return true, nil }
+// probeBase is the URL at which probe compiles a document: a URL under it that the loader
+// is asked for comes from a relative $ref of the document.
+const probeBase = "babelqueue-probe:///"
+
+// probe compiles doc alone at probeBase, every other document it names read as the schema
+// true, and returns the identifier the validator found at its root, as written, and the
+// first relative $ref it met, as resolved under probeBase ("" for none). A document that
+// does not compile so has no identifier here; its own compilation reports why.
+func probe(doc any) (id, relative string) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	l := &probeLoader{}
+	c.UseLoader(l)
+	if c.AddResource(probeBase, doc) != nil {
+		return "", ""
+	}
+	s, err := c.Compile(probeBase)
+	if err != nil {
+		return "", l.relative
+	}
+	return s.ID, l.relative
+}
+
+// probeLoader reads every URL as the schema true, and keeps the first one under probeBase.
+type probeLoader struct{ relative string }
+
+func (l *probeLoader) Load(u string) (any, error) {
+	if rel, ok := strings.CutPrefix(u, probeBase); ok && l.relative == "" {
+		l.relative = rel
+	}
+	return true, nil
+}
 
 // RegistryEntry is one entry of a registry.json manifest.
 type RegistryEntry struct {

@@ -220,6 +220,43 @@ func TestRefByID(t *testing.T) {
 	}
 }
 
+// A relative "$id" of a schema file is resolved against the file's URL, so a schema beside
+// it reaches it by the same relative $ref, even one compiled before it ("a" sorts before
+// "common"): the compiler would meet the "$id" only when it compiles the file that declares it.
+func TestRelativeIDOfAFile(t *testing.T) {
+	builds := providersOf(t, map[string]string{
+		"urn:babel:common:money": `{"$id":"money.json","type":"number","minimum":0}`,
+		"urn:babel:a:refund":     `{"properties":{"amount":{"$ref":"money.json"}}}`,
+	})
+	for _, name := range []string{"dir", "registry"} {
+		p, err := builds[name]()
+		require.NoError(t, err, name)
+		s, found, err := p.Schema("urn:babel:a:refund")
+		require.NoError(t, err, name)
+		require.True(t, found, name)
+		require.NoError(t, s.Validate([]byte(`{"amount":1}`)), name)
+		require.Error(t, s.Validate([]byte(`{"amount":-1}`)), "%s: the $ref by the relative $id applies", name)
+	}
+}
+
+// A schema given by its URN alone (in memory, or to Compile) has no path that a relative
+// $ref could be resolved against, so one is refused at setup: the validator would read it as
+// a $ref to the schema itself, and validate the property against the wrong schema.
+func TestRelativeRefOfASchemaInMemoryIsRefused(t *testing.T) {
+	refund := `{"properties":{"amount":{"$ref":"money.json"}}}`
+	_, err := schema.NewMapProvider(map[string][]byte{
+		"urn:babel:common:money": []byte(`{"$id":"money.json","type":"number","minimum":0}`),
+		"urn:babel:a:refund":     []byte(refund),
+	})
+	require.ErrorIs(t, err, schema.ErrSchema)
+	assert.Contains(t, err.Error(), "urn:babel:a:refund: a relative $ref (to money.json)")
+	_, err = schema.Compile("urn:babel:a:refund", []byte(refund))
+	require.ErrorIs(t, err, schema.ErrSchema)
+	assert.Contains(t, err.Error(), "urn:babel:a:refund: a relative $ref (to money.json)")
+	_, err = schema.Compile("urn:babel:a:refund", []byte(`{"$defs":{"m":{"minimum":0}},"properties":{"amount":{"$ref":"#/$defs/m"}}}`))
+	require.NoError(t, err, "a $ref within the document is fine")
+}
+
 // Two schemas that answer to one URL are refused, naming the URL: a $ref to it would reach
 // one of them by chance.
 func TestOneURLOneSchema(t *testing.T) {

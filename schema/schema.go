@@ -2,12 +2,12 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -51,7 +51,7 @@ func (v Violation) String() string {
 }
 
 // MaxViolations is how many violations a [*ValidationError] keeps: the first ones, by
-// pointer and keyword. Total counts them all.
+// pointer, keyword and message. Total counts them all.
 const MaxViolations = 20
 
 // maxViolationText bounds the pointer and the message of a kept violation, in bytes; a
@@ -68,7 +68,8 @@ type ValidationError struct {
 	// URN is the message URN whose schema the data fails.
 	URN string
 	// Violations lists the first violations (at most [MaxViolations]), ordered by pointer,
-	// then keyword; a pointer or message longer than 256 bytes is cut short with "…".
+	// then keyword, then message; a pointer or message longer than 256 bytes is cut short
+	// with "…".
 	Violations []Violation
 	// Total is the number of violations found, Violations included; 0 means
 	// len(Violations).
@@ -115,7 +116,9 @@ type Schema struct {
 // URN returns the URN the schema is registered for.
 func (s *Schema) URN() string { return s.urn }
 
-// Compile compiles the schema text raw for urn. Errors wrap [ErrSchema].
+// Compile compiles the schema text raw for urn. It may "$ref" only within itself: a
+// relative "$ref" (a path, not only a fragment) is refused, as in [NewMapProvider]. Errors
+// wrap [ErrSchema].
 func Compile(urn string, raw []byte) (*Schema, error) {
 	c := newCompiler()
 	loc := urn
@@ -155,6 +158,9 @@ func (refusingLoader) Load(url string) (any, error) {
 func addResource(c *jsonschema.Compiler, loc string, raw []byte) error {
 	doc, err := decodeJSON(raw)
 	if err != nil {
+		return err
+	}
+	if err := checkRelativeRefs(doc, loc); err != nil {
 		return err
 	}
 	if err := c.AddResource(loc, doc); err != nil {
@@ -204,12 +210,11 @@ func (s *Schema) ValidateValue(v any) error {
 	if len(out.Violations) == 0 {
 		out.Violations = append(out.Violations, Violation{Message: ve.Error()})
 	}
-	sort.SliceStable(out.Violations, func(i, j int) bool {
-		a, b := out.Violations[i], out.Violations[j]
-		if a.Pointer != b.Pointer {
-			return a.Pointer < b.Pointer
-		}
-		return a.Keyword < b.Keyword
+	// Pointer and keyword may tie (one keyword path in two schema documents): the message
+	// orders those, so the order is the data's and the schema's, not the validator's.
+	slices.SortFunc(out.Violations, func(a, b Violation) int {
+		return cmp.Or(strings.Compare(a.Pointer, b.Pointer), strings.Compare(a.Keyword, b.Keyword),
+			strings.Compare(a.Message, b.Message))
 	})
 	out.Total = len(out.Violations)
 	if len(out.Violations) > MaxViolations {

@@ -105,6 +105,24 @@ func TestViolationsAreOrderedByPointerThenKeyword(t *testing.T) {
 	}, got)
 }
 
+// Two violations may share pointer and keyword: the same keyword path in two schema
+// documents, here "/minimum" in the URN's schema and in the one it refers to. They are
+// ordered by message, so the text (and which violations are kept) does not depend on the
+// order the validator visits the documents in: it visits urn:a's own minimum first.
+func TestViolationsOfOneKeywordAreOrderedByMessage(t *testing.T) {
+	p, err := schema.NewMapProvider(map[string][]byte{
+		"urn:a": []byte(`{"minimum":5,"allOf":[{"$ref":"urn:m"}]}`),
+		"urn:m": []byte(`{"minimum":10}`),
+	})
+	require.NoError(t, err)
+	s, _, err := p.Schema("urn:a")
+	require.NoError(t, err)
+	assert.Equal(t, []schema.Violation{
+		{Pointer: "", Keyword: "/minimum", Message: "minimum: got 1, want 10"},
+		{Pointer: "", Keyword: "/minimum", Message: "minimum: got 1, want 5"},
+	}, violations(t, s.Validate([]byte(`1`))))
+}
+
 func TestPointerTokensAreEscaped(t *testing.T) {
 	s, err := schema.Compile("urn:babel:test:keys", []byte(`{"properties":{"a/b~c":{"type":"string"}}}`))
 	require.NoError(t, err)
@@ -187,6 +205,13 @@ func TestLongViolationTextIsCutAtARuneBoundary(t *testing.T) {
 		assert.True(t, strings.HasSuffix(p, "…"), "a cut pointer ends with …")
 		assert.True(t, strings.HasPrefix(p, "/"+key[:10]))
 	}
+	// Exactly 256 bytes is not longer than 256: kept whole, no "…".
+	key := strings.Repeat("k", 255)
+	data, err := json.Marshal(map[string]string{key: "x"})
+	require.NoError(t, err)
+	vs := violations(t, s.Validate(data))
+	require.Len(t, vs, 1)
+	assert.Equal(t, "/"+key, vs[0].Pointer, "a pointer of 256 bytes is kept whole")
 }
 
 // The text of a ValidationError counts its violations (Total, or the listed ones when Total
