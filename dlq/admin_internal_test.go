@@ -11,12 +11,15 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// singleMeta encodes a SingleMessageMetadata with one property, a partition key and the
-// payload size, followed by the payload, length-prefixed as in a batch.
+// batchMember encodes a SingleMessageMetadata with one property, a partition key and the
+// payload size, followed by the payload, length-prefixed as in a batch. The property and
+// the metadata each have a field the parser does not know, which it skips.
 func batchMember(key, pk string, payload []byte) []byte {
 	var kv []byte
 	kv = protowire.AppendTag(kv, 1, protowire.BytesType)
 	kv = protowire.AppendString(kv, "p")
+	kv = protowire.AppendTag(kv, 3, protowire.VarintType) // not in KeyValue: skipped
+	kv = protowire.AppendVarint(kv, 1)
 	kv = protowire.AppendTag(kv, 2, protowire.BytesType)
 	kv = protowire.AppendString(kv, key)
 	var md []byte
