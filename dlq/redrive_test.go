@@ -387,7 +387,16 @@ func TestRedriveAndPeekRefuseBadOptions(t *testing.T) {
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
 	_, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: "orders.dlq", Limit: -1})
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
+}
+
+// TestKindNames: each kind has its name, and the zero Kind is none of them, so that a
+// Message that was never classified does not pass for one.
+func TestKindNames(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "annotated", dlq.KindAnnotated.String())
 	assert.Equal(t, "poison", dlq.KindPoison.String())
+	assert.Equal(t, "raw", dlq.KindRaw.String())
+	assert.Equal(t, "Kind(0)", dlq.Message{}.Kind.String())
 }
 
 func TestRedriveReportsProgress(t *testing.T) {
