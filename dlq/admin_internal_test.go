@@ -11,10 +11,11 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// batchMember encodes a SingleMessageMetadata with one property, a partition key and the
-// payload size, followed by the payload, length-prefixed as in a batch. The property and
+// batchMember encodes a SingleMessageMetadata with one property (p=key), a partition key,
+// an ordering key (when ok is not empty) and the payload size, followed by the payload,
+// length-prefixed as in a batch. The property and
 // the metadata each have a field the parser does not know, which it skips.
-func batchMember(key, pk string, payload []byte) []byte {
+func batchMember(key, pk, ok string, payload []byte) []byte {
 	var kv []byte
 	kv = protowire.AppendTag(kv, 1, protowire.BytesType)
 	kv = protowire.AppendString(kv, "p")
@@ -29,6 +30,10 @@ func batchMember(key, pk string, payload []byte) []byte {
 	md = protowire.AppendString(md, pk)
 	md = protowire.AppendTag(md, 3, protowire.VarintType)
 	md = protowire.AppendVarint(md, uint64(len(payload)))
+	if ok != "" {
+		md = protowire.AppendTag(md, 7, protowire.BytesType)
+		md = protowire.AppendString(md, ok)
+	}
 	md = protowire.AppendTag(md, 5, protowire.VarintType) // event_time: skipped
 	md = protowire.AppendVarint(md, 99)
 	out := binary.BigEndian.AppendUint32(nil, uint32(len(md)))
@@ -80,12 +85,14 @@ func TestParsePeekedBatch(t *testing.T) {
 	h := http.Header{}
 	h.Set("X-Pulsar-Message-ID", "7:8")
 	h.Set("X-Pulsar-num-batch-message", "2")
-	body := append(batchMember("one", "k1", []byte("first")), batchMember("two", "k2", []byte("second"))...)
+	body := append(batchMember("one", "k1", "", []byte("first")), batchMember("two", "k2", "o2", []byte("second"))...)
 	msgs, err := parsePeeked("q", h, body)
 	require.NoError(t, err)
 	require.Len(t, msgs, 2)
 	assert.Equal(t, "first", string(msgs[0].Payload))
 	assert.Equal(t, "k2", msgs[1].Key)
+	assert.Equal(t, "o2", msgs[1].OrderingKey)
+	assert.Empty(t, msgs[0].OrderingKey)
 	assert.Equal(t, "two", msgs[1].Properties["p"])
 	assert.Equal(t, "one", msgs[0].Properties["p"], "each message has its own properties")
 	assert.Equal(t, int32(1), msgs[1].ID.BatchIdx())
@@ -120,7 +127,7 @@ func TestRestPath(t *testing.T) {
 // must return messages or an error, never panic.
 func FuzzParsePeeked(f *testing.F) {
 	f.Add("1:2", "", `{"a":"b"}`, []byte("x"))
-	f.Add("1:2", "2", "", append(batchMember("a", "k", []byte("p")), batchMember("b", "", nil)...))
+	f.Add("1:2", "2", "", append(batchMember("a", "k", "o", []byte("p")), batchMember("b", "", "", nil)...))
 	f.Add("1:2:3", "1", "{", []byte{0, 0, 0, 200})
 	f.Fuzz(func(t *testing.T, id, batch, props string, body []byte) {
 		h := http.Header{}
