@@ -209,13 +209,14 @@ func TestConsumerSpanIsTheChildOfTheProducerSpan(t *testing.T) {
 	type seen struct {
 		traceparent string
 		handlerSpan trace.SpanContext
+		bodySize    int
 	}
 	got := make(chan seen, 1)
 	tracer := f.tp.Tracer("app")
 	f.consumer(t, func(ctx context.Context, _ *envelope.Envelope, msg apulsar.Message) error {
 		_, span := tracer.Start(ctx, "charge card")
 		span.End()
-		got <- seen{traceparent: msg.Properties()["traceparent"], handlerSpan: span.SpanContext()}
+		got <- seen{traceparent: msg.Properties()["traceparent"], handlerSpan: span.SpanContext(), bodySize: len(msg.Payload())}
 		return nil
 	})
 	id, err := f.publisher(t).Publish(context.Background(), orderURN, map[string]any{"order_id": 7})
@@ -240,6 +241,7 @@ func TestConsumerSpanIsTheChildOfTheProducerSpan(t *testing.T) {
 	assert.NotEmpty(t, pulsarID, "the id Pulsar assigned, from the receipt")
 	assert.NotEqual(t, id, pulsarID)
 	assert.Equal(t, orderURN, attrOf(producer, bqotel.AttrURN).AsString())
+	assert.Equal(t, int64(s.bodySize), attrOf(producer, semconv.MessagingMessageBodySizeKey).AsInt64())
 	psc := producer.SpanContext()
 	assert.Equal(t, fmt.Sprintf("00-%s-%s-01", psc.TraceID(), psc.SpanID()), s.traceparent)
 
@@ -252,6 +254,7 @@ func TestConsumerSpanIsTheChildOfTheProducerSpan(t *testing.T) {
 	assert.Equal(t, "billing", attrOf(consumer, "messaging.destination.subscription.name").AsString())
 	assert.Equal(t, pulsarID, attrOf(consumer, "messaging.message.id").AsString(), "the same Pulsar id on both sides")
 	assert.Equal(t, id, attrOf(consumer, bqotel.AttrMetaID).AsString())
+	assert.Equal(t, int64(s.bodySize), attrOf(consumer, semconv.MessagingMessageBodySizeKey).AsInt64())
 	assert.Equal(t, "acked", attrOf(consumer, bqotel.AttrOutcome).AsString())
 	assert.Equal(t, int64(1), attrOf(consumer, bqotel.AttrAttempt).AsInt64())
 	assert.Equal(t, codes.Unset, consumer.Status().Code)
