@@ -316,37 +316,9 @@ func TestWithServiceURLRefusesAURLWithoutABroker(t *testing.T) {
 // TestAProducerSpanOfAPartitionedTopicNamesThePartition: the producer picks the partition
 // after the Publish hook ran; the receipt names it, and the span carries it as
 // messaging.destination.partition.id (Recommended), while messaging.destination.name stays
-// the topic.
+// the topic. The consumer span of each delivery names the partition it came from, the one
+// its producer span named.
 func TestAProducerSpanOfAPartitionedTopicNamesThePartition(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	require.NoError(t, f.broker.CreatePartitionedTopic(f.topic, 3))
-	pub := f.publisher(t)
-	for i := range 6 {
-		_, err := pub.Publish(context.Background(), orderURN, map[string]any{"n": i}, bqpulsar.WithKey(fmt.Sprintf("key-%d", i)))
-		require.NoError(t, err)
-	}
-	seen := map[string]bool{}
-	for _, s := range f.ended(t, trace.SpanKindProducer, 6) {
-		assert.Equal(t, f.topic, attrOf(s, semconv.MessagingDestinationNameKey).AsString())
-		p := attrOf(s, semconv.MessagingDestinationPartitionIDKey).AsString()
-		assert.Contains(t, []string{"0", "1", "2"}, p, "a partition of three")
-		seen[p] = true
-	}
-	assert.NotEmpty(t, seen)
-
-	// A topic that is not partitioned names none.
-	g := newFixture(t)
-	_, err := g.publisher(t).Publish(context.Background(), orderURN, nil)
-	require.NoError(t, err)
-	s := g.ended(t, trace.SpanKindProducer, 1)[0]
-	assert.Equal(t, attribute.EMPTY, attrOf(s, semconv.MessagingDestinationPartitionIDKey).Type(), "no partition id")
-}
-
-// TestAConsumerSpanOfAPartitionNamesIt: a delivery from a partition of a partitioned topic
-// has messaging.destination.partition.id, the partition its producer span named, while
-// messaging.destination.name stays the topic; a topic that is not partitioned names none.
-func TestAConsumerSpanOfAPartitionNamesIt(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	require.NoError(t, f.broker.CreatePartitionedTopic(f.topic, 3))
@@ -358,7 +330,10 @@ func TestAConsumerSpanOfAPartitionNamesIt(t *testing.T) {
 	}
 	partitionOf := map[trace.SpanID]string{}
 	for _, s := range f.ended(t, trace.SpanKindProducer, 6) {
-		partitionOf[s.SpanContext().SpanID()] = attrOf(s, semconv.MessagingDestinationPartitionIDKey).AsString()
+		assert.Equal(t, f.topic, attrOf(s, semconv.MessagingDestinationNameKey).AsString())
+		p := attrOf(s, semconv.MessagingDestinationPartitionIDKey).AsString()
+		assert.Contains(t, []string{"0", "1", "2"}, p, "a partition of three")
+		partitionOf[s.SpanContext().SpanID()] = p
 	}
 	for _, s := range f.ended(t, trace.SpanKindConsumer, 6) {
 		assert.Equal(t, f.topic, attrOf(s, semconv.MessagingDestinationNameKey).AsString())
@@ -367,12 +342,15 @@ func TestAConsumerSpanOfAPartitionNamesIt(t *testing.T) {
 		assert.Equal(t, partitionOf[s.Parent().SpanID()], p, "the partition it was sent to")
 	}
 
+	// A topic that is not partitioned names none, on either side.
 	g := newFixture(t)
 	g.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil })
 	_, err := g.publisher(t).Publish(context.Background(), orderURN, nil)
 	require.NoError(t, err)
-	s := g.ended(t, trace.SpanKindConsumer, 1)[0]
-	assert.Equal(t, attribute.EMPTY, attrOf(s, semconv.MessagingDestinationPartitionIDKey).Type(), "no partition id")
+	for _, k := range []trace.SpanKind{trace.SpanKindProducer, trace.SpanKindConsumer} {
+		s := g.ended(t, k, 1)[0]
+		assert.Equal(t, attribute.EMPTY, attrOf(s, semconv.MessagingDestinationPartitionIDKey).Type(), "no partition id on the %s span", k)
+	}
 }
 
 // TestTheEventHookCountsWithoutTheDeliveryHook: an event whose context no Delivery hook of
