@@ -45,6 +45,7 @@ func TestPeekThroughAProxyReadsAKeyWithControlCharacters(t *testing.T) {
 		{"https admin, https proxy, the caller's TLS dialer", f.b.AdminTLSURL(), "https", true},
 		{"http admin, SOCKS5 proxy", f.b.AdminURL(), "socks5", false},
 		{"https admin, SOCKS5 proxy", f.b.AdminTLSURL(), "socks5", false},
+		{"http admin, SOCKS5 proxy resolving names", f.b.AdminURL(), "socks5h", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -54,8 +55,9 @@ func TestPeekThroughAProxyReadsAKeyWithControlCharacters(t *testing.T) {
 				p = brokertest.StartHTTPProxy(t, nil)
 			case "https":
 				p = brokertest.StartHTTPProxy(t, pki.ServerConfig())
-			case "socks5":
+			case "socks5", "socks5h":
 				p = brokertest.StartSOCKS5(t)
+				p.URL.Scheme = tc.way
 			}
 			var dialedTLS atomic.Int64
 			peekTheEscapedKey(t, f, proxiedAdmin(t, tc.admin, trust, func(tr *http.Transport) {
@@ -78,6 +80,28 @@ func TestPeekThroughAProxyReadsAKeyWithControlCharacters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheAdminDialsWithTheTransportsDialer: the Admin's own connections go through the
+// transport's DialContext, and a transport without one dials as net/http does.
+func TestTheAdminDialsWithTheTransportsDialer(t *testing.T) {
+	t.Parallel()
+	f := embeddedFixture(t)
+	f.ensure(t)
+	var dialed atomic.Int64
+	for name, dial := range map[string]func(context.Context, string, string) (net.Conn, error){
+		"the transport's": func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dialed.Add(1)
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+		"none": nil,
+	} {
+		a := proxiedAdmin(t, f.adminURL, nil, func(tr *http.Transport) { tr.DialContext = dial })
+		_, err := dlq.Peek(t.Context(), a, dlq.PeekOptions{Topic: f.dlq})
+		require.NoError(t, err, name)
+	}
+	assert.Positive(t, dialed.Load(), "the transport's DialContext made the connections")
 }
 
 // TestAProxyRefusingTheCredentialsFailsThePeek: a proxy's refusal is the Admin's error, and
