@@ -236,7 +236,9 @@ func (d *safeDialer) tunnel(ctx context.Context, network, addr string, u *url.UR
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	err = d.connect(ctx, c, addr, u)
-	if !stop() && err == nil {
+	if !stop() {
+		// The time ran out (or ctx ended) and c was closed under connect, which then failed
+		// on it, or finished just before: the deadline is the error, as net/http reports it.
 		err = ctx.Err()
 	}
 	if err != nil {

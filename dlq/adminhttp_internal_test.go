@@ -1,11 +1,14 @@
 package dlq
 
 import (
+	"context"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,6 +38,21 @@ func TestHeadSafeConnCleansTheHeadOnly(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, want, string(got), name)
 	}
+}
+
+// TestATunnelThatTheProxyDoesNotAnswerTimesOut: when the time for the proxy's answer runs
+// out, the tunnel fails with the deadline, as net/http's own CONNECT does, not with the
+// write or read that the closing of the connection under it broke.
+func TestATunnelThatTheProxyDoesNotAnswerTimesOut(t *testing.T) {
+	t.Parallel()
+	conn, proxySide := net.Pipe() // a proxy that reads nothing and answers nothing
+	t.Cleanup(func() { _ = proxySide.Close() })
+	d := &safeDialer{dial: func(context.Context, string, string) (net.Conn, error) { return conn, nil }, maxHead: 1 << 20}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := d.tunnel(ctx, "tcp", "broker.example:8443", &url.URL{Scheme: "http", Host: "proxy.example:3128"})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "dlq: admin proxy http://proxy.example:3128: CONNECT broker.example:8443")
 }
 
 func TestLatin1(t *testing.T) {
