@@ -97,6 +97,12 @@ func TestParsePeekedBatch(t *testing.T) {
 	assert.Equal(t, "one", msgs[0].Properties["p"], "each message has its own properties")
 	assert.Equal(t, int32(1), msgs[1].ID.BatchIdx())
 
+	h.Set("X-Pulsar-num-batch-message", "3")
+	msgs, err = parsePeeked("q", h, append(body, batchMember("three", "", "", nil)...))
+	require.NoError(t, err, "a last message with an empty payload: its metadata ends the entry")
+	require.Len(t, msgs, 3)
+	assert.Empty(t, msgs[2].Payload)
+
 	for _, n := range []string{"0", "x", "3"} {
 		h.Set("X-Pulsar-num-batch-message", n)
 		_, err := parsePeeked("q", h, body)
