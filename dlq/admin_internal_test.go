@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,6 +112,14 @@ func TestParsePeekedBatch(t *testing.T) {
 	h.Set("X-Pulsar-num-batch-message", "1")
 	_, err = parsePeeked("q", h, body[:10])
 	require.ErrorIs(t, err, errBatch)
+}
+
+// TestTheDefaultClientWaits30s: without WithHTTPClient, each request is bounded by 30 s.
+func TestTheDefaultClientWaits30s(t *testing.T) {
+	t.Parallel()
+	a, err := NewAdmin("http://localhost:8080")
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, a.hc.Timeout)
 }
 
 func TestRestPath(t *testing.T) {
