@@ -56,6 +56,7 @@ func TestParsePeekedOldAndNewHeaders(t *testing.T) {
 	assert.Equal(t, int64(12), msgs[0].ID.LedgerID())
 	assert.Equal(t, int64(3), msgs[0].ID.EntryID())
 	assert.Equal(t, int32(2), msgs[0].ID.PartitionIdx())
+	assert.Equal(t, int32(-1), msgs[0].ID.BatchIdx(), "not batched: the client's id of it")
 	assert.Equal(t, int64(1785147072345), msgs[0].PublishTime.UnixMilli())
 	assert.Equal(t, KindRaw, msgs[0].Kind)
 
