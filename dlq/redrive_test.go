@@ -79,6 +79,16 @@ func (f *fixture) backlog(t *testing.T, topic, sub string) int {
 	return int(brokertest.Backlog(t, f.adminURL, topic, sub))
 }
 
+// idleOrDefault is the idle timeout of a run that also holds the default: 0
+// (DefaultIdleTimeout) on the embedded broker, which delivers at once, and
+// brokertest.IdleTimeout on a real one, whose first delivery can outlast the default.
+func (f *fixture) idleOrDefault() time.Duration {
+	if f.b != nil {
+		return 0
+	}
+	return brokertest.IdleTimeout
+}
+
 // subscriptions are a topic's subscriptions as the admin API reports them.
 func (f *fixture) subscriptions(t *testing.T, topic string) []string {
 	t.Helper()

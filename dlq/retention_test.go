@@ -261,7 +261,7 @@ func purge(t *testing.T, f *fixture) {
 	rep, err = dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, Limit: 1, IdleTimeout: brokertest.IdleTimeout})
 	require.NoError(t, err)
 	assert.Len(t, rep.Purged, 1, "the limit")
-	rep, err = dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq}) // the default idle timeout
+	rep, err = dlq.Purge(t.Context(), f.client, dlq.PurgeOptions{Topic: f.dlq, IdleTimeout: f.idleOrDefault()})
 	require.NoError(t, err)
 	assert.Len(t, rep.Purged, 1, "without filters: everything left")
 	left, err := dlq.Peek(t.Context(), f.admin, dlq.PeekOptions{Topic: f.dlq})
