@@ -173,6 +173,18 @@ func eventNames(s sdktrace.ReadOnlySpan) []string {
 	return names
 }
 
+// eventAttr is attribute k of s's first event named name (an empty value without one).
+func eventAttr(s sdktrace.ReadOnlySpan, name string, k attribute.Key) attribute.Value {
+	for _, e := range s.Events() {
+		if e.Name == name {
+			set := attribute.NewSet(e.Attributes...)
+			v, _ := set.Value(k)
+			return v
+		}
+	}
+	return attribute.Value{}
+}
+
 // counters returns the sum of every Int64 counter by instrument name.
 func (f *fixture) counters(t *testing.T) map[string]int64 {
 	t.Helper()
@@ -197,13 +209,14 @@ func TestConsumerSpanIsTheChildOfTheProducerSpan(t *testing.T) {
 	type seen struct {
 		traceparent string
 		handlerSpan trace.SpanContext
+		bodySize    int
 	}
 	got := make(chan seen, 1)
 	tracer := f.tp.Tracer("app")
 	f.consumer(t, func(ctx context.Context, _ *envelope.Envelope, msg apulsar.Message) error {
 		_, span := tracer.Start(ctx, "charge card")
 		span.End()
-		got <- seen{traceparent: msg.Properties()["traceparent"], handlerSpan: span.SpanContext()}
+		got <- seen{traceparent: msg.Properties()["traceparent"], handlerSpan: span.SpanContext(), bodySize: len(msg.Payload())}
 		return nil
 	})
 	id, err := f.publisher(t).Publish(context.Background(), orderURN, map[string]any{"order_id": 7})
@@ -228,6 +241,7 @@ func TestConsumerSpanIsTheChildOfTheProducerSpan(t *testing.T) {
 	assert.NotEmpty(t, pulsarID, "the id Pulsar assigned, from the receipt")
 	assert.NotEqual(t, id, pulsarID)
 	assert.Equal(t, orderURN, attrOf(producer, bqotel.AttrURN).AsString())
+	assert.Equal(t, int64(s.bodySize), attrOf(producer, semconv.MessagingMessageBodySizeKey).AsInt64())
 	psc := producer.SpanContext()
 	assert.Equal(t, fmt.Sprintf("00-%s-%s-01", psc.TraceID(), psc.SpanID()), s.traceparent)
 
@@ -240,6 +254,7 @@ func TestConsumerSpanIsTheChildOfTheProducerSpan(t *testing.T) {
 	assert.Equal(t, "billing", attrOf(consumer, "messaging.destination.subscription.name").AsString())
 	assert.Equal(t, pulsarID, attrOf(consumer, "messaging.message.id").AsString(), "the same Pulsar id on both sides")
 	assert.Equal(t, id, attrOf(consumer, bqotel.AttrMetaID).AsString())
+	assert.Equal(t, int64(s.bodySize), attrOf(consumer, semconv.MessagingMessageBodySizeKey).AsInt64())
 	assert.Equal(t, "acked", attrOf(consumer, bqotel.AttrOutcome).AsString())
 	assert.Equal(t, int64(1), attrOf(consumer, bqotel.AttrAttempt).AsInt64())
 	assert.Equal(t, codes.Unset, consumer.Status().Code)
@@ -502,14 +517,20 @@ func TestPoisonAndGateRejectionGetSpanEventsAndCounters(t *testing.T) {
 	require.NoError(t, err)
 
 	spans := f.ended(t, trace.SpanKindConsumer, 2)
-	var names []string
+	var names, messages []string
 	for _, s := range spans {
 		names = append(names, eventNames(s)...)
+		for _, e := range []string{bqotel.EventPoison, bqotel.EventGateRejected} {
+			if m := eventAttr(s, e, semconv.ExceptionMessageKey).AsString(); m != "" {
+				messages = append(messages, e+": "+m)
+			}
+		}
 		assert.Equal(t, codes.Error, s.Status().Code)
 		assert.Equal(t, "dead_lettered", attrOf(s, bqotel.AttrOutcome).AsString())
 	}
 	assert.Contains(t, names, bqotel.EventPoison)
 	assert.Contains(t, names, bqotel.EventGateRejected)
+	assert.Len(t, messages, 2, "each event says why, in exception.message: %q", messages)
 	c := f.counters(t)
 	assert.Equal(t, int64(1), c[bqotel.MetricPoison])
 	assert.Equal(t, int64(1), c[bqotel.MetricGateRejected])
@@ -669,6 +690,10 @@ func TestRedriveSpanIsLinkedToTheMovedMessages(t *testing.T) {
 	require.NotNil(t, redrive)
 	require.Len(t, redrive.Links(), 1)
 	assert.Equal(t, psc.SpanID(), redrive.Links()[0].SpanContext.SpanID())
+	link := attribute.NewSet(redrive.Links()[0].Attributes...)
+	assert.Equal(t, "traceparent", value(link, bqotel.AttrLinkSource))
+	assert.Equal(t, orderURN, value(link, bqotel.AttrURN))
+	assert.Equal(t, rep.Moved[0].Envelope.Meta.ID, value(link, bqotel.AttrMetaID), "the link names the moved message")
 	assert.Equal(t, int64(1), attrOf(redrive, bqotel.AttrRedriveMoved).AsInt64())
 	// The redriven delivery is still a child of the original producer span.
 	spans := f.ended(t, trace.SpanKindConsumer, 2)

@@ -316,29 +316,56 @@ func TestWithServiceURLRefusesAURLWithoutABroker(t *testing.T) {
 // TestAProducerSpanOfAPartitionedTopicNamesThePartition: the producer picks the partition
 // after the Publish hook ran; the receipt names it, and the span carries it as
 // messaging.destination.partition.id (Recommended), while messaging.destination.name stays
-// the topic.
+// the topic. The consumer span of each delivery names the partition it came from, the one
+// its producer span named.
 func TestAProducerSpanOfAPartitionedTopicNamesThePartition(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	require.NoError(t, f.broker.CreatePartitionedTopic(f.topic, 3))
+	f.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil })
 	pub := f.publisher(t)
 	for i := range 6 {
 		_, err := pub.Publish(context.Background(), orderURN, map[string]any{"n": i}, bqpulsar.WithKey(fmt.Sprintf("key-%d", i)))
 		require.NoError(t, err)
 	}
-	seen := map[string]bool{}
+	partitionOf := map[trace.SpanID]string{}
 	for _, s := range f.ended(t, trace.SpanKindProducer, 6) {
 		assert.Equal(t, f.topic, attrOf(s, semconv.MessagingDestinationNameKey).AsString())
 		p := attrOf(s, semconv.MessagingDestinationPartitionIDKey).AsString()
 		assert.Contains(t, []string{"0", "1", "2"}, p, "a partition of three")
-		seen[p] = true
+		partitionOf[s.SpanContext().SpanID()] = p
 	}
-	assert.NotEmpty(t, seen)
+	for _, s := range f.ended(t, trace.SpanKindConsumer, 6) {
+		assert.Equal(t, f.topic, attrOf(s, semconv.MessagingDestinationNameKey).AsString())
+		p := attrOf(s, semconv.MessagingDestinationPartitionIDKey).AsString()
+		assert.Contains(t, []string{"0", "1", "2"}, p, "a partition of three")
+		assert.Equal(t, partitionOf[s.Parent().SpanID()], p, "the partition it was sent to")
+	}
 
-	// A topic that is not partitioned names none.
+	// A topic that is not partitioned names none, on either side.
 	g := newFixture(t)
+	g.consumer(t, func(context.Context, *envelope.Envelope, apulsar.Message) error { return nil })
 	_, err := g.publisher(t).Publish(context.Background(), orderURN, nil)
 	require.NoError(t, err)
-	s := g.ended(t, trace.SpanKindProducer, 1)[0]
-	assert.Equal(t, attribute.EMPTY, attrOf(s, semconv.MessagingDestinationPartitionIDKey).Type(), "no partition id")
+	for _, k := range []trace.SpanKind{trace.SpanKindProducer, trace.SpanKindConsumer} {
+		s := g.ended(t, k, 1)[0]
+		assert.Equal(t, attribute.EMPTY, attrOf(s, semconv.MessagingDestinationPartitionIDKey).Type(), "no partition id on the %s span", k)
+	}
+}
+
+// TestTheEventHookCountsWithoutTheDeliveryHook: an event whose context no Delivery hook of
+// this Telemetry opened (its Event hook given alone, or beside another's Delivery hook) is
+// counted all the same, under the topic without its partition suffix.
+func TestTheEventHookCountsWithoutTheDeliveryHook(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.tel.Hooks().Event(bqpulsar.Event{
+		Kind: bqpulsar.EventReceived, Context: context.Background(),
+		Topic: f.topic + "-partition-1", Subscription: "billing",
+	})
+	points := f.sums(t, bqotel.MetricConsumed)
+	require.Len(t, points, 1)
+	assert.Equal(t, int64(1), points[0].Value)
+	assert.Equal(t, f.topic, value(points[0].Attributes, semconv.MessagingDestinationNameKey))
+	assert.Equal(t, "billing", value(points[0].Attributes, semconv.MessagingDestinationSubscriptionNameKey))
 }

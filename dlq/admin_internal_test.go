@@ -5,18 +5,23 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// singleMeta encodes a SingleMessageMetadata with one property, a partition key and the
-// payload size, followed by the payload, length-prefixed as in a batch.
-func batchMember(key, pk string, payload []byte) []byte {
+// batchMember encodes a SingleMessageMetadata with one property (p=key), a partition key,
+// an ordering key (when ok is not empty) and the payload size, followed by the payload,
+// length-prefixed as in a batch. The property and
+// the metadata each have a field the parser does not know, which it skips.
+func batchMember(key, pk, ok string, payload []byte) []byte {
 	var kv []byte
 	kv = protowire.AppendTag(kv, 1, protowire.BytesType)
 	kv = protowire.AppendString(kv, "p")
+	kv = protowire.AppendTag(kv, 3, protowire.VarintType) // not in KeyValue: skipped
+	kv = protowire.AppendVarint(kv, 1)
 	kv = protowire.AppendTag(kv, 2, protowire.BytesType)
 	kv = protowire.AppendString(kv, key)
 	var md []byte
@@ -26,6 +31,10 @@ func batchMember(key, pk string, payload []byte) []byte {
 	md = protowire.AppendString(md, pk)
 	md = protowire.AppendTag(md, 3, protowire.VarintType)
 	md = protowire.AppendVarint(md, uint64(len(payload)))
+	if ok != "" {
+		md = protowire.AppendTag(md, 7, protowire.BytesType)
+		md = protowire.AppendString(md, ok)
+	}
 	md = protowire.AppendTag(md, 5, protowire.VarintType) // event_time: skipped
 	md = protowire.AppendVarint(md, 99)
 	out := binary.BigEndian.AppendUint32(nil, uint32(len(md)))
@@ -47,6 +56,7 @@ func TestParsePeekedOldAndNewHeaders(t *testing.T) {
 	assert.Equal(t, int64(12), msgs[0].ID.LedgerID())
 	assert.Equal(t, int64(3), msgs[0].ID.EntryID())
 	assert.Equal(t, int32(2), msgs[0].ID.PartitionIdx())
+	assert.Equal(t, int32(-1), msgs[0].ID.BatchIdx(), "not batched: the client's id of it")
 	assert.Equal(t, int64(1785147072345), msgs[0].PublishTime.UnixMilli())
 	assert.Equal(t, KindRaw, msgs[0].Kind)
 
@@ -77,15 +87,23 @@ func TestParsePeekedBatch(t *testing.T) {
 	h := http.Header{}
 	h.Set("X-Pulsar-Message-ID", "7:8")
 	h.Set("X-Pulsar-num-batch-message", "2")
-	body := append(batchMember("one", "k1", []byte("first")), batchMember("two", "k2", []byte("second"))...)
+	body := append(batchMember("one", "k1", "", []byte("first")), batchMember("two", "k2", "o2", []byte("second"))...)
 	msgs, err := parsePeeked("q", h, body)
 	require.NoError(t, err)
 	require.Len(t, msgs, 2)
 	assert.Equal(t, "first", string(msgs[0].Payload))
 	assert.Equal(t, "k2", msgs[1].Key)
+	assert.Equal(t, "o2", msgs[1].OrderingKey)
+	assert.Empty(t, msgs[0].OrderingKey)
 	assert.Equal(t, "two", msgs[1].Properties["p"])
 	assert.Equal(t, "one", msgs[0].Properties["p"], "each message has its own properties")
 	assert.Equal(t, int32(1), msgs[1].ID.BatchIdx())
+
+	h.Set("X-Pulsar-num-batch-message", "3")
+	msgs, err = parsePeeked("q", h, append(body, batchMember("three", "", "", nil)...))
+	require.NoError(t, err, "a last message with an empty payload: its metadata ends the entry")
+	require.Len(t, msgs, 3)
+	assert.Empty(t, msgs[2].Payload)
 
 	for _, n := range []string{"0", "x", "3"} {
 		h.Set("X-Pulsar-num-batch-message", n)
@@ -95,6 +113,14 @@ func TestParsePeekedBatch(t *testing.T) {
 	h.Set("X-Pulsar-num-batch-message", "1")
 	_, err = parsePeeked("q", h, body[:10])
 	require.ErrorIs(t, err, errBatch)
+}
+
+// TestTheDefaultClientWaits30s: without WithHTTPClient, each request is bounded by 30 s.
+func TestTheDefaultClientWaits30s(t *testing.T) {
+	t.Parallel()
+	a, err := NewAdmin("http://localhost:8080")
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, a.hc.Timeout)
 }
 
 func TestRestPath(t *testing.T) {
@@ -117,7 +143,7 @@ func TestRestPath(t *testing.T) {
 // must return messages or an error, never panic.
 func FuzzParsePeeked(f *testing.F) {
 	f.Add("1:2", "", `{"a":"b"}`, []byte("x"))
-	f.Add("1:2", "2", "", append(batchMember("a", "k", []byte("p")), batchMember("b", "", nil)...))
+	f.Add("1:2", "2", "", append(batchMember("a", "k", "o", []byte("p")), batchMember("b", "", "", nil)...))
 	f.Add("1:2:3", "1", "{", []byte{0, 0, 0, 200})
 	f.Fuzz(func(t *testing.T, id, batch, props string, body []byte) {
 		h := http.Header{}

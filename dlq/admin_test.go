@@ -1,6 +1,9 @@
 package dlq_test
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +54,34 @@ func TestAdminTokenIsSentAsBearer(t *testing.T) {
 		_, _, err := a.Subscriptions(t.Context(), topic)
 		require.ErrorIs(t, err, dlq.ErrAdmin, name)
 		assert.Contains(t, err.Error(), "HTTP 401", name)
+	}
+}
+
+// TestAdminErrorsSayTheBrokersReason: an HTTP error answer is an error wrapping ErrAdmin that
+// names the status and the broker's reason: the "reason" of a JSON body, else the body's
+// text, else nothing more.
+func TestAdminErrorsSayTheBrokersReason(t *testing.T) {
+	t.Parallel()
+	answers := map[string]struct {
+		status     int
+		body, want string
+	}{
+		"json":    {http.StatusInternalServerError, `{"reason":"Policies not found"}`, "HTTP 500: Policies not found"},
+		"other":   {http.StatusInternalServerError, `{"code":7}`, `HTTP 500: {"code":7}`},
+		"text":    {http.StatusServiceUnavailable, " broker starting\n", "HTTP 503: broker starting"},
+		"nothing": {http.StatusForbidden, "", "HTTP 403"},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := answers[strings.Split(r.URL.Path, "/")[6]] // /admin/v2/persistent/public/default/<topic>/partitions
+		w.WriteHeader(a.status)
+		_, _ = w.Write([]byte(a.body))
+	}))
+	t.Cleanup(srv.Close)
+	a, err := dlq.NewAdmin(srv.URL)
+	require.NoError(t, err)
+	for topic, want := range answers {
+		_, err := a.Partitions(t.Context(), topic)
+		require.ErrorIs(t, err, dlq.ErrAdmin, topic)
+		assert.True(t, strings.HasSuffix(err.Error(), want.want), "%s: %q ends in %q", topic, err, want.want)
 	}
 }

@@ -25,7 +25,8 @@ import (
 // on the subscription could not be looked at. The Admin therefore reads answers through a
 // connection that turns those control characters into spaces too, as the broker already
 // does with CR and LF, and decodes the values as ISO-8859-1: a peeked key or property keeps
-// every character up to U+00FF that is not a control character; the others are spaces.
+// every character up to U+00FF but the ASCII control characters other than TAB (the C1
+// controls, U+0080 to U+009F, are kept); the others are spaces.
 // Redrive reads messages over Pulsar's binary protocol and moves them as they are.
 //
 // That connection must carry the broker's answer as the client reads it: above TLS, and
@@ -236,7 +237,9 @@ func (d *safeDialer) tunnel(ctx context.Context, network, addr string, u *url.UR
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	err = d.connect(ctx, c, addr, u)
-	if !stop() && err == nil {
+	if !stop() {
+		// The time ran out (or ctx ended) and c was closed under connect, which then failed
+		// on it, or finished just before: the deadline is the error, as net/http reports it.
 		err = ctx.Err()
 	}
 	if err != nil {

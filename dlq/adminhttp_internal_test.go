@@ -1,11 +1,14 @@
 package dlq
 
 import (
+	"context"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,10 +40,26 @@ func TestHeadSafeConnCleansTheHeadOnly(t *testing.T) {
 	}
 }
 
+// TestATunnelThatTheProxyDoesNotAnswerTimesOut: when the time for the proxy's answer runs
+// out, the tunnel fails with the deadline, as net/http's own CONNECT does, not with the
+// write or read that the closing of the connection under it broke.
+func TestATunnelThatTheProxyDoesNotAnswerTimesOut(t *testing.T) {
+	t.Parallel()
+	conn, proxySide := net.Pipe() // a proxy that reads nothing and answers nothing
+	t.Cleanup(func() { _ = proxySide.Close() })
+	d := &safeDialer{dial: func(context.Context, string, string) (net.Conn, error) { return conn, nil }, maxHead: 1 << 20}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := d.tunnel(ctx, "tcp", "broker.example:8443", &url.URL{Scheme: "http", Host: "proxy.example:3128"})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "dlq: admin proxy http://proxy.example:3128: CONNECT broker.example:8443")
+}
+
 func TestLatin1(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "plain", latin1("plain"))
 	assert.Equal(t, "café ÿ", latin1("caf\xe9 \xff"), "each byte is the character of that code")
+	assert.Equal(t, "a\u0080", latin1("a\x80"), "from the first byte past ASCII")
 }
 
 // FuzzHeadSafeConn: whatever a server answers, the connection reads as many bytes as it was

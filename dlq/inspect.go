@@ -64,8 +64,10 @@ type Message struct {
 	PublishTime time.Time
 	// Key is its Pulsar key. Read through the admin API ([Peek], a dry-run [Redrive]), the
 	// key of a message that was not batched reaches us in an HTTP header, which keeps the
-	// characters up to U+00FF but control characters: the others read as spaces. A batched
-	// message's key, and every key that [Redrive] and [Purge] read, are exact.
+	// characters up to U+00FF but the ASCII control characters other than TAB: those, and
+	// the characters beyond U+00FF, read as spaces (the C1 controls, U+0080 to U+009F, are
+	// kept). A batched message's key, and every key that [Redrive] and [Purge] read, are
+	// exact.
 	Key string
 	// OrderingKey is its Pulsar ordering key.
 	OrderingKey string

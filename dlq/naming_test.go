@@ -20,6 +20,7 @@ func TestQueueNameParentAndTopic(t *testing.T) {
 		{"persistent://public/default/orders-partition-3", "orders", "persistent://public/default/orders", "persistent://public/default/orders.dlq"},
 		{"persistent://acme/billing/invoices", "invoices", "persistent://acme/billing/invoices", "persistent://acme/billing/invoices.dlq"},
 		{"non-persistent://t/n/x-partition-10", "x", "non-persistent://t/n/x", "non-persistent://t/n/x.dlq"},
+		{"orders-partition-9", "orders", "orders", "orders.dlq"},
 		{"orders-partition-", "orders-partition-", "orders-partition-", "orders-partition-.dlq"},
 		{"orders-partition-x", "orders-partition-x", "orders-partition-x", "orders-partition-x.dlq"},
 		{"a-partition-1-partition-2", "a-partition-1", "a-partition-1", "a-partition-1.dlq"},

@@ -24,48 +24,84 @@ import (
 // an https proxy, a CONNECT tunnel, SOCKS5, and a TLS dialer of the caller's. With it
 // anywhere below, the peek answer reaches net/http as the broker wrote it and is refused,
 // and a SOCKS5 proxy's binary answers are mangled. Each proxy asks for credentials, which the
-// Admin sends from the proxy URL's user info.
+// Admin sends from the proxy URL's user info. The caller's TLS dialer makes the TLS to the
+// broker, or to an https proxy; the tunnel to an http proxy is plain even with it, and the
+// TLS to the broker runs inside the tunnel, as net/http's own.
 func TestPeekThroughAProxyReadsAKeyWithControlCharacters(t *testing.T) {
 	t.Parallel()
 	f, pki := tlsAdminFixture(t)
 	writeAnEscapedKey(t, f)
 	trust := pki.trust()
-	for _, tc := range []struct{ name, admin, way string }{
-		{"https admin, the caller's TLS dialer", f.b.AdminTLSURL(), "own TLS dialer"},
-		{"http admin, http proxy", f.b.AdminURL(), "http"},
-		{"https admin, http proxy", f.b.AdminTLSURL(), "http"},
-		{"http admin, https proxy", f.b.AdminURL(), "https"},
-		{"https admin, https proxy", f.b.AdminTLSURL(), "https"},
-		{"http admin, SOCKS5 proxy", f.b.AdminURL(), "socks5"},
-		{"https admin, SOCKS5 proxy", f.b.AdminTLSURL(), "socks5"},
+	for _, tc := range []struct {
+		name, admin, way string
+		ownTLS           bool // the transport has a TLS dialer of the caller's
+	}{
+		{"https admin, the caller's TLS dialer", f.b.AdminTLSURL(), "", true},
+		{"http admin, http proxy", f.b.AdminURL(), "http", false},
+		{"https admin, http proxy", f.b.AdminTLSURL(), "http", false},
+		{"https admin, http proxy, the caller's TLS dialer", f.b.AdminTLSURL(), "http", true},
+		{"http admin, https proxy", f.b.AdminURL(), "https", false},
+		{"https admin, https proxy", f.b.AdminTLSURL(), "https", false},
+		{"https admin, https proxy, the caller's TLS dialer", f.b.AdminTLSURL(), "https", true},
+		{"http admin, SOCKS5 proxy", f.b.AdminURL(), "socks5", false},
+		{"https admin, SOCKS5 proxy", f.b.AdminTLSURL(), "socks5", false},
+		{"http admin, SOCKS5 proxy resolving names", f.b.AdminURL(), "socks5h", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var p *brokertest.Proxy
 			switch tc.way {
-			case "own TLS dialer":
-				p = &brokertest.Proxy{}
 			case "http":
 				p = brokertest.StartHTTPProxy(t, nil)
 			case "https":
 				p = brokertest.StartHTTPProxy(t, pki.ServerConfig())
-			case "socks5":
+			case "socks5", "socks5h":
 				p = brokertest.StartSOCKS5(t)
+				p.URL.Scheme = tc.way
 			}
+			var dialedTLS atomic.Int64
 			peekTheEscapedKey(t, f, proxiedAdmin(t, tc.admin, trust, func(tr *http.Transport) {
-				if p.URL != nil {
+				if p != nil {
 					tr.Proxy = http.ProxyURL(p.URL)
-					return
 				}
-				tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-					p.Used.Add(1)
-					d := tls.Dialer{Config: trust}
-					return d.DialContext(ctx, network, addr)
+				if tc.ownTLS {
+					tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+						dialedTLS.Add(1)
+						d := tls.Dialer{Config: trust}
+						return d.DialContext(ctx, network, addr)
+					}
 				}
 			}))
-			assert.Positive(t, p.Used.Load(), "the connections went the configured way")
+			if p != nil {
+				assert.Positive(t, p.Used.Load(), "the connections went through the proxy")
+			}
+			if tc.ownTLS && tc.way != "http" {
+				assert.Positive(t, dialedTLS.Load(), "the caller's TLS dialer made the TLS")
+			}
 		})
 	}
+}
+
+// TestTheAdminDialsWithTheTransportsDialer: the Admin's own connections go through the
+// transport's DialContext, and a transport without one dials as net/http does.
+func TestTheAdminDialsWithTheTransportsDialer(t *testing.T) {
+	t.Parallel()
+	f := embeddedFixture(t)
+	f.ensure(t)
+	var dialed atomic.Int64
+	for name, dial := range map[string]func(context.Context, string, string) (net.Conn, error){
+		"the transport's": func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dialed.Add(1)
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+		"none": nil,
+	} {
+		a := proxiedAdmin(t, f.adminURL, nil, func(tr *http.Transport) { tr.DialContext = dial })
+		_, err := dlq.Peek(t.Context(), a, dlq.PeekOptions{Topic: f.dlq})
+		require.NoError(t, err, name)
+	}
+	assert.Positive(t, dialed.Load(), "the transport's DialContext made the connections")
 }
 
 // TestAProxyRefusingTheCredentialsFailsThePeek: a proxy's refusal is the Admin's error, and

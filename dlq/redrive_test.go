@@ -79,6 +79,16 @@ func (f *fixture) backlog(t *testing.T, topic, sub string) int {
 	return int(brokertest.Backlog(t, f.adminURL, topic, sub))
 }
 
+// idleOrDefault is the idle timeout of a run that also holds the default: 0
+// (DefaultIdleTimeout) on the embedded broker, which delivers at once, and
+// brokertest.IdleTimeout on a real one, whose first delivery can outlast the default.
+func (f *fixture) idleOrDefault() time.Duration {
+	if f.b != nil {
+		return 0
+	}
+	return brokertest.IdleTimeout
+}
+
 // subscriptions are a topic's subscriptions as the admin API reports them.
 func (f *fixture) subscriptions(t *testing.T, topic string) []string {
 	t.Helper()
@@ -387,7 +397,16 @@ func TestRedriveAndPeekRefuseBadOptions(t *testing.T) {
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
 	_, err = dlq.Redrive(t.Context(), f.client, dlq.RedriveOptions{Topic: "orders.dlq", Limit: -1})
 	require.ErrorIs(t, err, dlq.ErrInvalidOptions)
+}
+
+// TestKindNames: each kind has its name, and the zero Kind is none of them, so that a
+// Message that was never classified does not pass for one.
+func TestKindNames(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "annotated", dlq.KindAnnotated.String())
 	assert.Equal(t, "poison", dlq.KindPoison.String())
+	assert.Equal(t, "raw", dlq.KindRaw.String())
+	assert.Equal(t, "Kind(0)", dlq.Message{}.Kind.String())
 }
 
 func TestRedriveReportsProgress(t *testing.T) {
