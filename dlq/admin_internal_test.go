@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,6 +176,7 @@ func TestSubscriptionFailureNamesTheFix(t *testing.T) {
 		assert.Equal(t, "orders.dlq", se.Topic)
 		assert.Equal(t, "bq-dlq", se.Subscription)
 		assert.Contains(t, err.Error(), want, msg)
+		assert.True(t, strings.HasPrefix(err.Error(), `dlq: subscription "bq-dlq" on "orders.dlq": `), "it names the subscription and the topic: %s", err)
 		assert.Contains(t, err.Error(), msg, "the client's error is kept")
 		require.ErrorIs(t, err, ErrSubscription)
 	}

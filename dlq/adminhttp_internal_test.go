@@ -60,6 +60,7 @@ func TestLatin1(t *testing.T) {
 	assert.Equal(t, "plain", latin1("plain"))
 	assert.Equal(t, "café ÿ", latin1("caf\xe9 \xff"), "each byte is the character of that code")
 	assert.Equal(t, "a\u0080", latin1("a\x80"), "from the first byte past ASCII")
+	assert.Equal(t, "éÿ", latin1("\xe9\xff"), "no ASCII at all")
 }
 
 // FuzzHeadSafeConn: whatever a server answers, the connection reads as many bytes as it was

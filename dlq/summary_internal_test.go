@@ -56,6 +56,19 @@ func TestRowsAndTimesOfSummarize(t *testing.T) {
 	assert.Equal(t, Stamp{At: time.UnixMilli(9000), Source: TimePublished}, sum.Newest)
 }
 
+// TestOldestAndNewestWhateverTheOrder: the newest is the latest time read, not the last
+// message, and the oldest the earliest, not the first.
+func TestOldestAndNewestWhateverTheOrder(t *testing.T) {
+	t.Parallel()
+	var c counter
+	for _, at := range []int64{2000, 3000, 1000, 2500} {
+		c.add(classified(Message{Payload: []byte("raw"), PublishTime: time.UnixMilli(at)}))
+	}
+	sum := c.summary()
+	assert.Equal(t, Stamp{At: time.UnixMilli(1000), Source: TimePublished}, sum.Oldest)
+	assert.Equal(t, Stamp{At: time.UnixMilli(3000), Source: TimePublished}, sum.Newest)
+}
+
 func TestParseBacklog(t *testing.T) {
 	t.Parallel()
 	n, found, err := parseBacklog([]byte(`{"subscriptions":{"bq-dlq":{"msgBacklog":7},"x":{"msgBacklog":1}}}`), "bq-dlq")

@@ -1,6 +1,7 @@
 package dlq_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -46,4 +47,17 @@ func summarize(t *testing.T, f *fixture) {
 	_, err = dlq.Summarize(t.Context(), f.admin, dlq.SummaryOptions{Topic: f.queue})
 	require.ErrorIs(t, err, dlq.ErrSubscriptionNotFound)
 	assert.Equal(t, before, f.state(t), "nothing created")
+}
+
+// TestDeadLetteredAtNeedsAPositiveFailedAt: a dead_letter block without a failure time
+// (failed_at 0) gives the publish time, as a raw copy does.
+func TestDeadLetteredAtNeedsAPositiveFailedAt(t *testing.T) {
+	t.Parallel()
+	env, err := envelope.Decode([]byte(strings.Replace(string(annotated(urnA, "id-0", envelope.ReasonFailed)), `"failed_at":1700000001000`, `"failed_at":0`, 1)))
+	require.NoError(t, err)
+	require.NotNil(t, env.DeadLetter)
+	m := dlq.Message{Envelope: env, PublishTime: time.UnixMilli(1700000002000)}
+	at, source := m.DeadLetteredAt()
+	assert.Equal(t, time.UnixMilli(1700000002000), at)
+	assert.Equal(t, dlq.TimePublished, source)
 }
