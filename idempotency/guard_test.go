@@ -278,6 +278,33 @@ func TestGuardOptionsAreValidated(t *testing.T) {
 	require.ErrorIs(t, err, idempotency.ErrInvalidOption)
 }
 
+// zeroClaimStore answers every claim with the zero Claim and no error, as a broken store
+// might.
+type zeroClaimStore struct{ idempotency.Store }
+
+func (zeroClaimStore) Claim(context.Context, string, time.Duration) (idempotency.Claim, error) {
+	return idempotency.Claim{}, nil
+}
+
+// TestGuardRefusesAClaimWithoutAStatus: the zero Status is no status (StatusClaimed is 1),
+// so a zero Claim fails the delivery with a *StoreError; it is never read as "remembered"
+// and skipped.
+func TestGuardRefusesAClaimWithoutAStatus(t *testing.T) {
+	mem, err := idempotency.NewMemoryStore()
+	require.NoError(t, err)
+	ran := false
+	res, err := newGuard(t, zeroClaimStore{mem}).Do(context.Background(), "z", func(context.Context) error {
+		ran = true
+		return nil
+	})
+	assert.Equal(t, idempotency.NotRun, res)
+	var se *idempotency.StoreError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "claim", se.Op)
+	assert.False(t, ran)
+	assert.Equal(t, "Status(0)", idempotency.Status(0).String())
+}
+
 func TestStatusAndResultNames(t *testing.T) {
 	assert.Equal(t, "claimed", idempotency.StatusClaimed.String())
 	assert.Equal(t, "done", idempotency.StatusDone.String())
