@@ -255,6 +255,17 @@ func TestRelativeRefOfASchemaInMemoryIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "urn:babel:a:refund: a relative $ref (to money.json)")
 	_, err = schema.Compile("urn:babel:a:refund", []byte(`{"$defs":{"m":{"minimum":0}},"properties":{"amount":{"$ref":"#/$defs/m"}}}`))
 	require.NoError(t, err, "a $ref within the document is fine")
+
+	// Under an absolute $id, a relative $ref has a path to resolve against.
+	p, err := schema.NewMapProvider(map[string][]byte{
+		"urn:babel:common:money": []byte(`{"$id":"https://schemas.example/money.json","type":"number","minimum":0}`),
+		"urn:babel:a:refund":     []byte(`{"$id":"https://schemas.example/refund.json","properties":{"amount":{"$ref":"money.json"}}}`),
+	})
+	require.NoError(t, err, "a relative $ref under an absolute $id")
+	s, _, err := p.Schema("urn:babel:a:refund")
+	require.NoError(t, err)
+	require.ErrorIs(t, s.ValidateValue(map[string]any{"amount": -1}), schema.ErrInvalid, "the $ref reached money.json")
+	require.NoError(t, s.ValidateValue(map[string]any{"amount": 1}))
 }
 
 // Two schemas that answer to one URL are refused, naming the URL: a $ref to it would reach
