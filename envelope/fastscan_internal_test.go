@@ -56,8 +56,8 @@ func addFastSeeds(f *testing.F) {
 		`-12`, `1.5`, `1e`, `1e5`, `1e19`,
 		`{"a" x1}`, // no colon after the key
 		// Bytes that only the general UTF-8 check refuses: a lead byte below C2 (overlong),
-		// an encoded surrogate.
-		"[\"\xc0\xaf\"]", "[\"\xed\xa0\x80\"]",
+		// an encoded surrogate, E0 (a three-byte lead) with one continuation byte.
+		"[\"\xc0\xaf\"]", "[\"\xed\xa0\x80\"]", "[\"\xe0\xa0\"]",
 	} {
 		f.Add([]byte(s))
 	}
