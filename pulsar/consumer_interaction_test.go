@@ -50,6 +50,14 @@ type harness struct {
 	c       *Consumer
 }
 
+// mockReceiver makes the consumer receive from a new mock, which it returns for the test's
+// expectations.
+func (h *harness) mockReceiver() *mocks.MockReceiver {
+	recv := mocks.NewMockReceiver(h.ctrl)
+	h.c.recv = recv
+	return recv
+}
+
 func newHarness(t *testing.T, opts ...ConsumerOption) *harness {
 	t.Helper()
 	ctrl := gomock.NewController(t)

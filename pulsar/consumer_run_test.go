@@ -42,8 +42,7 @@ func feed(recv *mocks.MockReceiver, msgs ...apulsar.Message) {
 func TestRunReportsTransientReceiveErrorsAndGoesOn(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	msg, _ := newMessage(t, testURN, 0, 0)
 	transient := errors.New("connection reset")
 	acked := make(chan struct{})
@@ -69,8 +68,7 @@ func TestRunReportsTransientReceiveErrorsAndGoesOn(t *testing.T) {
 func TestRunStopsOnFatalReceiveError(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	closedErr := fmt.Errorf("receive: %w", ErrClosed)
 	recv.EXPECT().Receive(gomock.Any()).Return(nil, closedErr)
 	err := h.c.Run(t.Context())
@@ -81,8 +79,7 @@ func TestRunStopsOnFatalReceiveError(t *testing.T) {
 func TestCloseStopsRunAndIsIdempotent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	started := make(chan struct{})
 	recv.EXPECT().Receive(gomock.Any()).DoAndReturn(func(ctx context.Context) (apulsar.Message, error) {
 		close(started)
@@ -104,8 +101,7 @@ func TestCloseStopsRunAndIsIdempotent(t *testing.T) {
 func TestRunMayBeCalledAgainAfterItReturned(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, WithConcurrency(2), Handle(testURN, handlerReturning(nil)))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	first, _ := newMessage(t, testURN, 0, 0)
 	second, _ := newMessage(t, testURN, 0, 0)
 	block := func(ctx context.Context) (apulsar.Message, error) {
@@ -134,8 +130,7 @@ func TestInFlightCountsRunsHandlersAndSettlements(t *testing.T) {
 		inHandler.Store(int64(h.c.InFlight()))
 		return nil
 	}))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	msg, _ := newMessage(t, testURN, 0, 0)
 	feed(recv, msg)
 	acked := make(chan struct{})
@@ -178,8 +173,7 @@ func TestConcurrencyKeepsPerKeyOrder(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	var msgs []apulsar.Message
 	for i := range perKey {
 		for k := range keys {
@@ -236,8 +230,7 @@ func TestMessagesOfDifferentOrderingKeysDoNotWait(t *testing.T) {
 			}
 			return nil
 		}))
-		recv := mocks.NewMockReceiver(h.ctrl)
-		h.c.recv = recv
+		recv := h.mockReceiver()
 		var msgs []apulsar.Message
 		for i, k := range keys {
 			m, _ := newMessage(t, testURN, 0, 0)
@@ -276,8 +269,7 @@ func TestRunLetsInFlightFinishWithinTheCloseTimeout(t *testing.T) {
 			}
 			return nil
 		}))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	msg, _ := newMessage(t, testURN, 0, 0)
 	feed(recv, msg)
 	h.settler.EXPECT().Ack(msg).Return(nil)
@@ -296,8 +288,7 @@ func TestRunLetsInFlightFinishWithinTheCloseTimeout(t *testing.T) {
 func TestRunNacksAMessageReceivedAsItStops(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Handle(testURN, handlerReturning(nil)))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	msg, _ := newMessage(t, testURN, 0, 0)
 	receiving := make(chan struct{})
 	recv.EXPECT().Receive(gomock.Any()).DoAndReturn(func(ctx context.Context) (apulsar.Message, error) {
@@ -320,8 +311,7 @@ func TestRunDrainsInFlightThenCancelsAfterDeadline(t *testing.T) {
 			sawCancel.Store(true)
 			return ctx.Err()
 		}))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	msg, _ := newMessage(t, testURN, 0, 0)
 	feed(recv, msg)
 	// The handler fails with ctx.Err(); the retry's send is refused by the cancelled ctx.
@@ -343,8 +333,7 @@ func TestRunInlineDrainDeadlineCancelsAStuckHandler(t *testing.T) {
 			<-ctx.Done()
 			return ctx.Err()
 		}))
-	recv := mocks.NewMockReceiver(h.ctrl)
-	h.c.recv = recv
+	recv := h.mockReceiver()
 	msg, _ := newMessage(t, testURN, 0, 0)
 	feed(recv, msg)
 	h.settler.EXPECT().Ack(msg).Return(nil) // exhausted, dead-lettering off: acked and reported

@@ -29,6 +29,14 @@ func pullConsumer(t *testing.T, client apulsar.Client, topic string, opts ...bqp
 	return c
 }
 
+// pullConsumerUntilEnd is pullConsumer, closed when the test ends, whose Close must succeed.
+func pullConsumerUntilEnd(t *testing.T, client apulsar.Client, topic string, opts ...bqpulsar.ConsumerOption) *bqpulsar.Consumer {
+	t.Helper()
+	c := pullConsumer(t, client, topic, opts...)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	return c
+}
+
 // A rejected bq-schema-version and a poison body are settled by the engine (dead-lettered,
 // and reported) and never returned by Next, as under Run; the envelope comes with its
 // attempts and routing URN, and needs no handler.
@@ -95,8 +103,7 @@ func TestNextDeliverySettlesOnce(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
 	topic := uniqueTopic(t, "next-once")
-	c := pullConsumer(t, client, topic)
-	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	c := pullConsumerUntilEnd(t, client, topic)
 	publishJobs(t, client, topic, 1)
 
 	d, err := c.Next(t.Context())
@@ -118,8 +125,7 @@ func TestNextFailWithoutAnErrorIsAFailure(t *testing.T) {
 	client := newClient(t, b)
 	topic := uniqueTopic(t, "next-fail-nil")
 	dead := collect(t, client, topic+".dlq")
-	c := pullConsumer(t, client, topic, bqpulsar.WithMaxAttempts(1))
-	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	c := pullConsumerUntilEnd(t, client, topic, bqpulsar.WithMaxAttempts(1))
 	ids := publishJobs(t, client, topic, 1)
 
 	d, err := c.Next(t.Context())
@@ -143,9 +149,8 @@ func TestNextFailReturnsAFailedDeadLetterWrite(t *testing.T) {
 	require.NoError(t, b.CreateTopic(topic+".dlq"))
 	// NotAllowedError: the client gives the producer up and the send times out.
 	b.FailNextSends(topic+".dlq", 1, pulsartest.NotAllowedError)
-	c := pullConsumer(t, client, topic, bqpulsar.WithMaxAttempts(1),
+	c := pullConsumerUntilEnd(t, client, topic, bqpulsar.WithMaxAttempts(1),
 		bqpulsar.WithSenderOptions(func(o *apulsar.ProducerOptions) { o.SendTimeout = 300 * time.Millisecond }))
-	t.Cleanup(func() { assert.NoError(t, c.Close()) })
 	publishJobs(t, client, topic, 1)
 
 	d, err := c.Next(t.Context())
@@ -199,8 +204,7 @@ func TestNextWaitsAtTheInflightBound(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
 	topic := uniqueTopic(t, "next-bound")
-	c := pullConsumer(t, client, topic, bqpulsar.WithMaxInflight(2))
-	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	c := pullConsumerUntilEnd(t, client, topic, bqpulsar.WithMaxInflight(2))
 	publishJobs(t, client, topic, 3)
 
 	first, err := c.Next(t.Context())
@@ -229,8 +233,7 @@ func TestNextDefaultInflightBoundIsFourPerWorker(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
 	topic := uniqueTopic(t, "next-default-bound")
-	c := pullConsumer(t, client, topic, bqpulsar.WithConcurrency(2))
-	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	c := pullConsumerUntilEnd(t, client, topic, bqpulsar.WithConcurrency(2))
 	publishJobs(t, client, topic, 9)
 
 	held := make([]*bqpulsar.Delivery, 0, 9)
@@ -282,8 +285,7 @@ func TestCloseNacksWhatNextLeftUnsettled(t *testing.T) {
 	require.ErrorIs(t, hooked[0], bqpulsar.ErrUnsettled)
 	mu.Unlock()
 
-	again := pullConsumer(t, client, topic, bqpulsar.WithNackRedeliveryDelay(50*time.Millisecond))
-	t.Cleanup(func() { assert.NoError(t, again.Close()) })
+	again := pullConsumerUntilEnd(t, client, topic, bqpulsar.WithNackRedeliveryDelay(50*time.Millisecond))
 	d, err = again.Next(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, ids[0], d.Envelope().Meta.ID, "redelivered, nothing lost")

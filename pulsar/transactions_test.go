@@ -238,9 +238,8 @@ func TestASettlementThatDoesNotAcknowledgeAbortsItsTransaction(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
 		client := tg.TxnClient(t)
 		topic := tg.Topic(t, "txn-nack")
-		c := pullConsumer(t, client, topic, bqpulsar.WithTransactions(txnTimeout),
+		c := pullConsumerUntilEnd(t, client, topic, bqpulsar.WithTransactions(txnTimeout),
 			bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest))
-		t.Cleanup(func() { assert.NoError(t, c.Close()) })
 		pub, err := bqpulsar.NewPublisher(client, topic)
 		require.NoError(t, err)
 		_, err = pub.Publish(t.Context(), okURN, map[string]any{})
