@@ -267,6 +267,35 @@ func TestDelayedDeliveryManualClock(t *testing.T) {
 	assert.Equal(t, "in an hour", string(receive(t, k).Payload()))
 }
 
+// 11c. deliver_at_time counts whole milliseconds, which the client truncates: a message asked for
+// part-way through a millisecond is delivered once that millisecond has passed, never before the time
+// asked for and at most 1 ms after it (embedded only). Each round sets the clock 1 µs before the time
+// asked for, inside the millisecond the client sent, where a broker that compares milliseconds alone
+// delivers early, then 1 ms after it. The clock starts on a millisecond and the second round arms the
+// timer half-way through one, where a timer armed for a whole number of milliseconds fires late.
+func TestDelayedDeliveryIsNeverEarlyWithinItsMillisecond(t *testing.T) {
+	t.Parallel()
+	clock := pulsartest.NewManualClock(time.Now().Truncate(time.Millisecond))
+	b := pulsartest.NewBroker(t, pulsartest.WithClock(clock))
+	c := newClient(t, b.URL())
+	topic := uniqueName(t, "t")
+	k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared})
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic})
+	for _, within := range []time.Duration{500 * time.Microsecond, 200 * time.Microsecond} {
+		asked := clock.Now().Add(time.Hour).Truncate(time.Millisecond).Add(within)
+		payload := fmt.Sprintf("%v into a millisecond", within)
+		_, err := p.Send(t.Context(), &apulsar.ProducerMessage{Payload: []byte(payload), DeliverAt: asked})
+		require.NoError(t, err)
+		testwait.Eventually(t, eventuallyWithin, func() bool { return b.Stats(topic).Subscriptions["s"].Delayed == 1 }, "delayed entry tracked")
+		clock.Set(asked.Add(-time.Microsecond))
+		expectNone(t, k, 200*time.Millisecond)
+		clock.Set(asked.Add(time.Millisecond))
+		m := receive(t, k)
+		assert.Equal(t, payload, string(m.Payload()))
+		require.NoError(t, k.Ack(m))
+	}
+}
+
 // 12. retry topic: ReconsumeLater redelivers after the delay with RECONSUMETIMES incremented; after the maximum
 // the message goes to the DLQ.
 func TestScenario12RetryTopic(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
@@ -77,7 +78,7 @@ type subscription struct {
 	replay       map[int64]struct{}
 	replayHashes map[uint32]int
 	redelivery   map[int64]int
-	delayed      map[int64]int64
+	delayed      map[int64]int64 // entry id → the millisecond it is due (entry.dueAt)
 	timerStop    func() bool
 	timerAt      int64
 	failoverStop func() bool // realistic timing: pending start of a new active consumer
@@ -358,7 +359,7 @@ func (s *subscription) dispatchMulti(now int64, outs []outbound) []outbound {
 			s.addReplay(id)
 		}
 	}
-	defer s.scheduleTimer(now)
+	defer s.scheduleTimer()
 	if !s.anyReady() {
 		return outs
 	}
@@ -397,8 +398,8 @@ func (s *subscription) dispatchMulti(now int64, outs []outbound) []outbound {
 			s.readPos++
 			continue
 		}
-		if e.deliverAt > now {
-			s.delayed[id] = e.deliverAt
+		if e.dueAt > now {
+			s.delayed[id] = e.dueAt
 			s.readPos++
 			continue
 		}
@@ -689,8 +690,9 @@ func (s *subscription) notifyActive(outs []outbound) []outbound {
 	return outs
 }
 
-// scheduleTimer arms one timer for the earliest delayed entry.
-func (s *subscription) scheduleTimer(now int64) {
+// scheduleTimer arms one timer for the earliest delayed entry, to fire when its millisecond
+// begins on the broker's clock (not a whole number of milliseconds after this one's start).
+func (s *subscription) scheduleTimer() {
 	if len(s.delayed) == 0 {
 		s.stopDelayedTimer()
 		return
@@ -711,7 +713,7 @@ func (s *subscription) scheduleTimer(now int64) {
 	s.stopDelayedTimer()
 	t := s.t
 	s.timerAt = at
-	s.timerStop = t.b.opts.clock.AfterFunc(durationMs(max(at-now, 0)), func() {
+	s.timerStop = t.b.opts.clock.AfterFunc(max(time.UnixMilli(at).Sub(t.b.opts.clock.Now()), 0), func() {
 		if !t.b.enter() {
 			return
 		}

@@ -19,8 +19,8 @@ type entry struct {
 	id          int64
 	raw         []byte
 	numMsgs     int32
-	hasBatch    bool // num_messages_in_batch present: GET_LAST_MESSAGE_ID reports a batch index
-	deliverAt   int64
+	hasBatch    bool  // num_messages_in_batch present: GET_LAST_MESSAGE_ID reports a batch index
+	dueAt       int64 // the first broker millisecond at which Shared and Key_Shared may dispatch it; see newEntry
 	hash        uint32
 	publishTime int64
 	brokerTime  int64
@@ -32,12 +32,24 @@ type entry struct {
 
 const noneKey = "NONE_KEY"
 
+// dueAt is the first broker millisecond (Unix) at which an entry with the given deliver_at_time may
+// be dispatched, or 0 when it is not delayed. deliver_at_time counts whole milliseconds, and a client
+// truncates the instant it was asked for (pulsar-client-go does), so that instant may lie anywhere in
+// the millisecond: dispatching in it could deliver a message up to 1 ms before the time its producer
+// asked for. The entry is due when the whole millisecond has passed, never early and at most 1 ms late.
+func dueAt(deliverAt int64) int64 {
+	if deliverAt <= 0 {
+		return 0
+	}
+	return deliverAt + 1
+}
+
 func newEntry(raw []byte, md *wire.MessageMetadata, now int64) *entry {
 	e := &entry{
 		raw:         raw,
 		numMsgs:     max(md.GetNumMessagesInBatch(), 1),
 		hasBatch:    md.NumMessagesInBatch != nil,
-		deliverAt:   md.GetDeliverAtTime(),
+		dueAt:       dueAt(md.GetDeliverAtTime()),
 		publishTime: int64(md.GetPublishTime()), //nolint:gosec // ms timestamps
 		brokerTime:  now,
 		uuid:        md.GetUuid(),
