@@ -98,7 +98,24 @@ func TestAttributes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.NewSink(ctx(t), cfg(c, "out", messaging.Outgoing, nil))
 	require.ErrorIs(t, err, inmemory.ErrInUse)
-	assert.Len(t, c.Configs(), 4, "configs of the accepted and the in-use calls")
+
+	// 1 is the smallest max-inflight and window.
+	_, err = c.NewSource(ctx(t), cfg(c, "one", messaging.Incoming, map[string]string{"max-inflight": "1"}))
+	require.NoError(t, err)
+	_, err = c.NewSink(ctx(t), cfg(c, "one", messaging.Outgoing, map[string]string{"window": "1"}))
+	require.NoError(t, err)
+
+	// A handle subscribed to directly made its channel end, with the default attributes: the
+	// runtime can no longer create it with its own.
+	c.Source("direct").Subscribe(&recorder{})
+	_, err = c.NewSource(ctx(t), cfg(c, "direct", messaging.Incoming, nil))
+	require.ErrorIs(t, err, inmemory.ErrInUse)
+	(&requestLog{}).Subscribe(c.Sink("direct"))
+	_, err = c.NewSink(ctx(t), cfg(c, "direct", messaging.Outgoing, nil))
+	require.ErrorIs(t, err, inmemory.ErrInUse)
+	require.NoError(t, c.Source("direct").Close(ctx(t)))
+	require.NoError(t, c.Sink("direct").Close(ctx(t)))
+	assert.Len(t, c.Configs(), 8, "configs of the accepted and the in-use calls")
 }
 
 // Backpressure: with unbounded demand and a stalled subscriber, never more
