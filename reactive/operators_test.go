@@ -332,6 +332,7 @@ func TestPipeOperatorsRequestAtMost32Ahead(t *testing.T) {
 			r := newRecorder[int](reactive.Unbounded)
 			tc.op(up).Subscribe(r)
 			testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "nothing requested upstream")
+			r.subscription().Request(1) // the window is full: nothing more to request upstream
 			require.Equal(t, []int64{32}, up.log(), "unbounded demand becomes a window of 32")
 			for v := 1; v <= 100; v++ {
 				testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "the window was not topped up after %d", v-1)
