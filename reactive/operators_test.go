@@ -437,3 +437,35 @@ func TestFlatMapRequestsItsUpstreamOneAtATime(t *testing.T) {
 	assert.Equal(t, []int64{1, 1}, up.log(), "the next one only after the inner completed")
 	r.subscription().Cancel()
 }
+
+// emitOnCancel is an inner publisher with one element in flight: it sends v when it is
+// cancelled, as a publisher may until the cancel takes effect (rule 2.8).
+type emitOnCancel struct {
+	v   int
+	sub reactive.Subscriber[int]
+}
+
+func (p *emitOnCancel) Subscribe(s reactive.Subscriber[int]) {
+	p.sub = s
+	s.OnSubscribe(p)
+}
+
+func (*emitOnCancel) Request(int64) {}
+
+func (p *emitOnCancel) Cancel() { p.sub.OnNext(p.v) }
+
+// An element that FlatMap's inner sends after the stream failed came after the error: it is
+// dropped, not emitted before the error. Here the upstream fails and the inner sends its
+// element from within the cancel that the failure makes.
+func TestFlatMapDropsAnInnerElementAfterTheError(t *testing.T) {
+	up := &requestLog{}
+	inner := &emitOnCancel{v: 7}
+	r := newRecorder[int](reactive.Unbounded)
+	reactive.FlatMap[int, int](up, func(int) reactive.Publisher[int] { return inner }).Subscribe(r)
+	require.Equal(t, int64(1), up.outstanding())
+	up.push(1)
+	up.sub.OnError(errBoom)
+	vals, _, err := r.snapshot()
+	assert.Empty(t, vals)
+	require.ErrorIs(t, err, errBoom)
+}
