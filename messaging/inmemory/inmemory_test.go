@@ -295,7 +295,9 @@ func TestSink_ManualSettlementAndClose(t *testing.T) {
 	require.ErrorIs(t, up.nacks[0], messaging.ErrClosed)
 	assert.False(t, sink.Health().Ready, "closed")
 	up.s.OnError(errors.New("late"))
-	require.Error(t, c.Sink("out").Wait(ctx(t), 3), "ended stream")
+	done, cancel := context.WithCancel(ctx(t))
+	cancel() // the stream's end answers before ctx does
+	require.ErrorContains(t, c.Sink("out").Wait(done, 3), "ended after 2 of 3 messages")
 }
 
 // A handle used before the runtime creates its channel end (a health check, a Wait begun
@@ -339,6 +341,21 @@ func TestHandlesUsedBeforeTheChannelTakeItsAttributes(t *testing.T) {
 		require.NoError(t, rec.received()[i].Ack(t.Context()))
 	}
 	require.NoError(t, src.Close(ctx(t)))
+
+	// A Close before the channel exists closes it when it is created.
+	require.NoError(t, c.Source("closed").Close(ctx(t)))
+	require.NoError(t, c.Sink("closed").Close(ctx(t)))
+	closedSrc, err := c.NewSource(ctx(t), cfg(c, "closed", messaging.Incoming, nil))
+	require.NoError(t, err)
+	closedSink, err := c.NewSink(ctx(t), cfg(c, "closed", messaging.Outgoing, nil))
+	require.NoError(t, err)
+	late := &recorder{n: 1}
+	closedSrc.Subscribe(late)
+	_, err = late.terminal()
+	require.ErrorIs(t, err, messaging.ErrClosed, "the source was created closed")
+	up = &requestLog{}
+	up.Subscribe(closedSink)
+	assert.Empty(t, up.requests, "the sink was created closed: it requests nothing")
 
 	boom := errors.New("boom")
 	c.Source("failed").Fail(boom)
