@@ -37,6 +37,12 @@ func TestInletWindowTopsUpAt75Percent(t *testing.T) {
 	assert.Equal(t, []int64{8}, s.requests, "5 of 8 is below 75%")
 	in.Consumed(1)
 	assert.Equal(t, []int64{8, 6}, s.requests, "6 of 8 reaches 75%: replenish what was consumed")
+
+	explicit := reactive.NewInlet(0)
+	s0 := &fakeSub{}
+	assert.True(t, explicit.OnSubscribe(s0))
+	explicit.Consumed(5)
+	assert.Empty(t, s0.requests, "without a window, only explicit requests go upstream")
 }
 
 func TestInletRejectsSecondSubscription(t *testing.T) {

@@ -332,6 +332,7 @@ func TestPipeOperatorsRequestAtMost32Ahead(t *testing.T) {
 			r := newRecorder[int](reactive.Unbounded)
 			tc.op(up).Subscribe(r)
 			testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "nothing requested upstream")
+			r.subscription().Request(1) // the window is full: nothing more to request upstream
 			require.Equal(t, []int64{32}, up.log(), "unbounded demand becomes a window of 32")
 			for v := 1; v <= 100; v++ {
 				testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "the window was not topped up after %d", v-1)
@@ -435,4 +436,36 @@ func TestFlatMapRequestsItsUpstreamOneAtATime(t *testing.T) {
 	testwait.Eventually(t, eventuallyWithin, func() bool { return up.outstanding() > 0 }, "the next element requested")
 	assert.Equal(t, []int64{1, 1}, up.log(), "the next one only after the inner completed")
 	r.subscription().Cancel()
+}
+
+// emitOnCancel is an inner publisher with one element in flight: it sends v when it is
+// cancelled, as a publisher may until the cancel takes effect (rule 2.8).
+type emitOnCancel struct {
+	v   int
+	sub reactive.Subscriber[int]
+}
+
+func (p *emitOnCancel) Subscribe(s reactive.Subscriber[int]) {
+	p.sub = s
+	s.OnSubscribe(p)
+}
+
+func (*emitOnCancel) Request(int64) {}
+
+func (p *emitOnCancel) Cancel() { p.sub.OnNext(p.v) }
+
+// An element that FlatMap's inner sends after the stream failed came after the error: it is
+// dropped, not emitted before the error. Here the upstream fails and the inner sends its
+// element from within the cancel that the failure makes.
+func TestFlatMapDropsAnInnerElementAfterTheError(t *testing.T) {
+	up := &requestLog{}
+	inner := &emitOnCancel{v: 7}
+	r := newRecorder[int](reactive.Unbounded)
+	reactive.FlatMap[int, int](up, func(int) reactive.Publisher[int] { return inner }).Subscribe(r)
+	require.Equal(t, int64(1), up.outstanding())
+	up.push(1)
+	up.sub.OnError(errBoom)
+	vals, _, err := r.snapshot()
+	assert.Empty(t, vals)
+	require.ErrorIs(t, err, errBoom)
 }

@@ -133,6 +133,47 @@ func TestOutletRejectsElementWithoutDemand(t *testing.T) {
 	require.ErrorIs(t, err, reactive.ErrMissingDemand)
 }
 
+// The Outlet drains only between Start and the end of the subscription: a Signal before
+// Start waits for Start's drain (no OnSubscribe before Start), and once the subscription
+// ended a Request or a Signal runs nothing. So onCancel runs once for a cancel and never
+// for a completion, which records no failure.
+func TestOutletDrainsOnlyBetweenStartAndTheEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		complete bool
+		cancels  int32
+	}{
+		{"cancelled", false, 1},
+		{"completed", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cancels atomic.Int32
+			r := newRecorder[int](0)
+			out := reactive.NewOutlet[int](r, func(bool) (int, reactive.PollStatus, error) {
+				if tc.complete {
+					return 0, reactive.PollDone, nil
+				}
+				return 0, reactive.PollEmpty, nil
+			}, func() { cancels.Add(1) })
+			out.Signal()
+			assert.Nil(t, r.subscription(), "no OnSubscribe before Start")
+			out.Start()
+			require.NotNil(t, r.subscription())
+			if !tc.complete {
+				out.Cancel()
+			}
+			out.Request(1)
+			out.Signal()
+			assert.Equal(t, tc.cancels, cancels.Load(), "onCancel calls")
+			_, completed, err := r.snapshot()
+			require.NoError(t, err)
+			assert.Equal(t, tc.complete, completed)
+			require.NoError(t, out.Err(), "nothing panicked")
+			<-out.Done()
+		})
+	}
+}
+
 func TestOutletCancelFromOnNextStopsAtOnce(t *testing.T) {
 	i := 0
 	r := newRecorder[int](0)

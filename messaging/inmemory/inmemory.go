@@ -549,12 +549,15 @@ func (s *Sink) Payloads() []string {
 // Wait waits until at least n messages were received, or the stream ended
 // (and every message before the end was recorded), or ctx ends.
 func (s *Sink) Wait(ctx context.Context, n int) error {
-	stale := false // drained without a terminal signal (Close): wait for messages or ctx
+	// The block drains at the end of the stream, before the handle records the terminal
+	// signal, and at a Close, which is no end: once drained, wait for messages, the terminal
+	// signal or ctx.
+	drainedSeen := false
 	for {
 		s.mu.Lock()
 		got, ended, ch := s.received.len(), s.completed || s.failure != nil, s.waitChanLocked()
-		var drained <-chan struct{} // none before the block is made
-		if s.block != nil && !stale {
+		var drained <-chan struct{} // none before the block is made, nor once seen closed
+		if s.block != nil && !drainedSeen {
 			drained = s.block.Drained()
 		}
 		s.mu.Unlock()
@@ -563,21 +566,22 @@ func (s *Sink) Wait(ctx context.Context, n int) error {
 		}
 		select {
 		case <-drained:
-			if ended {
-				s.mu.Lock()
-				got = s.received.len()
-				s.mu.Unlock()
-				if got >= n {
-					return nil
-				}
-				return fmt.Errorf("inmemory: sink %q ended after %d of %d messages", s.channel, got, n)
-			}
+			drainedSeen, drained = true, nil
 		default:
+		}
+		if drainedSeen && ended {
+			s.mu.Lock()
+			got = s.received.len() // every message before the end was recorded
+			s.mu.Unlock()
+			if got >= n {
+				return nil
+			}
+			return fmt.Errorf("inmemory: sink %q ended after %d of %d messages", s.channel, got, n)
 		}
 		select {
 		case <-ch:
 		case <-drained:
-			stale = !ended
+			drainedSeen = true
 		case <-ctx.Done():
 			return fmt.Errorf("inmemory: sink %q got %d of %d messages: %w", s.channel, got, n, ctx.Err())
 		}

@@ -98,7 +98,24 @@ func TestAttributes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.NewSink(ctx(t), cfg(c, "out", messaging.Outgoing, nil))
 	require.ErrorIs(t, err, inmemory.ErrInUse)
-	assert.Len(t, c.Configs(), 4, "configs of the accepted and the in-use calls")
+
+	// 1 is the smallest max-inflight and window.
+	_, err = c.NewSource(ctx(t), cfg(c, "one", messaging.Incoming, map[string]string{"max-inflight": "1"}))
+	require.NoError(t, err)
+	_, err = c.NewSink(ctx(t), cfg(c, "one", messaging.Outgoing, map[string]string{"window": "1"}))
+	require.NoError(t, err)
+
+	// A handle subscribed to directly made its channel end, with the default attributes: the
+	// runtime can no longer create it with its own.
+	c.Source("direct").Subscribe(&recorder{})
+	_, err = c.NewSource(ctx(t), cfg(c, "direct", messaging.Incoming, nil))
+	require.ErrorIs(t, err, inmemory.ErrInUse)
+	(&requestLog{}).Subscribe(c.Sink("direct"))
+	_, err = c.NewSink(ctx(t), cfg(c, "direct", messaging.Outgoing, nil))
+	require.ErrorIs(t, err, inmemory.ErrInUse)
+	require.NoError(t, c.Source("direct").Close(ctx(t)))
+	require.NoError(t, c.Sink("direct").Close(ctx(t)))
+	assert.Len(t, c.Configs(), 8, "configs of the accepted and the in-use calls")
 }
 
 // Backpressure: with unbounded demand and a stalled subscriber, never more
@@ -278,7 +295,9 @@ func TestSink_ManualSettlementAndClose(t *testing.T) {
 	require.ErrorIs(t, up.nacks[0], messaging.ErrClosed)
 	assert.False(t, sink.Health().Ready, "closed")
 	up.s.OnError(errors.New("late"))
-	require.Error(t, c.Sink("out").Wait(ctx(t), 3), "ended stream")
+	done, cancel := context.WithCancel(ctx(t))
+	cancel() // the stream's end answers before ctx does
+	require.ErrorContains(t, c.Sink("out").Wait(done, 3), "ended after 2 of 3 messages")
 }
 
 // A handle used before the runtime creates its channel end (a health check, a Wait begun
@@ -322,6 +341,21 @@ func TestHandlesUsedBeforeTheChannelTakeItsAttributes(t *testing.T) {
 		require.NoError(t, rec.received()[i].Ack(t.Context()))
 	}
 	require.NoError(t, src.Close(ctx(t)))
+
+	// A Close before the channel exists closes it when it is created.
+	require.NoError(t, c.Source("closed").Close(ctx(t)))
+	require.NoError(t, c.Sink("closed").Close(ctx(t)))
+	closedSrc, err := c.NewSource(ctx(t), cfg(c, "closed", messaging.Incoming, nil))
+	require.NoError(t, err)
+	closedSink, err := c.NewSink(ctx(t), cfg(c, "closed", messaging.Outgoing, nil))
+	require.NoError(t, err)
+	late := &recorder{n: 1}
+	closedSrc.Subscribe(late)
+	_, err = late.terminal()
+	require.ErrorIs(t, err, messaging.ErrClosed, "the source was created closed")
+	up = &requestLog{}
+	up.Subscribe(closedSink)
+	assert.Empty(t, up.requests, "the sink was created closed: it requests nothing")
 
 	boom := errors.New("boom")
 	c.Source("failed").Fail(boom)
