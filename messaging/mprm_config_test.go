@@ -129,6 +129,27 @@ func TestConfig_ChannelBeatsConnectorAcrossOrdinalsAndLongestMatch(t *testing.T)
 	assert.Equal(t, "3", v, "a channel key in the file beats a connector key in the env")
 }
 
+// enabled=false makes the runtime ignore a channel's configuration: the channel
+// is internal, and its connector is never asked for it.
+func TestConfig_EnabledFalseIgnoresTheChannel(t *testing.T) {
+	for _, enabled := range []string{"false", "true"} {
+		rt, conn := newRuntime(t, map[string]string{
+			"mp.messaging.incoming.a.connector": "in-memory",
+			"mp.messaging.incoming.a.enabled":   enabled,
+		})
+		messaging.NewEmitter[[]byte](rt, "a")
+		messaging.Consume(rt, "a", nop[[]byte])
+		err := startErr(t, rt)
+		if enabled == "false" {
+			require.NoError(t, err)
+			assert.Empty(t, conn.Configs())
+			continue
+		}
+		assert.Equal(t, map[messaging.ProblemKind]int{messaging.MultipleUpstreams: 1}, kinds(t, err),
+			"enabled=true: the connector and the emitter both feed the channel")
+	}
+}
+
 func TestConfig_EnvResolution(t *testing.T) {
 	t.Run("unique", func(t *testing.T) {
 		conn := inmemory.New()
