@@ -199,3 +199,31 @@ func TestMPRM_MergedInput(t *testing.T) {
 }
 
 var errEOF = fmt.Errorf("generator done: %w", io.EOF)
+
+// A processor cycle is reported once, naming the processors of the cycle in the
+// order of the flow, and only them.
+func TestMPRM_CycleNamesItsProcessors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edges [][2]string // in, out of each processor
+		want  string
+	}{
+		{"cycle", [][2]string{{"a", "b"}, {"b", "c"}, {"c", "a"}}, "a→b, b→c, c→a"},
+		{"cycle entered from outside", [][2]string{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"d", "b"}}, "b→c, c→d, d→b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, _ := newRuntime(t, nil)
+			if tc.edges[0][0] != tc.edges[len(tc.edges)-1][1] {
+				messaging.NewEmitter[string](rt, tc.edges[0][0])
+			}
+			for _, e := range tc.edges { // merging: a cycle entered from outside has two upstreams
+				messaging.Process(rt, e[0], e[1], id[string], messaging.WithName(e[0]+"→"+e[1]), messaging.WithMerge())
+			}
+			err := startErr(t, rt)
+			assert.Equal(t, map[messaging.ProblemKind]int{messaging.SelfLoop: 1}, kinds(t, err))
+			var p *messaging.Problem
+			require.ErrorAs(t, err, &p)
+			assert.Equal(t, tc.want, p.Stage)
+		})
+	}
+}
