@@ -38,7 +38,8 @@ func TestMPRM_MissingConnectorTest(t *testing.T) {
 	assert.GreaterOrEqual(t, k[messaging.NoUpstream], 1)
 }
 
-// TestMPRM_InvalidConfigurationTest ports the 16 deployments in one table.
+// TestMPRM_InvalidConfigurationTest ports the 16 deployments in one table; each
+// deployment has exactly one problem.
 func TestMPRM_InvalidConfigurationTest(t *testing.T) {
 	type tc struct {
 		name  string
@@ -60,6 +61,10 @@ func TestMPRM_InvalidConfigurationTest(t *testing.T) {
 		}, messaging.NoDownstream},
 		{"producer without downstream", nil, func(rt *messaging.Runtime) {
 			messaging.Generate(rt, "a", func(context.Context) (string, error) { return "", nil })
+		}, messaging.NoDownstream},
+		{"two producers without downstream", nil, func(rt *messaging.Runtime) {
+			messaging.NewEmitter[string](rt, "a")
+			messaging.NewEmitter[string](rt, "a")
 		}, messaging.NoDownstream},
 		{"incoming connector without downstream", map[string]string{"mp.messaging.incoming.a.connector": "in-memory"}, func(*messaging.Runtime) {}, messaging.NoDownstream},
 		{"outgoing connector without upstream", map[string]string{"mp.messaging.outgoing.a.connector": "in-memory"}, func(*messaging.Runtime) {}, messaging.NoUpstream},
@@ -108,6 +113,7 @@ func TestMPRM_InvalidConfigurationTest(t *testing.T) {
 			messaging.Consume(rt, "a", nop[int])
 		}, messaging.TypeMismatch},
 		{"channel without connector", map[string]string{"mp.messaging.incoming.a.max-inflight": "3"}, func(rt *messaging.Runtime) {
+			messaging.NewEmitter[[]byte](rt, "a")
 			messaging.Consume(rt, "a", nop[[]byte])
 		}, messaging.MissingAttribute},
 		{"invalid attribute", map[string]string{"mp.messaging.incoming.a.connector": "in-memory", "mp.messaging.incoming.a.max-inflight": "many"}, func(rt *messaging.Runtime) {
@@ -125,8 +131,7 @@ func TestMPRM_InvalidConfigurationTest(t *testing.T) {
 			rt, _ := newRuntime(t, tc.props)
 			tc.build(rt)
 			err := startErr(t, rt)
-			k := kinds(t, err)
-			assert.Positive(t, k[tc.want], "want %v in %v", tc.want, err)
+			assert.Equal(t, map[messaging.ProblemKind]int{tc.want: 1}, kinds(t, err), "want only %v in %v", tc.want, err)
 			require.ErrorIs(t, err, tc.want.Sentinel())
 			var p *messaging.Problem
 			require.ErrorAs(t, err, &p)
