@@ -25,6 +25,13 @@ type dotted struct {
 
 func (d dotted) Name() string { return d.name }
 
+// aliased is the in-memory connector declaring one more attribute, with an alias.
+type aliased struct{ *inmemory.Connector }
+
+func (a aliased) Attributes() []messaging.Attribute {
+	return append(a.Connector.Attributes(), messaging.Attribute{Name: "batch", Alias: "batch-size", Type: messaging.AttrInt})
+}
+
 func startWith(t *testing.T, cfg messaging.Config, build func(rt *messaging.Runtime), conns ...messaging.Connector) error {
 	t.Helper()
 	opts := make([]messaging.Option, 0, len(conns))
@@ -163,6 +170,22 @@ func TestConfig_EnvResolution(t *testing.T) {
 		require.NoError(t, err)
 		v, _ := conn.Configs()[0].Lookup(inmemory.AttrMaxInflight)
 		assert.Equal(t, "5", v)
+	})
+	t.Run("alias", func(t *testing.T) {
+		conn := aliased{inmemory.New()}
+		cfg, err := messaging.LoadConfig(messaging.FromEnvVars([]string{
+			"MP_MESSAGING_INCOMING_A_CONNECTOR=in-memory",
+			"MP_MESSAGING_INCOMING_A_BATCH_SIZE=7",
+		}))
+		require.NoError(t, err)
+		err = startWith(t, cfg, func(rt *messaging.Runtime) { messaging.Consume(rt, "a", nop[[]byte]) }, conn)
+		require.NoError(t, err)
+		c := conn.Configs()[0]
+		v, _ := c.Lookup("batch")
+		assert.Equal(t, "7", v, "a variable naming an alias sets its attribute")
+		for _, attr := range []string{"batch", messaging.AttrConnector} {
+			assert.Equal(t, "channel (env)", c.Origin(attr), attr)
+		}
 	})
 	t.Run("ambiguous", func(t *testing.T) {
 		cfg, err := messaging.LoadConfig(messaging.FromEnvVars([]string{"MP_MESSAGING_INCOMING_ORDERS_IN_CONNECTOR=in-memory"}))
