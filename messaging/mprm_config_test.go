@@ -187,6 +187,24 @@ func TestConfig_EnvResolution(t *testing.T) {
 			assert.Equal(t, "channel (env)", c.Origin(attr), attr)
 		}
 	})
+	t.Run("a variable named like the key beats its upper-case form", func(t *testing.T) {
+		// MicroProfile Config's order, whichever the variables' order: the
+		// upper-case form sorts first.
+		conn := inmemory.New()
+		cfg, err := messaging.LoadConfig(messaging.FromEnvVars([]string{
+			"MP_MESSAGING_INCOMING_A_CONNECTOR=in-memory",
+			"MP_MESSAGING_INCOMING_A_MAX_INFLIGHT=5",
+			"mp.messaging.incoming.a.max-inflight=7",
+			"BABELQUEUE_MESSAGING_STRICT=true",
+			"babelqueue.messaging.strict=false",
+			"MP_MESSAGING_INCOMING_NOWHERE_TOPIC=x", // an error only if strict
+		}))
+		require.NoError(t, err)
+		err = startWith(t, cfg, func(rt *messaging.Runtime) { messaging.Consume(rt, "a", nop[[]byte]) }, conn)
+		require.NoError(t, err)
+		v, _ := conn.Configs()[0].Lookup(inmemory.AttrMaxInflight)
+		assert.Equal(t, "7", v)
+	})
 	t.Run("ambiguous", func(t *testing.T) {
 		cfg, err := messaging.LoadConfig(messaging.FromEnvVars([]string{"MP_MESSAGING_INCOMING_ORDERS_IN_CONNECTOR=in-memory"}))
 		require.NoError(t, err)
