@@ -232,3 +232,32 @@ func TestMPRM_CycleNamesItsProcessors(t *testing.T) {
 		})
 	}
 }
+
+// An ack strategy a stage cannot take is reported on the stage's channel: its
+// input's, or its output's for a stage without input.
+func TestMPRM_InvalidAckStrategyNamesTheChannel(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(rt *messaging.Runtime)
+		want  string
+	}{
+		{"not allowed for the shape", func(rt *messaging.Runtime) {
+			messaging.NewEmitter[string](rt, "in")
+			messaging.Consume(rt, "in", nop[string], messaging.WithAck(messaging.AckManual))
+		}, "in"},
+		{"given to a stage without input", func(rt *messaging.Runtime) {
+			messaging.Generate(rt, "out", func(context.Context) (string, error) { return "", nil }, messaging.WithAck(messaging.AckPost))
+			messaging.Consume(rt, "out", nop[string])
+		}, "out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, _ := newRuntime(t, nil)
+			tc.build(rt)
+			err := startErr(t, rt)
+			assert.Equal(t, map[messaging.ProblemKind]int{messaging.InvalidAckStrategy: 1}, kinds(t, err))
+			var p *messaging.Problem
+			require.ErrorAs(t, err, &p)
+			assert.Equal(t, tc.want, p.Channel)
+		})
+	}
+}
