@@ -24,10 +24,10 @@ type heldSubscriber struct {
 	err     chan error
 }
 
-func (s *heldSubscriber) OnSubscribe(sub reactive.Subscription) { sub.Request(2) }
-func (s *heldSubscriber) OnNext(v int)                          { s.entered <- v; <-s.release }
-func (s *heldSubscriber) OnError(err error)                     { s.err <- err }
-func (s *heldSubscriber) OnComplete()                           { s.err <- nil }
+func (*heldSubscriber) OnSubscribe(sub reactive.Subscription) { sub.Request(2) }
+func (s *heldSubscriber) OnNext(v int)                        { s.entered <- v; <-s.release }
+func (s *heldSubscriber) OnError(err error)                   { s.err <- err }
+func (s *heldSubscriber) OnComplete()                         { s.err <- nil }
 
 // An upstream failure settles, through drop, what the gate received but had not
 // delivered yet: nothing is left in flight until the shutdown deadline.
