@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +95,33 @@ type keyItem struct{ K string }
 
 // WithKeyOrdering with concurrency: messages of one key are never invoked
 // concurrently and keep their order; other keys run meanwhile.
+// The built-in bytes and string codecs convert their own type only. The
+// runtime passes []byte payloads by without calling BytesCodec, so only a
+// direct call reaches its Decode.
+func TestCodec_BuiltInCodecsConvertTheirTypeOnly(t *testing.T) {
+	for _, tc := range []struct {
+		codec messaging.Codec
+		v     any
+		other reflect.Type
+	}{
+		{messaging.BytesCodec{}, []byte("x"), reflect.TypeFor[string]()},
+		{messaging.StringCodec{}, "x", reflect.TypeFor[[]byte]()},
+	} {
+		t.Run(tc.codec.Name(), func(t *testing.T) {
+			b, err := tc.codec.Encode(tc.v)
+			require.NoError(t, err)
+			assert.Equal(t, []byte("x"), b)
+			got, err := tc.codec.Decode(b, reflect.TypeOf(tc.v))
+			require.NoError(t, err)
+			assert.Equal(t, tc.v, got)
+			_, err = tc.codec.Decode(b, tc.other)
+			require.Error(t, err)
+			_, err = tc.codec.Encode(1)
+			require.Error(t, err)
+		})
+	}
+}
+
 func TestWithKeyOrdering(t *testing.T) {
 	rt, conn := newRuntime(t, map[string]string{"mp.messaging.incoming.in.connector": "in-memory"})
 	var mu sync.Mutex

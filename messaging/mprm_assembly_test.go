@@ -38,7 +38,8 @@ func TestMPRM_MissingConnectorTest(t *testing.T) {
 	assert.GreaterOrEqual(t, k[messaging.NoUpstream], 1)
 }
 
-// TestMPRM_InvalidConfigurationTest ports the 16 deployments in one table.
+// TestMPRM_InvalidConfigurationTest ports the 16 deployments in one table; each
+// deployment has exactly one problem.
 func TestMPRM_InvalidConfigurationTest(t *testing.T) {
 	type tc struct {
 		name  string
@@ -60,6 +61,10 @@ func TestMPRM_InvalidConfigurationTest(t *testing.T) {
 		}, messaging.NoDownstream},
 		{"producer without downstream", nil, func(rt *messaging.Runtime) {
 			messaging.Generate(rt, "a", func(context.Context) (string, error) { return "", nil })
+		}, messaging.NoDownstream},
+		{"two producers without downstream", nil, func(rt *messaging.Runtime) {
+			messaging.NewEmitter[string](rt, "a")
+			messaging.NewEmitter[string](rt, "a")
 		}, messaging.NoDownstream},
 		{"incoming connector without downstream", map[string]string{"mp.messaging.incoming.a.connector": "in-memory"}, func(*messaging.Runtime) {}, messaging.NoDownstream},
 		{"outgoing connector without upstream", map[string]string{"mp.messaging.outgoing.a.connector": "in-memory"}, func(*messaging.Runtime) {}, messaging.NoUpstream},
@@ -108,6 +113,7 @@ func TestMPRM_InvalidConfigurationTest(t *testing.T) {
 			messaging.Consume(rt, "a", nop[int])
 		}, messaging.TypeMismatch},
 		{"channel without connector", map[string]string{"mp.messaging.incoming.a.max-inflight": "3"}, func(rt *messaging.Runtime) {
+			messaging.NewEmitter[[]byte](rt, "a")
 			messaging.Consume(rt, "a", nop[[]byte])
 		}, messaging.MissingAttribute},
 		{"invalid attribute", map[string]string{"mp.messaging.incoming.a.connector": "in-memory", "mp.messaging.incoming.a.max-inflight": "many"}, func(rt *messaging.Runtime) {
@@ -125,8 +131,7 @@ func TestMPRM_InvalidConfigurationTest(t *testing.T) {
 			rt, _ := newRuntime(t, tc.props)
 			tc.build(rt)
 			err := startErr(t, rt)
-			k := kinds(t, err)
-			assert.Positive(t, k[tc.want], "want %v in %v", tc.want, err)
+			assert.Equal(t, map[messaging.ProblemKind]int{tc.want: 1}, kinds(t, err), "want only %v in %v", tc.want, err)
 			require.ErrorIs(t, err, tc.want.Sentinel())
 			var p *messaging.Problem
 			require.ErrorAs(t, err, &p)
@@ -199,3 +204,60 @@ func TestMPRM_MergedInput(t *testing.T) {
 }
 
 var errEOF = fmt.Errorf("generator done: %w", io.EOF)
+
+// A processor cycle is reported once, naming the processors of the cycle in the
+// order of the flow, and only them.
+func TestMPRM_CycleNamesItsProcessors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edges [][2]string // in, out of each processor
+		want  string
+	}{
+		{"cycle", [][2]string{{"a", "b"}, {"b", "c"}, {"c", "a"}}, "a→b, b→c, c→a"},
+		{"cycle entered from outside", [][2]string{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"d", "b"}}, "b→c, c→d, d→b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, _ := newRuntime(t, nil)
+			if tc.edges[0][0] != tc.edges[len(tc.edges)-1][1] {
+				messaging.NewEmitter[string](rt, tc.edges[0][0])
+			}
+			for _, e := range tc.edges { // merging: a cycle entered from outside has two upstreams
+				messaging.Process(rt, e[0], e[1], id[string], messaging.WithName(e[0]+"→"+e[1]), messaging.WithMerge())
+			}
+			err := startErr(t, rt)
+			assert.Equal(t, map[messaging.ProblemKind]int{messaging.SelfLoop: 1}, kinds(t, err))
+			var p *messaging.Problem
+			require.ErrorAs(t, err, &p)
+			assert.Equal(t, tc.want, p.Stage)
+		})
+	}
+}
+
+// An ack strategy a stage cannot take is reported on the stage's channel: its
+// input's, or its output's for a stage without input.
+func TestMPRM_InvalidAckStrategyNamesTheChannel(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(rt *messaging.Runtime)
+		want  string
+	}{
+		{"not allowed for the shape", func(rt *messaging.Runtime) {
+			messaging.NewEmitter[string](rt, "in")
+			messaging.Consume(rt, "in", nop[string], messaging.WithAck(messaging.AckManual))
+		}, "in"},
+		{"given to a stage without input", func(rt *messaging.Runtime) {
+			messaging.Generate(rt, "out", func(context.Context) (string, error) { return "", nil }, messaging.WithAck(messaging.AckPost))
+			messaging.Consume(rt, "out", nop[string])
+		}, "out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, _ := newRuntime(t, nil)
+			tc.build(rt)
+			err := startErr(t, rt)
+			assert.Equal(t, map[messaging.ProblemKind]int{messaging.InvalidAckStrategy: 1}, kinds(t, err))
+			var p *messaging.Problem
+			require.ErrorAs(t, err, &p)
+			assert.Equal(t, tc.want, p.Channel)
+		})
+	}
+}

@@ -260,6 +260,28 @@ func TestMPRM_OverflowLatest(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1000-len(got.get()), dropped, "replaced values report ErrDropped")
+	assert.Positive(t, dropped, "values sent without demand replace each other")
+}
+
+// Before Start an emitter has no demand: OverflowLatest keeps the newest value.
+func TestMPRM_OverflowLatestBeforeStart(t *testing.T) {
+	rt, _ := newRuntime(t, nil)
+	em := messaging.NewEmitter[string](rt, "in", messaging.OnOverflow(messaging.OverflowLatest, 0))
+	var got syncList
+	release := make(chan struct{})
+	close(release)
+	blockingConsumer(rt, release, &got)
+	var results []<-chan error
+	for _, v := range []string{"a", "b", "c"} {
+		ch, err := em.Emit(v)
+		require.NoError(t, err)
+		results = append(results, ch)
+	}
+	start(t, rt)
+	require.NoError(t, <-results[2])
+	require.ErrorIs(t, <-results[0], messaging.ErrDropped)
+	require.ErrorIs(t, <-results[1], messaging.ErrDropped)
+	assert.Equal(t, []string{"c"}, got.get())
 }
 
 func TestMPRM_OverflowFail(t *testing.T) {

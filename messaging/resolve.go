@@ -61,6 +61,10 @@ func (r *Runtime) resolveConfig(channels []string) *resolution {
 	if res.cfg.entries == nil {
 		res.cfg.entries = map[string]entry{}
 	}
+	// A variable literally named like a key comes first, so that it beats one
+	// mapped to the same key (MicroProfile Config's order): putEntry keeps the
+	// first of equal entries.
+	slices.SortStableFunc(res.cfg.env, func(a, b envVar) int { return envRank(a) - envRank(b) })
 	// strict may itself come from the environment: resolve it first.
 	for _, ev := range res.cfg.env {
 		if ev.name == KeyStrict || normalizeEnv(KeyStrict) == ev.name {
@@ -271,6 +275,15 @@ func flatten(ch, name string, dir Direction, attributes []Attribute, connLevel, 
 	return f
 }
 
+// envRank orders a variable literally named like a key (0) before one named
+// after a normalised key (1).
+func envRank(ev envVar) int {
+	if strings.Contains(ev.name, ".") {
+		return 0
+	}
+	return 1
+}
+
 // resolveEnv maps environment variables onto keys built from known names only.
 func (r *Runtime) resolveEnv(res *resolution, channels []string) {
 	if len(res.cfg.env) == 0 {
@@ -325,7 +338,7 @@ func (r *Runtime) resolveEnv(res *resolution, channels []string) {
 	}
 	all := slices.Sorted(maps.Keys(candidates))
 	for _, ev := range res.cfg.env {
-		if strings.Contains(ev.name, ".") { // literally a key
+		if envRank(ev) == 0 { // literally a key
 			putEntry(res.cfg.entries, ev.name, ev.e)
 			continue
 		}
