@@ -24,6 +24,7 @@ func (m *fakeMessage) Topic() string                                  { return m
 func (*fakeMessage) ProducerName() string                             { return "fake-producer" }
 func (m *fakeMessage) Properties() map[string]string                  { return m.props }
 func (m *fakeMessage) Payload() []byte                                { return m.payload }
+func (*fakeMessage) IsNullValue() bool                                { return false }
 func (*fakeMessage) ID() apulsar.MessageID                            { return apulsar.EarliestMessageID() }
 func (m *fakeMessage) PublishTime() time.Time                         { return m.publishTime }
 func (*fakeMessage) EventTime() time.Time                             { return time.Time{} }
