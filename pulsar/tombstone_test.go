@@ -1,0 +1,93 @@
+package pulsar_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	apulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/babelqueue/babelqueue-go-pulsar/envelope"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
+	bqpulsar "github.com/babelqueue/babelqueue-go-pulsar/pulsar"
+)
+
+// TestTombstonesAreDeadLetteredAsPoison: a null-value message (a compaction tombstone: a
+// producer's message with neither Payload nor Value, which pulsar-client-go marks null_value)
+// on a queue is no envelope. The client delivers it with no payload, and the consumer
+// dead-letters it at once as poison, whose copy keeps the key and shows the empty body, while
+// the envelope after it is handled: nothing is dropped and the backlog drains. Batched and
+// unbatched, since the client marks a batch's entry in its single-message metadata and a lone
+// message in the message's own. Both brokers keep the mark, so the raw read below sees it.
+func TestTombstonesAreDeadLetteredAsPoison(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
+		client := tg.Client(t)
+		for _, batched := range []bool{false, true} {
+			name := map[bool]string{false: "unbatched", true: "batched"}[batched]
+			t.Run(name, func(t *testing.T) {
+				ctx := t.Context()
+				topic := tg.Topic(t, "tombstone-"+name)
+				raw, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: !batched})
+				require.NoError(t, err)
+				defer raw.Close()
+				_, err = raw.Send(ctx, &apulsar.ProducerMessage{Key: "gone"})
+				require.NoError(t, err)
+				p, err := bqpulsar.NewPublisher(client, topic)
+				require.NoError(t, err)
+				defer func() { require.NoError(t, p.Close()) }()
+				id, err := p.Publish(ctx, okURN, map[string]int{"n": 1})
+				require.NoError(t, err)
+
+				sent := collectAll(t, client, topic, 2)
+				assert.True(t, sent[0].IsNullValue(), "the broker keeps the null_value mark")
+				assert.Nil(t, sent[0].Payload())
+
+				handled := make(chan string, 2)
+				dead := make(chan struct{}, 2)
+				c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic),
+					bqpulsar.WithSubscription("app", apulsar.Shared),
+					bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
+					bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+						handled <- env.Meta.ID
+						return nil
+					}),
+					onDeadLettered(func() { dead <- struct{}{} }))
+				require.NoError(t, err)
+				runConsumer(t, c)
+				select {
+				case got := <-handled:
+					assert.Equal(t, id, got)
+				case <-time.After(waitLong):
+					t.Fatal("the envelope after the tombstone was not handled")
+				}
+				select {
+				case <-dead:
+				case <-time.After(waitLong):
+					t.Fatal("the tombstone was not dead-lettered")
+				}
+
+				copies := collectAll(t, client, topic+".dlq", 1)
+				assert.Equal(t, "gone", copies[0].Key())
+				assert.False(t, copies[0].IsNullValue(), "the copy has a body")
+				var cp struct {
+					Raw        *string `json:"raw"`
+					DeadLetter struct {
+						Reason string `json:"reason"`
+					} `json:"dead_letter"`
+				}
+				require.NoError(t, json.Unmarshal(copies[0].Payload(), &cp), string(copies[0].Payload()))
+				require.NotNil(t, cp.Raw)
+				assert.Empty(t, *cp.Raw)
+				assert.Equal(t, string(envelope.ReasonPoison), cp.DeadLetter.Reason)
+				admin := tg.Admin(t)
+				testwait.Eventually(t, brokertest.WaitLong, func() bool {
+					return brokertest.Backlog(t, admin, topic, "app") == 0
+				}, "both messages acknowledged")
+			})
+		}
+	})
+}
