@@ -91,3 +91,51 @@ func TestTombstonesAreDeadLetteredAsPoison(t *testing.T) {
 		}
 	})
 }
+
+// TestAnUnbatchedEmptyPayloadIsDiscardedByTheClient pins a known limit (README, "Known
+// limits"): a message sent unbatched with an empty but non-null payload (zero bytes, no
+// null_value mark) never reaches the consumer, because pulsar-client-go takes it for a
+// corrupt entry and acknowledges it away before delivery. The same empty body in a batch, or
+// marked null_value, is delivered and dead-lettered as poison. The message after it is
+// handled. When a client release stops discarding it, this test fails, and the limit goes.
+func TestAnUnbatchedEmptyPayloadIsDiscardedByTheClient(t *testing.T) {
+	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
+		client := tg.Client(t)
+		ctx := t.Context()
+		topic := tg.Topic(t, "empty-unbatched")
+		raw, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		require.NoError(t, err)
+		defer raw.Close()
+		_, err = raw.Send(ctx, &apulsar.ProducerMessage{Payload: []byte{}, Key: "empty"})
+		require.NoError(t, err)
+		p, err := bqpulsar.NewPublisher(client, topic)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, p.Close()) }()
+		id, err := p.Publish(ctx, okURN, map[string]int{"n": 1})
+		require.NoError(t, err)
+
+		handled := make(chan string, 2)
+		dead := make(chan struct{}, 2)
+		c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic),
+			bqpulsar.WithSubscription("app", apulsar.Shared),
+			bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
+			bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+				handled <- env.Meta.ID
+				return nil
+			}),
+			onDeadLettered(func() { dead <- struct{}{} }))
+		require.NoError(t, err)
+		runConsumer(t, c)
+		select {
+		case got := <-handled:
+			assert.Equal(t, id, got)
+		case <-time.After(waitLong):
+			t.Fatal("the envelope after the empty message was not handled")
+		}
+		admin := tg.Admin(t)
+		testwait.Eventually(t, brokertest.WaitLong, func() bool {
+			return brokertest.Backlog(t, admin, topic, "app") == 0
+		}, "the empty message is acknowledged too")
+		assert.Empty(t, dead, "the client discarded the empty message before the consumer saw it")
+	})
+}
