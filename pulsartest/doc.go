@@ -44,9 +44,10 @@
 //   - A commit releases the entries. An abort releases them as well; only an entry whose MessageMetadata carries
 //     the aborted transaction's id (txnid_most_bits and txnid_least_bits) is skipped, and acknowledged for the
 //     subscription, as Pulsar's dispatcher does (it reads the id from the entry's metadata, not from the
-//     SEND). pulsar-client-go v0.19.0 puts the id on CommandSend only (apache/pulsar-client-go#1498), so what
-//     an aborted transaction of the Go client sent is delivered, on Pulsar and here alike; the Java client
-//     writes the id into the metadata, and its aborted messages are never delivered.
+//     SEND). pulsar-client-go v0.21.0, as v0.19.0 before it, puts the id on CommandSend only
+//     (apache/pulsar-client-go#1498, still open), so what an aborted transaction of the Go client sent is
+//     delivered, on Pulsar and here alike; the Java client writes the id into the metadata, and its aborted
+//     messages are never delivered.
 //   - An ACK with a transaction id makes its entries pending on the subscription: not acknowledged (backlogs
 //     count them), not delivered to any consumer, also not after their consumer left. A commit acknowledges
 //     them, an abort (or the timeout) gives them back for redelivery, with the redelivery count raised on
