@@ -111,12 +111,13 @@
 //     asked for, which the client truncates to the millisecond, and at most 1 ms after it) and re-queue a leaving
 //     consumer's entries. Shared serves only the consumers of the highest priority level that have permits, up to
 //     20 entries per consumer in turn, and a lower level only while none of them has any; it pins the chunks of
-//     one message to one consumer. Key_Shared ignores priority levels, as Pulsar does. pulsar-client-go v0.19.0
-//     cannot set a priority level (it never sends priority_level); other clients, such as the Java client's
-//     priorityLevel, can. Key_Shared routes by Murmur3 of the ordering key, else the partition key, else
-//     "NONE_KEY", on a consistent-hash ring of consumer names (100 points each; WithKeySharedSelector switches to
-//     auto-split hash ranges) or the declared ranges of STICKY consumers, and holds a hash back from a new owner
-//     while its old owner has unacked entries of it (PIP-379 draining hashes).
+//     one message to one consumer. Key_Shared ignores priority levels, as Pulsar does. pulsar-client-go v0.21.0
+//     sets a priority level with ConsumerOptions.PriorityLevel (apache/pulsar-client-go#1487; it always sends
+//     priority_level, 0 unless set), as other clients do (the Java client's priorityLevel); v0.19.0 could
+//     not. Key_Shared routes by Murmur3 of the ordering key, else the partition key, else "NONE_KEY", on a
+//     consistent-hash ring of consumer names (100 points each; WithKeySharedSelector switches to auto-split hash
+//     ranges) or the declared ranges of STICKY consumers, and holds a hash back from a new owner while its old
+//     owner has unacked entries of it (PIP-379 draining hashes).
 //   - WithRealisticTiming adds the 1 s failover delay and the 1 s delayed-delivery tick; WithInactiveTopicGC
 //     deletes idle non-partitioned topics with their data.
 //   - Partitioned topics exist only through CreatePartitionedTopic; unknown topics are created as non-partitioned
