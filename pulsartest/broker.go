@@ -504,10 +504,13 @@ func (b *Broker) UnloadTopic(topicName string) {
 // StrandConsumers forgets every consumer of the subscription on the topic (all partitions of a
 // partitioned topic) without telling its client, and returns how many it forgot. Their unacknowledged
 // messages go back to the subscription, for its other consumers or for the next one. It is what Apache
-// Pulsar is left with when pulsar-client-go v0.19.0 drops a CLOSE_CONSUMER that arrives between the answer
-// to its SUBSCRIBE and its registering the consumer on the connection: the broker holds no consumer, the
-// client waits for messages for ever, and a GET_LAST_MESSAGE_ID for the consumer is answered with
+// Pulsar was left with when pulsar-client-go v0.19.0 dropped a CLOSE_CONSUMER that arrived between the
+// answer to its SUBSCRIBE and its registering the consumer on the connection: the broker holds no consumer,
+// the client waits for messages for ever, and a GET_LAST_MESSAGE_ID for the consumer is answered with
 // MetadataError "Consumer not found". Its ACKs go unanswered and change nothing, as on Pulsar.
+// pulsar-client-go v0.21.0 registers the consumer before it sends SUBSCRIBE (apache/pulsar-client-go#1476),
+// so that gap no longer strands it; the fault still stands for any broker that forgets a consumer without
+// telling its client, which a client's own guard (such as a check of an idle consumer) must survive.
 func (b *Broker) StrandConsumers(topicName, subscription string) int {
 	n := 0
 	for _, t := range b.topicsFor(topicName) {

@@ -44,9 +44,10 @@
 //   - A commit releases the entries. An abort releases them as well; only an entry whose MessageMetadata carries
 //     the aborted transaction's id (txnid_most_bits and txnid_least_bits) is skipped, and acknowledged for the
 //     subscription, as Pulsar's dispatcher does (it reads the id from the entry's metadata, not from the
-//     SEND). pulsar-client-go v0.19.0 puts the id on CommandSend only (apache/pulsar-client-go#1498), so what
-//     an aborted transaction of the Go client sent is delivered, on Pulsar and here alike; the Java client
-//     writes the id into the metadata, and its aborted messages are never delivered.
+//     SEND). pulsar-client-go v0.21.0, as v0.19.0 before it, puts the id on CommandSend only
+//     (apache/pulsar-client-go#1498, still open), so what an aborted transaction of the Go client sent is
+//     delivered, on Pulsar and here alike; the Java client writes the id into the metadata, and its aborted
+//     messages are never delivered.
 //   - An ACK with a transaction id makes its entries pending on the subscription: not acknowledged (backlogs
 //     count them), not delivered to any consumer, also not after their consumer left. A commit acknowledges
 //     them, an abort (or the timeout) gives them back for redelivery, with the redelivery count raised on
@@ -110,12 +111,13 @@
 //     asked for, which the client truncates to the millisecond, and at most 1 ms after it) and re-queue a leaving
 //     consumer's entries. Shared serves only the consumers of the highest priority level that have permits, up to
 //     20 entries per consumer in turn, and a lower level only while none of them has any; it pins the chunks of
-//     one message to one consumer. Key_Shared ignores priority levels, as Pulsar does. pulsar-client-go v0.19.0
-//     cannot set a priority level (it never sends priority_level); other clients, such as the Java client's
-//     priorityLevel, can. Key_Shared routes by Murmur3 of the ordering key, else the partition key, else
-//     "NONE_KEY", on a consistent-hash ring of consumer names (100 points each; WithKeySharedSelector switches to
-//     auto-split hash ranges) or the declared ranges of STICKY consumers, and holds a hash back from a new owner
-//     while its old owner has unacked entries of it (PIP-379 draining hashes).
+//     one message to one consumer. Key_Shared ignores priority levels, as Pulsar does. pulsar-client-go v0.21.0
+//     sets a priority level with ConsumerOptions.PriorityLevel (apache/pulsar-client-go#1487; it always sends
+//     priority_level, 0 unless set), as other clients do (the Java client's priorityLevel); v0.19.0 could
+//     not. Key_Shared routes by Murmur3 of the ordering key, else the partition key, else "NONE_KEY", on a
+//     consistent-hash ring of consumer names (100 points each; WithKeySharedSelector switches to auto-split hash
+//     ranges) or the declared ranges of STICKY consumers, and holds a hash back from a new owner while its old
+//     owner has unacked entries of it (PIP-379 draining hashes).
 //   - WithRealisticTiming adds the 1 s failover delay and the 1 s delayed-delivery tick; WithInactiveTopicGC
 //     deletes idle non-partitioned topics with their data.
 //   - Partitioned topics exist only through CreatePartitionedTopic; unknown topics are created as non-partitioned
@@ -163,13 +165,14 @@
 //
 // # Performance
 //
-// pulsar-client-go v0.19.0 through the broker on loopback, 1 KiB payloads, 2-core AMD EPYC, go test -bench
-// -benchtime=200000x (BenchmarkProduceBatched, BenchmarkConsumeAck): batched asynchronous publishing runs at
-// about 7.1-7.7 µs per message (130,000-140,000 messages/s, 130-145 MB/s); receiving plus acknowledging on a
-// Shared subscription at about 3.9-6.5 µs per message (150,000-260,000 messages/s). In a CPU profile of both
-// benchmarks the broker's goroutines account for about a quarter of the samples (mostly socket reads) and the
-// client for the rest, so the broker is not the bottleneck of the SDK's benchmarks. Everything is kept in
-// memory: a benchmark holds all its payloads until Close (or Trim).
+// Measured with pulsar-client-go v0.19.0, before go.mod moved to v0.21.0, through the broker on loopback, 1 KiB
+// payloads, 2-core AMD EPYC, go test -bench -benchtime=200000x (BenchmarkProduceBatched, BenchmarkConsumeAck):
+// batched asynchronous publishing ran at about 7.1-7.7 µs per message (130,000-140,000 messages/s,
+// 130-145 MB/s); receiving plus acknowledging on a Shared subscription at about 3.9-6.5 µs per message
+// (150,000-260,000 messages/s). In a CPU profile of both benchmarks the broker's goroutines accounted for about
+// a quarter of the samples (mostly socket reads) and the client for the rest, so the broker is not the
+// bottleneck of the SDK's benchmarks. Everything is kept in memory: a benchmark holds all its payloads until
+// Close (or Trim).
 //
 // # Errors
 //
@@ -213,7 +216,9 @@
 //     the earliest entry, as Pulsar's does), unload, trim (Trim), termination, namespaces (create, delete, list,
 //     topics, backlog quotas), HTTP lookup and schemas; other endpoints answer 404, the out-of-scope ones 501.
 //   - Measured with pulsar-client-go v0.19.0's own package tests (tools/fidelity, make fidelity): every test
-//     that does not need a Pulsar container of its own passes, the 11 TestTxn_ ones included.
+//     that does not need a Pulsar container of its own passes, the 11 TestTxn_ ones included. The result is
+//     v0.19.0's: v0.21.0's tests, which add some (priority levels, null values, giving up a reconnect), were
+//     not part of that run.
 //   - Everything lives in the pulsartest package apart from the generated protocol types in internal/wire.
 //   - The broker never pings idle clients (optional in the spec); it answers the client's PINGs.
 //   - Consumer.Seek(id) with the Go client resumes after id, because the client filters the sought entry that

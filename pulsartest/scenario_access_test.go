@@ -131,8 +131,8 @@ func TestAccessModeWaitingQueueIsHonoured(t *testing.T) {
 // old topic epoch, is answered ProducerFenced, fails the pending message with ErrProducerFenced and
 // closes for good.
 //
-// Only one Send follows the fencing: pulsar-client-go v0.19.0 closes a fenced producer from its reconnect
-// goroutine (doClose closes dataChan) while a further Send that passed the state check can still be
+// Only one Send follows the fencing: pulsar-client-go v0.21.0 (as v0.19.0) closes a fenced producer from its
+// reconnect goroutine (doClose closes dataChan) while a further Send that passed the state check can still be
 // sending on that channel, a data race in the client that the race detector charges to every test running
 // in parallel. The one Send is written before the broker closes the connection, so it cannot race.
 // (The test used to poll with Send until the producer closed, and that race made it flake about once in

@@ -12,13 +12,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/babelqueue/babelqueue-go-pulsar/internal/brokertest"
+	"github.com/babelqueue/babelqueue-go-pulsar/internal/testwait"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest"
 	"github.com/babelqueue/babelqueue-go-pulsar/pulsartest/internal/wire"
 )
 
-// pulsar-client-go v0.19.0 has no option for a consumer's priority level (it always sends
-// CommandSubscribe.priority_level unset), so these tests subscribe over a hand-driven
-// connection that grants its permits itself.
+// These tests subscribe over a hand-driven connection that grants its permits itself, so
+// that a test decides when a consumer runs out of permits. They were written when
+// pulsar-client-go (v0.19.0) had no option for a consumer's priority level; v0.21.0 has
+// ConsumerOptions.PriorityLevel (apache/pulsar-client-go#1487), which
+// TestPriorityLevelOptionShared uses.
 
 // On a Shared subscription the broker dispatches to the consumers of the highest priority
 // (the lowest priority_level) that have permits, and to a lower priority only while none of
@@ -64,6 +67,46 @@ func TestPriorityLevelsShared(t *testing.T) {
 		assert.Empty(t, got[loA])
 		assert.Empty(t, got[loB])
 	})
+}
+
+// TestPriorityLevelOptionShared is TestPriorityLevelsShared's first case with the Go client's
+// own consumers: pulsar-client-go v0.21.0 sends ConsumerOptions.PriorityLevel in its SUBSCRIBE,
+// and the embedded broker honours it. The priority-1 consumer subscribes first, so a broker that
+// ignored the level would give it its turn; while the priority-0 consumer has permits (1000, the
+// client's default queue) it gets nothing, and once that one has left it gets what follows.
+func TestPriorityLevelOptionShared(t *testing.T) {
+	t.Parallel()
+	tg := newEmbedded(t)
+	b, topic := tg.Broker(), tg.UniqueTopic(t)
+	c := newClient(t, tg.ServiceURL())
+	opts := func(name string, level int) apulsar.ConsumerOptions {
+		return apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, Name: name,
+			ReceiverQueueSize: 1000, PriorityLevel: level}
+	}
+	lo := subscribe(t, c, opts("lo", 1))
+	hi := subscribe(t, c, opts("hi", 0))
+	// The client grants its permits after Subscribe returned; wait for both consumers' FLOW.
+	testwait.Eventually(t, eventuallyWithin, func() bool {
+		st := b.Stats(topic).Subscriptions["s"]
+		return st.Consumers == 2 && st.Permits == 2000
+	}, "both consumers to grant their permits")
+
+	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	sent := numbered(50)
+	sendAll(t, p, sent...)
+	got := receiveN(t, hi, len(sent))
+	assert.Equal(t, sent, payloads(got), "priority 0 with permits gets everything")
+	expectNone(t, lo, 200*time.Millisecond)
+
+	// The priority-0 consumer acknowledges and leaves (Close flushes its acknowledgements): the
+	// priority-1 one gets what follows.
+	for _, m := range got {
+		require.NoError(t, hi.Ack(m))
+	}
+	hi.Close()
+	more := []string{"x-0", "x-1", "x-2"}
+	sendAll(t, p, more...)
+	assert.Equal(t, more, payloads(receiveN(t, lo, len(more))), "priority 1 once priority 0 has gone")
 }
 
 // activeOf subscribes one Failover consumer per rawSub (ids from first, in order) to a new

@@ -80,11 +80,12 @@ func TestTxnSendsAreInvisibleUntilCommit(t *testing.T) {
 	})
 }
 
-// TestTxnAbortDeliversWhatTheGoClientSent: pulsar-client-go v0.19.0 puts the transaction id on
-// CommandSend only, never in the message's metadata (apache/pulsar-client-go#1498), and Apache
-// Pulsar tells an aborted entry by its metadata: after the abort the entries are delivered as
-// if committed. The embedded broker follows the same rule, so both brokers agree; with the id in
-// the metadata (TestTxnAbortFiltersByMetadata) an aborted entry is never delivered.
+// TestTxnAbortDeliversWhatTheGoClientSent: pulsar-client-go v0.21.0 (as v0.19.0 before it) puts
+// the transaction id on CommandSend only, never in the message's metadata
+// (apache/pulsar-client-go#1498), and Apache Pulsar tells an aborted entry by its metadata: after
+// the abort the entries are delivered as if committed. The embedded broker follows the same rule,
+// so both brokers agree; with the id in the metadata (TestTxnAbortFiltersByMetadata) an aborted
+// entry is never delivered.
 func TestTxnAbortDeliversWhatTheGoClientSent(t *testing.T) {
 	eachTxnTarget(t, func(t *testing.T, _ target, c apulsar.Client, topic string) {
 		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared})

@@ -184,9 +184,10 @@ func newClientOf(t *testing.T, url string, txn bool) apulsar.Client {
 // newClientSeeingCloses returns a client for url, closed when the test ends, and a condition
 // that holds once one of its producers has begun to close on its own (the broker fenced it,
 // or terminated its topic). A test waits for that instead of polling with Send: in
-// pulsar-client-go v0.19.0 a producer's reconnect goroutine closes its data channel while a
-// Send that passed the state check may still send on it, a data race in the client that the
-// race detector charges to every test running in parallel. The client logs "Closing producer"
+// pulsar-client-go v0.21.0, as in v0.19.0 (its producer code is unchanged there), a producer's
+// reconnect goroutine closes its data channel while a Send that passed the state check may
+// still send on it, a data race in the client that the race detector charges to every test
+// running in parallel. The client logs "Closing producer"
 // after the producer has left the ready state, so a Send after it fails with
 // ErrProducerClosed before it reaches the channel.
 func newClientSeeingCloses(t *testing.T, url string) (apulsar.Client, func() bool) {

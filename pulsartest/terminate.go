@@ -25,9 +25,9 @@ func (b *Broker) TerminateTopic(name string) error {
 // terminate sets the flag and closes the producers under the topic's lock, so that a SEND racing
 // it is either stored before the last id reported or finds its producer closed (conn.handleSend).
 // Done in two steps, a SEND in between was answered TopicTerminatedError, on which
-// pulsar-client-go v0.19.0 unregisters the producer from the connection and so ignores the
-// CLOSE_PRODUCER that follows: its sends then only time out (the flake of the client's own
-// TestTopicTermination on this broker).
+// pulsar-client-go (v0.19.0, and v0.21.0 alike: connection.handleSendError) unregisters the
+// producer from the connection and so ignores the CLOSE_PRODUCER that follows: its sends then
+// only time out (the flake of the client's own TestTopicTermination on this broker).
 func (t *topic) terminate() {
 	t.mu.Lock()
 	t.terminated.Store(true)

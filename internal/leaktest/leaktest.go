@@ -12,8 +12,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// clientGoroutines are pulsar-client-go v0.19.0 goroutines that outlive Client.Close by
-// design or by bug, against a real broker as well as the embedded one.
+// clientGoroutines are pulsar-client-go goroutines that outlive Client.Close by design or by
+// bug, against a real broker as well as the embedded one. Each was seen with v0.19.0 and
+// checked against the code of v0.21.0, the version go.mod requires.
 var clientGoroutines = [...]string{
 	// One per producer: it notices Close only when its SendTimeout timer (30 s by default)
 	// fires.
@@ -21,14 +22,21 @@ var clientGoroutines = [...]string{
 	// One per incomplete chunked message: it waits for ExpireTimeOfIncompleteChunk (60 s by
 	// default).
 	"github.com/apache/pulsar-client-go/pulsar.(*chunkedMsgCtxMap).discardChunkIfExpire",
-	// grabConn signals "connected" from a new goroutine on an unbuffered channel that only
-	// the consumer's dispatcher reads; a consumer closed before its dispatcher took the
-	// signal leaves it blocked forever.
+	// Every successful SUBSCRIBE (grabConn) signals "connected" to the consumer's dispatcher
+	// from a new goroutine. In v0.19.0 the channel was unbuffered, so a consumer closed
+	// before its dispatcher took the signal left the goroutine blocked for ever. v0.21.0
+	// gives the channel room for one signal, which ends that common case, but a second
+	// signal while the first is still unread blocks until the dispatcher reads, and never
+	// returns if the consumer closes first. That is rare but still possible: a partition of a
+	// partitioned consumer that reconnects before its dispatcher is started (v0.21.0 starts
+	// the dispatchers only once every partition has subscribed) and is then closed because
+	// another partition failed to subscribe.
 	"github.com/apache/pulsar-client-go/pulsar.(*partitionConsumer).grabConn.func1",
 }
 
 // TxnClientGoroutines are the goroutines a client with EnableTransaction leaves behind:
-// Client.Close never closes its transaction coordinator client, whose handler (one per
+// Client.Close never closes its transaction coordinator client (so in v0.19.0 and still in
+// v0.21.0, whose Client.Close and transaction code are unchanged), whose handler (one per
 // coordinator) sees its connection closed by the pool and connects again, outside the closed
 // pool; the handler's loop and that connection's loops outlive the client. Only the packages
 // whose tests create such a client ignore them (VerifyTestMain's extra), so that elsewhere a
