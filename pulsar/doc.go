@@ -161,15 +161,15 @@
 //
 // # Exactly-once settlement
 //
-// [WithTransactions] settles each delivery in one Pulsar transaction: the acknowledgement of
-// the original, the retry republish or dead-letter copy, and what the handler publishes
-// through a [Publisher] with its ctx (which carries the transaction) are committed together.
-// A failed handler's transaction is aborted, and its settlement runs in a fresh one. The
-// client needs ClientOptions.EnableTransaction and the broker its transaction coordinator;
-// otherwise [NewConsumer] fails with an error matching [ErrTransactions]. The handler may
-// run again after an abort. With pulsar-client-go v0.19.0, Apache Pulsar still delivers
-// what an aborted transaction published (the client leaves the transaction id out of the
-// message's metadata).
+// [WithTransactions] settles each delivery in one Pulsar transaction: the acknowledgement
+// of the original, the retry republish or dead-letter copy, and what the handler publishes
+// through a [Publisher] with its ctx (which carries the transaction) are committed
+// together. A failed handler's transaction is aborted, and its settlement runs in a fresh
+// one. The client needs ClientOptions.EnableTransaction and the broker its transaction
+// coordinator; otherwise [NewConsumer] fails with an error matching [ErrTransactions]. The
+// handler may run again after an abort. With pulsar-client-go v0.21.0 (as with v0.19.0),
+// Apache Pulsar still delivers what an aborted transaction published (the client leaves the
+// transaction id out of the message's metadata).
 //
 // # Health
 //
