@@ -234,9 +234,10 @@
 //   - A poison copy has no envelope to project properties from: it keeps the original
 //     properties, with bq-attempts set to the counted deliveries.
 //   - The producers the consumer creates for retries and dead letters batch with batches of
-//     one message (not DisableBatching): pulsar-client-go v0.19.0's unbatched send path races
-//     with its own reconnect logic, which the race detector reports when a connection drops.
-//     A producer whose send failed is closed and replaced on the next settlement.
+//     one message (not DisableBatching): pulsar-client-go v0.21.0's unbatched send path
+//     (unchanged since v0.19.0) races with its own reconnect logic, which the race detector
+//     reports when a connection drops. A producer whose send failed is closed and replaced
+//     on the next settlement.
 //   - Retries and dead letters are at least once: when a connection drops after the copy was
 //     written but before the original's ack reached the broker, the original is delivered
 //     again and may be retried or dead-lettered a second time (same meta.id).
