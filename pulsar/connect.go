@@ -294,17 +294,20 @@ func isConnectionLevel(err error) bool {
 	return false
 }
 
-// clientConnectionErrors are the texts of pulsar-client-go v0.19.0's unexported errors for
-// a request that got no answer (it has no exported sentinel for them).
+// clientConnectionErrors are the texts of pulsar-client-go's unexported errors for a request
+// that got no answer (it has no exported sentinel for them): v0.21.0 produces the same three
+// texts as v0.19.0 (internal/connection.go's waitUntilReady and errConnectionClosed,
+// internal/commands.go's ErrConnectionClosed, internal/rpc_client.go's ErrRequestTimeOut).
+// TestClientConnectionErrorTexts pins them against the version go.mod requires.
 var clientConnectionErrors = [...]string{"connection error", "connection closed", "request timed out"}
 
 // wrapConnectError returns err as a *[ConnectError] for serviceURL when err says the broker
 // could not be reached, and err unchanged otherwise (nil stays nil, a *ConnectError is
 // returned as is, and an answer of the broker such as "topic not found" is not a connection
 // failure). Call it on an error of the client's CreateProducer, Subscribe or CreateReader:
-// pulsar-client-go v0.19.0 returns for an unreachable broker only an errors.Join of
-// context.DeadlineExceeded and a bare "connection error", and logs the cause; the
-// ConnectError names the URL, and the cause when the error carries it.
+// pulsar-client-go v0.21.0 (as v0.19.0) returns for an unreachable broker only an
+// errors.Join of context.DeadlineExceeded and a bare "connection error", and logs the
+// cause; the ConnectError names the URL, and the cause when the error carries it.
 func wrapConnectError(serviceURL string, err error) error {
 	if err == nil {
 		return nil
@@ -677,7 +680,9 @@ type refusalError struct{ message string }
 
 func (e *refusalError) Error() string { return "the broker said " + strconv.Quote(e.message) }
 
-// The messages pulsar-client-go v0.19.0 logs when a connection attempt fails.
+// The messages pulsar-client-go logs when a connection attempt fails (connect and
+// doHandshake in internal/connection.go); v0.21.0 logs the same ones as v0.19.0.
+// TestClientConnectionErrorTexts pins them against the version go.mod requires.
 const (
 	logDialFailed      = "Failed to connect to broker"
 	logTLSConfigFailed = "Failed to configure TLS"

@@ -161,15 +161,15 @@
 //
 // # Exactly-once settlement
 //
-// [WithTransactions] settles each delivery in one Pulsar transaction: the acknowledgement of
-// the original, the retry republish or dead-letter copy, and what the handler publishes
-// through a [Publisher] with its ctx (which carries the transaction) are committed together.
-// A failed handler's transaction is aborted, and its settlement runs in a fresh one. The
-// client needs ClientOptions.EnableTransaction and the broker its transaction coordinator;
-// otherwise [NewConsumer] fails with an error matching [ErrTransactions]. The handler may
-// run again after an abort. With pulsar-client-go v0.19.0, Apache Pulsar still delivers
-// what an aborted transaction published (the client leaves the transaction id out of the
-// message's metadata).
+// [WithTransactions] settles each delivery in one Pulsar transaction: the acknowledgement
+// of the original, the retry republish or dead-letter copy, and what the handler publishes
+// through a [Publisher] with its ctx (which carries the transaction) are committed
+// together. A failed handler's transaction is aborted, and its settlement runs in a fresh
+// one. The client needs ClientOptions.EnableTransaction and the broker its transaction
+// coordinator; otherwise [NewConsumer] fails with an error matching [ErrTransactions]. The
+// handler may run again after an abort. With pulsar-client-go v0.21.0 (as with v0.19.0),
+// Apache Pulsar still delivers what an aborted transaction published (the client leaves the
+// transaction id out of the message's metadata).
 //
 // # Health
 //
@@ -234,9 +234,10 @@
 //   - A poison copy has no envelope to project properties from: it keeps the original
 //     properties, with bq-attempts set to the counted deliveries.
 //   - The producers the consumer creates for retries and dead letters batch with batches of
-//     one message (not DisableBatching): pulsar-client-go v0.19.0's unbatched send path races
-//     with its own reconnect logic, which the race detector reports when a connection drops.
-//     A producer whose send failed is closed and replaced on the next settlement.
+//     one message (not DisableBatching): pulsar-client-go v0.21.0's unbatched send path
+//     (unchanged since v0.19.0) races with its own reconnect logic, which the race detector
+//     reports when a connection drops. A producer whose send failed is closed and replaced
+//     on the next settlement.
 //   - Retries and dead letters are at least once: when a connection drops after the copy was
 //     written but before the original's ack reached the broker, the original is delivered
 //     again and may be retried or dead-lettered a second time (same meta.id).

@@ -15,13 +15,19 @@ import (
 )
 
 // A stranded consumer is one the broker no longer holds while its client still waits for
-// messages. pulsar-client-go v0.19.0 strands a consumer when a CLOSE_CONSUMER (an unload of
-// the topic) arrives between the answer to its SUBSCRIBE and its registering the consumer
-// on the connection: the client drops that command, never reconnects, and Receive blocks for
-// ever while the subscription's backlog grows with no consumer attached. The watchdog
-// (watchdog.go) finds it while idle by asking the broker for the consumer's last message id:
-// the broker answers MetadataError "Consumer not found". A consumer that [NewConsumer]
-// subscribed then subscribes again behind its resubscriber; a wrapped one is reported.
+// messages. pulsar-client-go v0.19.0 stranded a consumer when a CLOSE_CONSUMER (an unload of
+// the topic) arrived between the answer to its SUBSCRIBE and its registering the consumer
+// on the connection: the client dropped that command, never reconnected, and Receive
+// blocked for ever while the subscription's backlog grew with no consumer attached.
+// v0.21.0 registers the consumer on the connection before it sends the SUBSCRIBE
+// (apache/pulsar-client-go#1476, grabConn), so a CLOSE_CONSUMER that follows the answer
+// reaches the consumer and makes it reconnect: that window is closed. The check stays as a
+// guard, cheap while idle, against any other way to the same state: the chaos runs that
+// found the strand ran v0.19.0, and a wrapped consumer may come from any client. The
+// watchdog (watchdog.go) finds it while idle by asking the broker for the consumer's last
+// message id: the broker answers MetadataError "Consumer not found". A consumer that
+// [NewConsumer] subscribed then subscribes again behind its resubscriber; a wrapped one is
+// reported.
 
 // ErrStranded is matched by the error that the consumer reports (in an [EventError], and in
 // [Consumer.Health] until a message arrives again) when the broker answers that it holds no

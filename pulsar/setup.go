@@ -62,10 +62,10 @@ func producerSenders(client apulsar.Client, adjust func(*apulsar.ProducerOptions
 			// Each retry or dead letter is sent synchronously by the worker that holds the
 			// message, and a synchronous Send flushes its batch at once, so no write waits
 			// for the batching delay; a batch of one message says so outright. Batching is
-			// not disabled: pulsar-client-go v0.19.0's unbatched send path races with its own
-			// reconnect (producerName and encryptor are rewritten by grabCnx while
-			// internalSingleSend reads them), which -race reports whenever a connection drops
-			// during a send.
+			// not disabled: pulsar-client-go v0.21.0's unbatched send path (unchanged since
+			// v0.19.0) races with its own reconnect (producerName and encryptor are
+			// rewritten by grabCnx while internalSingleSend reads them), which -race
+			// reports whenever a connection drops during a send.
 			BatchingMaxMessages: 1,
 		}
 		if adjust != nil {

@@ -46,7 +46,9 @@ func (s *strandEvents) all() []error {
 // runs on Apache Pulsar 4.0.7 (unloads every 400 ms under CPU load), pulsar-client-go
 // v0.19.0 dropped a CLOSE_CONSUMER that came between the answer to its SUBSCRIBE and its
 // registering the consumer; the broker showed 0 consumers and a growing backlog, and the
-// consumer waited for ever. That race cannot be forced on Apache Pulsar, so the embedded
+// consumer waited for ever. v0.21.0 registers the consumer before it sends the SUBSCRIBE
+// (apache/pulsar-client-go#1476), which closes that window; the remedy stays for any other
+// way to the same state. That race could not be forced on Apache Pulsar, so the embedded
 // broker's StrandConsumers leaves the same state (the broker's answer to the probe,
 // MetadataError "Consumer not found", is pinned on both brokers by pulsartest's
 // TestErrorsOfRawCommands). The real half checks that the probe never takes a live consumer

@@ -48,13 +48,12 @@ var ErrTransactions = errors.New("pulsar: transactions unavailable")
 // delivered again. The handler may therefore run again after an abort; side effects
 // outside Pulsar need the idempotency package.
 //
-// Limit: pulsar-client-go v0.19.0 puts the transaction id on the send command but not in
-// the message's metadata, by which Apache Pulsar tells an aborted message
-// (apache/pulsar-client-go#1498): a message that was sent in a transaction that is then
-// aborted (the commit failing after the held publishes or the settlement's copy went
-// out) is delivered once the transaction ended. Holding the
-// handler's publishes keeps a failed attempt's out of it. Acknowledgements are undone as
-// they should be.
+// Limit: pulsar-client-go v0.21.0, as v0.19.0 before it, puts the transaction id on the
+// send command but not in the message's metadata, by which Apache Pulsar tells an aborted
+// message (apache/pulsar-client-go#1498): a message that was sent in a transaction that is
+// then aborted (the commit failing after the held publishes or the settlement's copy went
+// out) is delivered once the transaction ended. Holding the handler's publishes keeps a
+// failed attempt's out of it. Acknowledgements are undone as they should be.
 //
 // The client must be created with ClientOptions.EnableTransaction, and the broker must run
 // its transaction coordinator (transactionCoordinatorEnabled=true); otherwise [NewConsumer]

@@ -121,9 +121,9 @@ func TestTransactionsSettleExactlyOnce(t *testing.T) {
 		time.Sleep(txnTimeout + time.Second)
 		for i, col := range cols {
 			// The failed attempts' publishes were held back and never sent: none of them is
-			// ever delivered, although pulsar-client-go v0.19.0 leaves the transaction id out of
-			// the message's metadata (apache/pulsar-client-go#1498), so that a broker delivers
-			// what an aborted transaction did send.
+			// ever delivered, although pulsar-client-go v0.21.0 (as v0.19.0) leaves the
+			// transaction id out of the message's metadata (apache/pulsar-client-go#1498),
+			// so that a broker delivers what an aborted transaction did send.
 			assert.Equal(t, 1, col.count(), "output %d: the good attempt's publish alone", i)
 		}
 		assert.Equal(t, 1, dead.count(), "the failed message is dead-lettered once")

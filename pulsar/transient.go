@@ -19,14 +19,15 @@ const (
 )
 
 // whileTransient calls create until it succeeds, fails for another reason than a broker's
-// temporary refusal, or transientFor has passed, and returns its last result. pulsar-client-go
-// v0.19.0 tries a Subscribe or CreateProducer once: while the topic is being unloaded or
-// moved to another broker (a topic unload, a broker's restart, a rebalance) the broker
-// answers ServiceNotReady, "Topic is temporarily unavailable", and the call fails although
-// the same call succeeds a moment later. A consumer or producer that exists already
-// reconnects by itself through the same window; this gives a new one the same patience.
-// A connection that cannot be made is not retried here: the client has already waited its
-// operation timeout for it.
+// temporary refusal, or transientFor has passed, and returns its last result.
+// pulsar-client-go v0.21.0, as v0.19.0 before it, tries a Subscribe or CreateProducer once
+// (the first grabConn of newPartitionConsumer, the first grabCnx of newPartitionProducer):
+// while the topic is being unloaded or moved to another broker (a topic unload, a broker's
+// restart, a rebalance) the broker answers ServiceNotReady, "Topic is temporarily
+// unavailable", and the call fails although the same call succeeds a moment later. A
+// consumer or producer that exists already reconnects by itself through the same window;
+// this gives a new one the same patience. A connection that cannot be made is not retried
+// here: the client has already waited its operation timeout for it.
 func whileTransient[T any](logger *zap.Logger, what string, create func() (T, error)) (T, error) {
 	deadline := time.Now().Add(transientFor)
 	pause := transientPauseMin

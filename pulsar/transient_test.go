@@ -20,10 +20,10 @@ import (
 // TestCreateThroughUnload: a consumer or publisher created while its topic is being
 // unloaded is created, not refused. Apache Pulsar answers a SUBSCRIBE or PRODUCER for a
 // topic in the middle of an unload with ServiceNotReady "Topic is temporarily unavailable",
-// which pulsar-client-go v0.19.0 returns from Subscribe and CreateProducer at once. It was
-// the cause of a chaos run's failure (a restart of the consumer fell into an unload); on the
-// embedded broker the same answer comes from FailNextAttaches, on Apache Pulsar from unloads
-// in a loop. An answer that is not temporary is returned at once.
+// which pulsar-client-go v0.21.0 (as v0.19.0) returns from Subscribe and CreateProducer at
+// once. It was the cause of a chaos run's failure (a restart of the consumer fell into an
+// unload); on the embedded broker the same answer comes from FailNextAttaches, on Apache
+// Pulsar from unloads in a loop. An answer that is not temporary is returned at once.
 func TestCreateThroughUnload(t *testing.T) {
 	t.Parallel()
 	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {

@@ -48,7 +48,7 @@ func TestIsRetryable(t *testing.T) {
 		{"unexpected eof", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
 		{"net op error", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{"plain error", errors.New("boom"), false},
-		// A broker's error answer, as pulsar-client-go v0.19.0 passes it on (plain text).
+		// A broker's error answer, as pulsar-client-go v0.21.0 (and v0.19.0) passes it on (plain text).
 		{"server: topic being unloaded", errors.New("server error: ServiceNotReady: Topic is temporarily unavailable"), true},
 		{"server: wrapped", fmt.Errorf("subscribe: %w", errors.New("server error: TooManyRequests: Failed due to too many pending lookup requests")), true},
 		{"server: metadata", errors.New("server error: MetadataError: x"), true},

@@ -29,12 +29,12 @@ import (
 //     (configuration, authentication, authorisation, closed producer or consumer, invalid or
 //     too big message, unknown or terminated topic, schema, fencing, crypto, …) is not.
 //  5. A broker's error answer that pulsar-client-go passes on as text, "server error:
-//     <ServerError>: <message>" (v0.19.0 reports the CommandError of a Subscribe,
-//     CreateProducer or lookup so, not as a *apulsar.Error), decides by its ServerError
-//     name: ServiceNotReady (the topic is being unloaded or moved: "Topic is temporarily
-//     unavailable"), TooManyRequests, MetadataError and PersistenceError are retryable;
-//     every other name (ConsumerBusy of an Exclusive subscription held by a live consumer,
-//     AuthorizationError, TopicNotFound, IncompatibleSchema, …) is not.
+//     <ServerError>: <message>" (v0.21.0, as v0.19.0 before it, reports the CommandError of
+//     a Subscribe, CreateProducer or lookup so, not as a *apulsar.Error), decides by its
+//     ServerError name: ServiceNotReady (the topic is being unloaded or moved: "Topic is
+//     temporarily unavailable"), TooManyRequests, MetadataError and PersistenceError are
+//     retryable; every other name (ConsumerBusy of an Exclusive subscription held by a live
+//     consumer, AuthorizationError, TopicNotFound, IncompatibleSchema, …) is not.
 //  6. io.EOF, io.ErrUnexpectedEOF and any [net.Error] (a dropped or refused connection, a
 //     network timeout) are retryable.
 //  7. Everything else is not retryable.

@@ -1,8 +1,10 @@
 // Package answer reads a broker's error answer out of the text that pulsar-client-go gives
-// it. v0.21.0, as v0.19.0 before it, passes the CommandError of a Subscribe, CreateProducer,
-// lookup or GET_LAST_MESSAGE_ID on as plain text (internal/connection.go: "server error: %s: %s",
-// the ServerError name and the broker's message), not as a *pulsar.Error; this package is
-// the one place that text is taken apart.
+// it. v0.21.0, as v0.19.0 before it, passes the CommandError of a Subscribe,
+// CreateProducer, lookup or GET_LAST_MESSAGE_ID on as plain text (internal/connection.go:
+// "server error: %s: %s", the ServerError name and the broker's message), not as a
+// *pulsar.Error; v0.21.0's own reconnect logic finds the non-retriable names in that same
+// text (apache/pulsar-client-go#1490). This package is the one place that text is taken
+// apart.
 package answer
 
 import "strings"

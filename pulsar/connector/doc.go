@@ -84,16 +84,17 @@
 // settled after it but not yet covered by a cumulative acknowledgement are delivered
 // again (at least once).
 //
-// With zero-queue each receive asks the broker for one message. pulsar-client-go v0.19
-// notifies a consumer's dispatcher that it is connected from a separate goroutine, and a
-// dispatcher that takes the notice after a message has already arrived discards what it
-// had queued (for a batch, the rest of the batch). A zero-queue consumer asks for its
-// message on receive, which can precede the notice at subscribe time (seen in this
-// package's tests under load) and, by the same code, after a reconnection, so a message
-// waiting in the topic at that moment can be discarded on the
-// client: it is not lost (the broker holds it unacknowledged and redelivers it once the
-// consumer reconnects or closes), but the channel waits until then. The other consumers
-// ask for messages only on the notice and are not affected.
+// With zero-queue each receive asks the broker for one message. pulsar-client-go v0.21.0,
+// as v0.19.0 before it, notifies a consumer's dispatcher that it is connected from a
+// separate goroutine (v0.21.0's change that registers a consumer before its SUBSCRIBE,
+// apache/pulsar-client-go#1476, left that notice as it was), and a dispatcher that takes
+// the notice after a message has already arrived discards what it had queued (for a batch,
+// the rest of the batch). A zero-queue consumer asks for its message on receive, which can
+// precede the notice at subscribe time (seen in this package's tests under load) and, by
+// the same code, after a reconnection, so a message waiting in the topic at that moment can
+// be discarded on the client: it is not lost (the broker holds it unacknowledged and
+// redelivers it once the consumer reconnects or closes), but the channel waits until then.
+// The other consumers ask for messages only on the notice and are not affected.
 //
 // # Transactions
 //

@@ -102,7 +102,10 @@ type Sink struct {
 	done    chan struct{}   // closed when the worker returned
 
 	// prodMu orders the producer's calls: sends and flushes (read side) never overlap
-	// its Close (write side), because v0.19.0 panics on a flush after Close.
+	// its Close (write side), because pulsar-client-go v0.21.0, as v0.19.0 before it, can
+	// panic on a flush that overlaps Close: the flush passes its check that the producer
+	// is open, then hands its request to the producer's command channel, which Close has
+	// closed meanwhile (partitionProducer.FlushWithCtx and doClose).
 	prodMu     sync.RWMutex
 	prodClosed bool
 

@@ -295,14 +295,15 @@ func TestSource_NacksThatAcknowledge(t *testing.T) {
 // message, and no more than max-inflight are held.
 //
 // The messages are published only once the broker has seen the first receive's permit:
-// pulsar-client-go v0.19 tells a consumer's dispatcher that it is connected from a goroutine
-// of its own, and a dispatcher that takes that notice after the first MESSAGE has already
-// been queued drops the queued messages (the notice resets its queue). A normal consumer
-// sends its first permits only on that notice, so nothing can be queued before it; a
-// zero-queue consumer sends its permit on Receive, which can come first. The dropped
-// messages stay unacknowledged on the broker until the consumer reconnects or closes, so the
-// receive waits. With messages already in the topic at subscribe time this test stalled
-// about once in 300 runs under -race; the connector's package doc states the caveat.
+// pulsar-client-go v0.21.0, as v0.19.0 before it, tells a consumer's dispatcher that it is
+// connected from a goroutine of its own (grabConn starts it after the SUBSCRIBE's answer),
+// and a dispatcher that takes that notice after the first MESSAGE has already been queued
+// drops the queued messages (the notice resets its queue). A normal consumer sends its
+// first permits only on that notice, so nothing can be queued before it; a zero-queue
+// consumer sends its permit on Receive, which can come first. The dropped messages stay
+// unacknowledged on the broker until the consumer reconnects or closes, so the receive
+// waits. With messages already in the topic at subscribe time this test stalled about once
+// in 300 runs under -race (with v0.19.0); the connector's package doc states the caveat.
 func TestSource_ZeroQueue(t *testing.T) {
 	b := pulsartest.NewBroker(t)
 	client := newClient(t, b)
