@@ -35,10 +35,12 @@ func TestClientConnectionErrorTexts(t *testing.T) {
 	code := src.String()
 	for _, s := range clientConnectionErrors {
 		// The whole error text, quoted: errors.New("connection error").
+		//nolint:testifylint // assert.Contains would print the client's whole source on failure
 		assert.True(t, strings.Contains(code, strconv.Quote(s)), "error text %q is gone from the client's source", s)
 	}
 	for _, s := range []string{logDialFailed, logTLSConfigFailed, logAuthDataFailed, logHandshakeFailed, logRefusedFormat} {
 		// A prefix of the logged message: the opening quote and the text.
+		//nolint:testifylint // assert.Contains would print the client's whole source on failure
 		assert.True(t, strings.Contains(code, `"`+s), "log message %q is gone from the client's source", s)
 	}
 }

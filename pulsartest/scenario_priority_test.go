@@ -80,8 +80,10 @@ func TestPriorityLevelOptionShared(t *testing.T) {
 	b, topic := tg.Broker(), tg.UniqueTopic(t)
 	c := newClient(t, tg.ServiceURL())
 	opts := func(name string, level int) apulsar.ConsumerOptions {
-		return apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, Name: name,
-			ReceiverQueueSize: 1000, PriorityLevel: level}
+		return apulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, Name: name,
+			ReceiverQueueSize: 1000, PriorityLevel: level,
+		}
 	}
 	lo := subscribe(t, c, opts("lo", 1))
 	hi := subscribe(t, c, opts("hi", 0))
