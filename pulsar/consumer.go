@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,30 +108,32 @@ func NewConsumer(client apulsar.Client, opts ...ConsumerOption) (*Consumer, erro
 	if cfg.policy.Strategy == retry.Nack && cfg.policy.Backoff.Initial > 0 && co.NackBackoffPolicy == nil {
 		co.NackBackoffPolicy = seam.NackBackoff(cfg.policy.Backoff)
 	}
-	subscribe := func() (apulsar.Consumer, error) {
-		pc, err := whileTransient(cfg.logger, "subscribe", func() (apulsar.Consumer, error) { return client.Subscribe(co) })
+	subscribe := func(watch apulsar.ConsumerInterceptor) (apulsar.Consumer, error) {
+		o := co
+		o.Interceptors = append(slices.Clip(co.Interceptors), watch)
+		pc, err := whileTransient(cfg.logger, "subscribe", func() (apulsar.Consumer, error) { return client.Subscribe(o) })
 		if err != nil {
 			return nil, fmt.Errorf("pulsar: subscribe %q to %v: %w", cfg.subscription, cfg.topics, wrapConnectError("", err))
 		}
 		return pc, nil
 	}
-	pc, err := subscribe()
+	resub, err := newResubscriber(subscribe)
 	if err != nil {
 		return nil, err
 	}
 	if !cfg.noRetention && cfg.senderFactory == nil {
 		cfg.retention = retentionFor(client, cfg.deadLetter)
 	}
-	resub := newResubscriber(pc, subscribe)
 	settler := settlerOf(cfg, resub)
 	if cfg.txns != nil {
 		if err := cfg.txns.settleWith(settler); err != nil {
-			pc.Close()
+			resub.Close()
 			return nil, err
 		}
 	}
 	c := newConsumer(cfg, resub, settler, clientSenders(client, cfg))
 	c.ownConsumer, c.resub = resub, resub
+	resub.onReport(c.reportLost)
 	c.probe = topicProbe(client)
 	c.check = func() error { return strandCheck(resub) }
 	return c, nil
