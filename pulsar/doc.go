@@ -178,6 +178,11 @@
 // republish, dead-letter write) succeeded; Reasons name what failed. [Consumer.InFlight]
 // and [Publisher.Pending] count the work in progress.
 //
+// A consumer that [NewConsumer] subscribed subscribes again, on its own, when the broker no
+// longer holds it ([ErrStranded]) and when pulsar-client-go gave it up after a reconnection
+// the broker refused for good, such as with ConsumerBusy ([ErrConsumerLost]); each is
+// reported as an [EventError] and in Health until the new subscription is in place.
+//
 // # The binding's pure functions
 //
 // The consumer and the conformance runner share these functions, so that what the suite
