@@ -29,41 +29,15 @@ func TestTombstonesAreDeadLetteredAsPoison(t *testing.T) {
 		for _, batched := range []bool{false, true} {
 			name := map[bool]string{false: "unbatched", true: "batched"}[batched]
 			t.Run(name, func(t *testing.T) {
-				ctx := t.Context()
 				topic := tg.Topic(t, "tombstone-"+name)
-				raw, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: !batched})
-				require.NoError(t, err)
-				defer raw.Close()
-				_, err = raw.Send(ctx, &apulsar.ProducerMessage{Key: "gone"})
-				require.NoError(t, err)
-				p, err := bqpulsar.NewPublisher(client, topic)
-				require.NoError(t, err)
-				defer func() { require.NoError(t, p.Close()) }()
-				id, err := p.Publish(ctx, okURN, map[string]int{"n": 1})
-				require.NoError(t, err)
+				id := rawThenEnvelope(t, client, topic, !batched, &apulsar.ProducerMessage{Key: "gone"})
 
 				sent := collectAll(t, client, topic, 2)
 				assert.True(t, sent[0].IsNullValue(), "the broker keeps the null_value mark")
 				assert.Nil(t, sent[0].Payload())
 
-				handled := make(chan string, 2)
-				dead := make(chan struct{}, 2)
-				c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic),
-					bqpulsar.WithSubscription("app", apulsar.Shared),
-					bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
-					bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
-						handled <- env.Meta.ID
-						return nil
-					}),
-					onDeadLettered(func() { dead <- struct{}{} }))
-				require.NoError(t, err)
-				runConsumer(t, c)
-				select {
-				case got := <-handled:
-					assert.Equal(t, id, got)
-				case <-time.After(waitLong):
-					t.Fatal("the envelope after the tombstone was not handled")
-				}
+				handled, dead := consumeFromStart(t, client, topic)
+				expectHandled(t, handled, id, "the envelope after the tombstone")
 				select {
 				case <-dead:
 				case <-time.After(waitLong):
@@ -101,41 +75,62 @@ func TestTombstonesAreDeadLetteredAsPoison(t *testing.T) {
 func TestAnUnbatchedEmptyPayloadIsDiscardedByTheClient(t *testing.T) {
 	brokertest.Each(t, func(t *testing.T, tg *brokertest.Target) {
 		client := tg.Client(t)
-		ctx := t.Context()
 		topic := tg.Topic(t, "empty-unbatched")
-		raw, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-		require.NoError(t, err)
-		defer raw.Close()
-		_, err = raw.Send(ctx, &apulsar.ProducerMessage{Payload: []byte{}, Key: "empty"})
-		require.NoError(t, err)
-		p, err := bqpulsar.NewPublisher(client, topic)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, p.Close()) }()
-		id, err := p.Publish(ctx, okURN, map[string]int{"n": 1})
-		require.NoError(t, err)
-
-		handled := make(chan string, 2)
-		dead := make(chan struct{}, 2)
-		c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic),
-			bqpulsar.WithSubscription("app", apulsar.Shared),
-			bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
-			bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
-				handled <- env.Meta.ID
-				return nil
-			}),
-			onDeadLettered(func() { dead <- struct{}{} }))
-		require.NoError(t, err)
-		runConsumer(t, c)
-		select {
-		case got := <-handled:
-			assert.Equal(t, id, got)
-		case <-time.After(waitLong):
-			t.Fatal("the envelope after the empty message was not handled")
-		}
+		id := rawThenEnvelope(t, client, topic, true, &apulsar.ProducerMessage{Payload: []byte{}, Key: "empty"})
+		handled, dead := consumeFromStart(t, client, topic)
+		expectHandled(t, handled, id, "the envelope after the empty message")
 		admin := tg.Admin(t)
 		testwait.Eventually(t, brokertest.WaitLong, func() bool {
 			return brokertest.Backlog(t, admin, topic, "app") == 0
 		}, "the empty message is acknowledged too")
 		assert.Empty(t, dead, "the client discarded the empty message before the consumer saw it")
 	})
+}
+
+// rawThenEnvelope sends raw to topic with a producer of the client's own (unbatched or not),
+// then publishes an envelope of okURN after it, and returns the envelope's id.
+func rawThenEnvelope(t *testing.T, client apulsar.Client, topic string, unbatched bool, raw *apulsar.ProducerMessage) string {
+	t.Helper()
+	prod, err := client.CreateProducer(apulsar.ProducerOptions{Topic: topic, DisableBatching: unbatched})
+	require.NoError(t, err)
+	defer prod.Close()
+	_, err = prod.Send(t.Context(), raw)
+	require.NoError(t, err)
+	p, err := bqpulsar.NewPublisher(client, topic)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	id, err := p.Publish(t.Context(), okURN, map[string]int{"n": 1})
+	require.NoError(t, err)
+	return id
+}
+
+// consumeFromStart runs, until the test ends, a consumer of topic's subscription "app" from
+// the earliest message, which handles okURN; it returns the ids it handled and one signal per
+// message it dead-lettered.
+func consumeFromStart(t *testing.T, client apulsar.Client, topic string) (handled <-chan string, dead <-chan struct{}) {
+	t.Helper()
+	ids := make(chan string, 2)
+	dl := make(chan struct{}, 2)
+	c, err := bqpulsar.NewConsumer(client, bqpulsar.WithTopic(topic),
+		bqpulsar.WithSubscription("app", apulsar.Shared),
+		bqpulsar.WithInitialPosition(apulsar.SubscriptionPositionEarliest),
+		bqpulsar.Handle(okURN, func(_ context.Context, env *envelope.Envelope, _ apulsar.Message) error {
+			ids <- env.Meta.ID
+			return nil
+		}),
+		onDeadLettered(func() { dl <- struct{}{} }))
+	require.NoError(t, err)
+	runConsumer(t, c)
+	return ids, dl
+}
+
+// expectHandled waits for the next handled id and checks that it is id.
+func expectHandled(t *testing.T, handled <-chan string, id, what string) {
+	t.Helper()
+	select {
+	case got := <-handled:
+		assert.Equal(t, id, got)
+	case <-time.After(waitLong):
+		t.Fatalf("%s was not handled", what)
+	}
 }
