@@ -109,6 +109,13 @@ func TestMPRM_EmitterSendAfterShutdown(t *testing.T) {
 	require.ErrorIs(t, em.Send(testCtx(t), "x"), messaging.ErrEmitterTerminated)
 }
 
+// freeConsumer is blockingConsumer already released: it takes every value at once.
+func freeConsumer(rt *messaging.Runtime, got *syncList) {
+	release := make(chan struct{})
+	close(release)
+	blockingConsumer(rt, release, got)
+}
+
 // blockingConsumer consumes "in" one at a time until release is closed.
 func blockingConsumer(rt *messaging.Runtime, release <-chan struct{}, got *syncList) {
 	messaging.Consume(rt, "in", func(ctx context.Context, p string) error {
@@ -150,9 +157,7 @@ func TestMPRM_OverflowBuffer(t *testing.T) {
 	rt, _ := newRuntime(t, nil)
 	em := messaging.NewEmitter[string](rt, "in", messaging.OnOverflow(messaging.OverflowBuffer, 300))
 	var got syncList
-	release := make(chan struct{})
-	close(release)
-	blockingConsumer(rt, release, &got)
+	freeConsumer(rt, &got)
 	accepted, errs := burst(em, 1000) // before Start: no demand
 	assert.Len(t, accepted, 300)
 	assert.Len(t, errs, 700)
@@ -268,9 +273,7 @@ func TestMPRM_OverflowLatestBeforeStart(t *testing.T) {
 	rt, _ := newRuntime(t, nil)
 	em := messaging.NewEmitter[string](rt, "in", messaging.OnOverflow(messaging.OverflowLatest, 0))
 	var got syncList
-	release := make(chan struct{})
-	close(release)
-	blockingConsumer(rt, release, &got)
+	freeConsumer(rt, &got)
 	var results []<-chan error
 	for _, v := range []string{"a", "b", "c"} {
 		ch, err := em.Emit(v)
