@@ -40,9 +40,10 @@
 #                     a timing-sensitive client test on a loaded machine (some wait 1 s for a
 #                     reconnect) does not fail the run, while a test that fails every time does.
 #                     Known: TestTopicTermination fails about 1 run in 100 on bq broker (4 of 400,
-#                     looping the kept pulsar.test) from a race in pulsar-client-go v0.19.0 itself:
-#                     a Send taken off the producer's queue while the reconnect that meets
-#                     TopicTerminatedError closes the producer is put into the pending queue after
+#                     looping the kept pulsar.test of v0.19.0) from a race in pulsar-client-go
+#                     itself, whose producer code v0.21.0 keeps unchanged: a Send taken off the
+#                     producer's queue while the reconnect that meets TopicTerminatedError closes
+#                     the producer is put into the pending queue after
 #                     doClose failed it, and nothing fails it later (failTimeoutMessages stops once
 #                     the producer is closed), so Send waits for ever. The embedded broker answers
 #                     the reconnect in microseconds, which widens the window; Apache Pulsar has the
