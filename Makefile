@@ -59,6 +59,9 @@ BENCH_N       ?= 20000
 BENCH_REPEATS ?= 5
 BENCH_TIMEOUT ?= 3h
 BENCH_CHART   ?= docs/perf/bench-compare-$(if $(BENCH_PULSAR_URL),pulsar,embedded).svg
+## what the run measured, printed under each run's first line (a test binary knows neither its dependencies'
+## versions nor its commit): the client's version that go.mod selects, and the tree's commit ("-dirty": uncommitted changes)
+BENCH_BUILT_FROM ?= pulsar-client-go $(shell $(GO) list -m -f '{{.Version}}' github.com/apache/pulsar-client-go), commit $(shell git describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)
 bench-compare:
 	set -e; \
 	out="$(if $(BENCH_OUT),$(abspath $(BENCH_OUT)))"; \
@@ -66,6 +69,7 @@ bench-compare:
 		[ -n "$$out" ] || out="$(abspath $(basename $(BENCH_CHART))).md"; \
 	else json=$$(mktemp); trap 'rm -f "$$json"' EXIT; fi; \
 	BENCH_COMPARE=1 BENCH_N=$(BENCH_N) BENCH_REPEATS=$(BENCH_REPEATS) BENCH_ONLY="$(BENCH_ONLY)" BENCH_FLOOR_EXTRA="$(BENCH_FLOOR_EXTRA)" BENCH_PULSAR_URL="$(BENCH_PULSAR_URL)" BENCH_OUT="$$out" BENCH_JSON="$$json" \
+		BENCH_BUILT_FROM="$(BENCH_BUILT_FROM)" \
 		BENCH_PROFILE="$(if $(BENCH_PROFILE),$(abspath $(BENCH_PROFILE)))" \
 		$(GO) test -count=1 -timeout=$(BENCH_TIMEOUT) -run='^TestCompare$$' -v ./internal/benchcompare; \
 	if [ -n "$(BENCH_CHART)" ]; then \

@@ -56,6 +56,11 @@ var (
 	// floorExtra, when above zero, adds to the consume comparison (concurrency 1) the floor
 	// with a handler that spends that much CPU a message (see spinner).
 	floorExtra = flag.Duration("compare.floor-extra", envDuration("BENCH_FLOOR_EXTRA"), "add to the consume comparison the contract floor with a handler that spends this much CPU a message (env BENCH_FLOOR_EXTRA)")
+	// builtFrom names what the run measured: make bench-compare sets it to the
+	// pulsar-client-go version that go.mod selects and the commit of the tree, which a test
+	// binary cannot read for itself (it carries neither its dependencies' versions nor a VCS
+	// stamp), so that every table says which client and which code it came from.
+	builtFrom = flag.String("compare.built-from", os.Getenv("BENCH_BUILT_FROM"), "what the run measured, printed under each run's first line: the client's version and the commit (env BENCH_BUILT_FROM; make bench-compare sets it)")
 )
 
 // envDuration returns the duration in the environment variable name; 0 when it is unset or
@@ -1047,6 +1052,25 @@ type judged struct {
 	xs []float64
 }
 
+// machine describes where a run ran, for its first line: GOMAXPROCS, the platform and, where
+// /proc/loadavg can be read, the load average at the end of the run.
+func machine() string {
+	load := ""
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = ", load average " + strings.Join(strings.Fields(string(l))[:3], " ")
+	}
+	return fmt.Sprintf("GOMAXPROCS=%d, %s/%s%s", runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, load)
+}
+
+// writeProvenance writes the lines under a run's first line: what it measured (builtFrom,
+// when set) and the broker it ran against.
+func writeProvenance(b *strings.Builder, where string) {
+	if *builtFrom != "" {
+		fmt.Fprintf(b, "Built from: %s.\n", *builtFrom)
+	}
+	fmt.Fprintf(b, "Broker: %s.\n", where)
+}
+
 // report is what a run of the comparisons produced: the tables, and the judged rows the
 // chart draws.
 type report struct {
@@ -1059,13 +1083,9 @@ type report struct {
 // what bqotel adds (judged too). Every table's caption names the broker.
 func render(comps []comparison, results [][][]sample, n, reps int, took time.Duration, where string) report {
 	var b strings.Builder
-	load := ""
-	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = ", load average " + strings.Join(strings.Fields(string(l))[:3], " ")
-	}
-	fmt.Fprintf(&b, "\nbench-compare: %d repeats × %d messages per variant, interleaved in rotating order, GOMAXPROCS=%d, %s/%s%s, %s\n",
-		reps, n, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, load, took.Round(time.Second))
-	fmt.Fprintf(&b, "Broker: %s.\n", where)
+	fmt.Fprintf(&b, "\nbench-compare: %d repeats × %d messages per variant, interleaved in rotating order, %s, %s\n",
+		reps, n, machine(), took.Round(time.Second))
+	writeProvenance(&b, where)
 
 	rows := goalRows(comps, results)
 	if len(rows) > 0 {

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -671,13 +670,9 @@ const latencyFloorHeader = "| Rate | Percentile | raw µs, median | floor µs, m
 // judged ratios (rows, in the order of run.judged).
 func (run latencyRun) render(rows []judgedRow) string {
 	var b strings.Builder
-	load := ""
-	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = ", load average " + strings.Join(strings.Fields(string(l))[:3], " ")
-	}
-	fmt.Fprintf(&b, "\nbench-compare, %s: open-loop publish at a fixed rate, each message's latency from its scheduled send time to its receipt by the handler (SDK) or Receive (raw); %d repeats of each side at each rate, interleaved in rotating order, GOMAXPROCS=%d, %s/%s%s, %s\n",
-		latencyName, run.reps, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, load, run.took.Round(time.Second))
-	fmt.Fprintf(&b, "Broker: %s.\n", run.where)
+	fmt.Fprintf(&b, "\nbench-compare, %s: open-loop publish at a fixed rate, each message's latency from its scheduled send time to its receipt by the handler (SDK) or Receive (raw); %d repeats of each side at each rate, interleaved in rotating order, %s, %s\n",
+		latencyName, run.reps, machine(), run.took.Round(time.Second))
+	writeProvenance(&b, run.where)
 	bursts := make([]string, len(run.bursts))
 	for i, r := range run.bursts {
 		bursts[i] = fmt.Sprintf("%.0f", r)
