@@ -148,9 +148,10 @@ func (e *engine) admit(ctx context.Context, msg apulsar.Message, owner *Consumer
 	return d
 }
 
-// finish reports the delivery's settlement once: ev, a settlement's Event, to the Event
-// hooks and to the settlement functions of the Delivery hooks.
-func (e *engine) finish(d *Delivery, ev Event) {
+// finish reports the delivery's settlement once: ev, a settlement's Event (by pointer: the
+// common case, an ack nobody observes, copies nothing), to the Event hooks and to the
+// settlement functions of the Delivery hooks.
+func (e *engine) finish(d *Delivery, ev *Event) {
 	if d.finished {
 		return
 	}
@@ -167,7 +168,7 @@ func (e *engine) finish(d *Delivery, ev Event) {
 	if e.cfg.Hooks == nil {
 		return
 	}
-	e.cfg.Hooks.settled(e.complete(d, ev), d.finishers)
+	e.cfg.Hooks.settled(e.complete(d, *ev), d.finishers)
 }
 
 // handled records a handler's result (its event and, for a failure, a log line) before

@@ -40,9 +40,13 @@ func (h *healthState) failing(area string, err error) {
 
 // ok clears area's failure; with nothing failing (the steady state) it takes no lock.
 func (h *healthState) ok(area string) {
-	if h.nfailed.Load() == 0 {
-		return
+	if h.nfailed.Load() != 0 { // small enough to be inlined: the common case, nothing failed, pays no call
+		h.clear(area)
 	}
+}
+
+// clear is ok's work when some area has failed.
+func (h *healthState) clear(area string) {
 	h.mu.Lock()
 	delete(h.failed, area)
 	h.nfailed.Store(int32(len(h.failed))) //nolint:gosec // a handful of areas

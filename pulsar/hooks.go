@@ -199,8 +199,13 @@ func (s *hookSet) emit(ev Event) {
 // appends their settlement functions to fins, and returns the last context.
 func (s *hookSet) startDelivery(ctx context.Context, msg apulsar.Message, fins []func(Event)) (context.Context, []func(Event)) {
 	if s == nil {
-		return ctx, fins
+		return ctx, fins // small enough to be inlined: a consumer without Delivery hooks pays no call
 	}
+	return s.runDelivery(ctx, msg, fins)
+}
+
+// runDelivery is startDelivery's work when Delivery hooks are set.
+func (s *hookSet) runDelivery(ctx context.Context, msg apulsar.Message, fins []func(Event)) (context.Context, []func(Event)) {
 	for _, h := range s.delivery {
 		next, fin, perr := callDelivery(ctx, h, msg)
 		if perr != nil {

@@ -65,7 +65,7 @@ func (e *engine) settle(d *Delivery, err error) {
 func (e *engine) acknowledge(d *Delivery) error {
 	err := e.ack(d)
 	if err == nil {
-		e.finish(d, Event{Kind: EventAcked})
+		e.finish(d, &Event{Kind: EventAcked})
 	}
 	return err
 }
@@ -102,7 +102,7 @@ func (e *engine) poisonNow(d *Delivery, cause error, o failOptions) {
 // nack negatively acknowledges the message: the broker redelivers it.
 func (e *engine) nack(d *Delivery, err error) {
 	e.settler.Nack(d.msg)
-	e.finish(d, Event{Kind: EventNacked, Err: err})
+	e.finish(d, &Event{Kind: EventNacked, Err: err})
 }
 
 // gateReject settles a message whose bq-schema-version property was rejected: on its first
@@ -163,7 +163,7 @@ func (e *engine) warnAck(d *Delivery, we *directive) {
 	e.observe(d, Event{Kind: EventError, Err: we})
 	e.health.warn(we.Error())
 	if e.ack(d) == nil {
-		e.finish(d, Event{Kind: EventAcked, Err: we})
+		e.finish(d, &Event{Kind: EventAcked, Err: we})
 	}
 }
 
@@ -180,7 +180,7 @@ func (e *engine) retry(d *Delivery, cause error) {
 		} else {
 			e.settler.Nack(d.msg)
 		}
-		e.finish(d, Event{Kind: EventRetried, Err: cause})
+		e.finish(d, &Event{Kind: EventRetried, Err: cause})
 		return
 	}
 	e.republish(d, cause, d.counted)
@@ -239,7 +239,7 @@ func (e *engine) republish(d *Delivery, cause error, attempts int) {
 		return
 	}
 	if aerr := e.ack(d); aerr == nil {
-		e.finish(d, Event{Kind: EventRetried, Err: cause})
+		e.finish(d, &Event{Kind: EventRetried, Err: cause})
 	}
 }
 
@@ -358,7 +358,7 @@ func (e *engine) deadLetterWith(d *Delivery, pm *apulsar.ProducerMessage, reason
 	e.cfg.Logger.Info("message dead-lettered", zap.String("topic", d.msg.Topic()), zap.String("dead_letter_topic", dlt),
 		zap.String("reason", string(reason)), zap.Int("attempt", d.counted))
 	if aerr := e.ack(d); aerr == nil {
-		e.finish(d, Event{Kind: EventDeadLettered, Reason: reason, Err: cause})
+		e.finish(d, &Event{Kind: EventDeadLettered, Reason: reason, Err: cause})
 	}
 }
 
@@ -382,7 +382,7 @@ func (e *engine) drop(d *Delivery, reason envelope.Reason, err error) {
 	e.cfg.Logger.Warn("message dropped: dead-lettering is off", zap.String("topic", d.msg.Topic()),
 		zap.String("urn", d.urn), zap.String("reason", string(reason)), zap.Int("attempt", d.counted), zap.Error(err))
 	if aerr := e.ack(d); aerr == nil {
-		e.finish(d, Event{Kind: EventDropped, Reason: reason, Err: err})
+		e.finish(d, &Event{Kind: EventDropped, Reason: reason, Err: err})
 	}
 }
 
@@ -446,7 +446,7 @@ func (e *engine) ack(d *Delivery) error {
 		e.cfg.Logger.Warn("ack failed", zap.String("topic", d.msg.Topic()), zap.Error(err))
 		serr := &SettleError{Err: err}
 		e.health.failing("ack", err)
-		e.finish(d, Event{Kind: EventNacked, Err: serr})
+		e.finish(d, &Event{Kind: EventNacked, Err: serr})
 		return serr
 	}
 	e.health.ok("ack")
@@ -473,7 +473,7 @@ func (e *engine) nackAfter(d *Delivery, serr *SendError, cause error) {
 	if cause != nil {
 		err = joinErrors(cause, serr)
 	}
-	e.finish(d, Event{Kind: EventNacked, Err: err})
+	e.finish(d, &Event{Kind: EventNacked, Err: err})
 }
 
 // messageSize is the size of pm as the broker bounds it, near enough: payload and properties.

@@ -249,7 +249,7 @@ func (e *engine) openTxn(d *Delivery) bool {
 			zap.String("topic", d.msg.Topic()), zap.Error(err))
 		e.health.failing("transaction", err)
 		e.settler.Nack(d.msg)
-		e.finish(d, Event{Kind: EventNacked, Err: &SettleError{Err: fmt.Errorf("open transaction: %w", err)}})
+		e.finish(d, &Event{Kind: EventNacked, Err: &SettleError{Err: fmt.Errorf("open transaction: %w", err)}})
 		return false
 	}
 	d.txn, d.txnStart = txn, time.Now()
@@ -292,7 +292,7 @@ func (e *engine) commitAck(d *Delivery) error {
 		e.health.failing("transaction", err)
 		e.settler.Nack(d.msg)
 		serr := &SettleError{Err: fmt.Errorf("transaction: %w", err)}
-		e.finish(d, Event{Kind: EventNacked, Err: serr})
+		e.finish(d, &Event{Kind: EventNacked, Err: serr})
 		return serr
 	}
 	e.health.ok("transaction")
