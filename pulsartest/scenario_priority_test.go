@@ -1,7 +1,10 @@
 package pulsartest_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"testing"
@@ -70,45 +73,74 @@ func TestPriorityLevelsShared(t *testing.T) {
 }
 
 // TestPriorityLevelOptionShared is TestPriorityLevelsShared's first case with the Go client's
-// own consumers: pulsar-client-go v0.21.0 sends ConsumerOptions.PriorityLevel in its SUBSCRIBE,
-// and the embedded broker honours it. The priority-1 consumer subscribes first, so a broker that
-// ignored the level would give it its turn; while the priority-0 consumer has permits (1000, the
-// client's default queue) it gets nothing, and once that one has left it gets what follows.
+// own consumers, on the embedded broker and on a real Apache Pulsar: pulsar-client-go v0.21.0
+// sends ConsumerOptions.PriorityLevel in its SUBSCRIBE, and the broker honours it. The
+// priority-1 consumer subscribes first, so a broker that ignored the level would give it its
+// turn; while the priority-0 consumer has permits (1000, the client's default queue) it gets
+// nothing, and once that one has left it gets what follows.
+//
+// The client grants its permits with a FLOW after Subscribe has returned, so the test waits
+// for them before it publishes; otherwise the broker could hand the first messages to the
+// priority-1 consumer only because the priority-0 one had no permits yet. The wait reads the
+// same admin REST stats on both brokers (consumerPermits): each consumer's availablePermits,
+// which both report as the 1000 the client asked for once its FLOW has arrived (0 before).
 func TestPriorityLevelOptionShared(t *testing.T) {
-	t.Parallel()
-	tg := newEmbedded(t)
-	b, topic := tg.Broker(), tg.UniqueTopic(t)
-	c := newClient(t, tg.ServiceURL())
-	opts := func(name string, level int) apulsar.ConsumerOptions {
-		return apulsar.ConsumerOptions{
-			Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, Name: name,
-			ReceiverQueueSize: 1000, PriorityLevel: level,
+	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
+		admin := needAdmin(t, tg, "waiting for the consumers' permits")
+		opts := func(name string, level int) apulsar.ConsumerOptions {
+			return apulsar.ConsumerOptions{
+				Topic: topic, SubscriptionName: "s", Type: apulsar.Shared, Name: name,
+				ReceiverQueueSize: 1000, PriorityLevel: level,
+			}
 		}
-	}
-	lo := subscribe(t, c, opts("lo", 1))
-	hi := subscribe(t, c, opts("hi", 0))
-	// The client grants its permits after Subscribe returned; wait for both consumers' FLOW.
-	testwait.Eventually(t, eventuallyWithin, func() bool {
-		st := b.Stats(topic).Subscriptions["s"]
-		return st.Consumers == 2 && st.Permits == 2000
-	}, "both consumers to grant their permits")
+		lo := subscribe(t, c, opts("lo", 1))
+		hi := subscribe(t, c, opts("hi", 0))
+		want := map[string]int64{"lo": 1000, "hi": 1000}
+		testwait.Eventually(t, eventuallyWithin, func() bool {
+			return maps.Equal(consumerPermits(t, admin, topic, "s"), want)
+		}, "both consumers to grant their permits: want %v", want)
 
-	p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	sent := numbered(50)
-	sendAll(t, p, sent...)
-	got := receiveN(t, hi, len(sent))
-	assert.Equal(t, sent, payloads(got), "priority 0 with permits gets everything")
-	expectNone(t, lo, 200*time.Millisecond)
+		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		sent := numbered(50)
+		sendAll(t, p, sent...)
+		got := receiveN(t, hi, len(sent))
+		assert.Equal(t, sent, payloads(got), "priority 0 with permits gets everything")
+		expectNone(t, lo, 200*time.Millisecond)
 
-	// The priority-0 consumer acknowledges and leaves (Close flushes its acknowledgements): the
-	// priority-1 one gets what follows.
-	for _, m := range got {
-		require.NoError(t, hi.Ack(m))
+		// The priority-0 consumer acknowledges and leaves (Close flushes its acknowledgements):
+		// the priority-1 one gets what follows.
+		for _, m := range got {
+			require.NoError(t, hi.Ack(m))
+		}
+		hi.Close()
+		more := []string{"x-0", "x-1", "x-2"}
+		sendAll(t, p, more...)
+		assert.Equal(t, more, payloads(receiveN(t, lo, len(more))), "priority 1 once priority 0 has gone")
+	})
+}
+
+// consumerPermits returns the availablePermits of each consumer of subscription sub on
+// public/default/topic, by consumer name, from the admin REST stats (GET …/stats, field
+// subscriptions.<sub>.consumers[]), which the embedded broker and Apache Pulsar both serve.
+// It returns an empty map while the subscription does not exist yet.
+func consumerPermits(t *testing.T, admin, topic, sub string) map[string]int64 {
+	t.Helper()
+	code, body := brokertest.AdminDo(t, http.MethodGet, brokertest.TopicURL(admin, topic)+"/stats", "")
+	require.Equal(t, http.StatusOK, code, "stats of %s: %s", topic, body)
+	var st struct {
+		Subscriptions map[string]struct {
+			Consumers []struct {
+				ConsumerName     string `json:"consumerName"`
+				AvailablePermits int64  `json:"availablePermits"`
+			} `json:"consumers"`
+		} `json:"subscriptions"`
 	}
-	hi.Close()
-	more := []string{"x-0", "x-1", "x-2"}
-	sendAll(t, p, more...)
-	assert.Equal(t, more, payloads(receiveN(t, lo, len(more))), "priority 1 once priority 0 has gone")
+	require.NoError(t, json.Unmarshal(body, &st), "stats of %s: %s", topic, body)
+	permits := map[string]int64{}
+	for _, k := range st.Subscriptions[sub].Consumers {
+		permits[k.ConsumerName] = k.AvailablePermits
+	}
+	return permits
 }
 
 // activeOf subscribes one Failover consumer per rawSub (ids from first, in order) to a new
