@@ -1052,14 +1052,25 @@ type judged struct {
 	xs []float64
 }
 
-// machine describes where a run ran, for its first line: GOMAXPROCS, the platform and, where
-// /proc/loadavg can be read, the load average at the end of the run.
+// machine describes where a run ran, for its first line: GOMAXPROCS, the platform, the
+// processor's model name where /proc/cpuinfo gives one (as go test's "cpu:" line does: a
+// virtual machine can move to another host between two runs, and absolute figures with it)
+// and, where /proc/loadavg can be read, the load average at the end of the run.
 func machine() string {
+	cpu := ""
+	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(info)) {
+			if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+				cpu = ", cpu " + strings.TrimSpace(value)
+				break
+			}
+		}
+	}
 	load := ""
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
 		load = ", load average " + strings.Join(strings.Fields(string(l))[:3], " ")
 	}
-	return fmt.Sprintf("GOMAXPROCS=%d, %s/%s%s", runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, load)
+	return fmt.Sprintf("GOMAXPROCS=%d, %s/%s%s%s", runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, cpu, load)
 }
 
 // writeProvenance writes the lines under a run's first line: what it measured (builtFrom,
