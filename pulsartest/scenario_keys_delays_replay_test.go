@@ -393,9 +393,17 @@ func TestScenario13Reader(t *testing.T) {
 }
 
 // 14. seek by id and by time; GetLastMessageIDs.
+//
+// The acknowledgements wait for the broker's receipt (AckWithResponse). With grouped
+// acknowledgements, Seek flushes what is pending before it sends SEEK, but the client's
+// flush ticker may have taken the acks a moment earlier and send them after the SEEK: the
+// broker then applies them after the reset rewound the cursor, acknowledges again what the
+// seek had made unacknowledged, and dispatches nothing. CI saw that once on Apache Pulsar
+// 4.0.7 (its log: the reset found the mark-delete position still at -1, and no message
+// followed it).
 func TestScenario14Seek(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target, c apulsar.Client, topic string) {
-		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+		k := subscribe(t, c, apulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", AckWithResponse: true})
 		p := newProducer(t, c, apulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 		ids := sendAll(t, p, "0", "1", "2")
 		time.Sleep(20 * time.Millisecond) // publish times are in ms
