@@ -46,11 +46,11 @@
 // The topics are named compare-<run>-… in public/default, apart from an earlier run's, and
 // left behind.
 //
-// Every run's first lines name the broker and, with BENCH_BUILT_FROM (flag
-// -compare.built-from), what was measured: make bench-compare sets it to the
-// pulsar-client-go version that go.mod selects and the tree's commit, which a test binary
-// cannot read for itself, so that a table copied into the performance record says which
-// client and which code it came from.
+// Every run's first lines name the machine (GOMAXPROCS, the processor's model name and the
+// load average), the broker and, with BENCH_BUILT_FROM (flag -compare.built-from), what was
+// measured: make bench-compare sets it to the pulsar-client-go version that go.mod selects
+// and the tree's commit, which a test binary cannot read for itself, so that a table copied
+// into the performance record says which client, which code and which machine it came from.
 //
 // With BENCH_PROFILE (flag -compare.profile) set to a directory, every measured window (not
 // the warm-up) writes a CPU profile of the whole process while its messages run, to
