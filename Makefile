@@ -47,7 +47,7 @@ bench:
 ## bench-compare: SDK against the raw client in one process, interleaved and repeated (ratios for the README),
 ## then the chart of its judged rows (tools/benchchart, run from the tools module so that the SDK's go.mod
 ## carries no plotting dependencies)
-## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY a comparison (BENCH_ONLY=latency: latency under load alone), BENCH_OUT a copy of the tables,
+## (BENCH_N messages per window, BENCH_REPEATS repeats, BENCH_ONLY the start of the names of the comparisons to run (BENCH_ONLY=latency: latency under load alone), BENCH_OUT a copy of the tables,
 ## BENCH_PULSAR_URL a broker outside the process instead of the embedded one, BENCH_PROFILE a directory for a CPU profile
 ## of every measured window and every capacity burst, BENCH_FLOOR_EXTRA a duration: the consume floor also runs with a
 ## handler that spends that much CPU a message, BENCH_CHART the SVG to write:

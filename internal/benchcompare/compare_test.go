@@ -46,7 +46,7 @@ var (
 	compare   = flag.Bool("compare", os.Getenv("BENCH_COMPARE") != "", "run the SDK/raw comparison (make bench-compare)")
 	msgs      = flag.Int("compare.n", envInt("BENCH_N", 20000), "messages per window (env BENCH_N)")
 	repeats   = flag.Int("compare.repeats", envInt("BENCH_REPEATS", 5), "repeats of every variant (env BENCH_REPEATS)")
-	only      = flag.String("compare.only", os.Getenv("BENCH_ONLY"), "run only the comparisons whose name contains this (env BENCH_ONLY)")
+	only      = flag.String("compare.only", os.Getenv("BENCH_ONLY"), "run only the comparisons whose name starts with this (env BENCH_ONLY)")
 	outFile   = flag.String("compare.out", os.Getenv("BENCH_OUT"), "also write the tables to this file (env BENCH_OUT)")
 	brokerURL = flag.String("compare.url", os.Getenv("BENCH_PULSAR_URL"), "a broker outside this process to run against instead of an embedded one (env BENCH_PULSAR_URL)")
 	jsonFile  = flag.String("compare.json", os.Getenv("BENCH_JSON"), "also write the judged rows as JSON to this file, for tools/benchchart (env BENCH_JSON)")
@@ -510,7 +510,42 @@ var comparisonNames = [...]string{
 	"runtime, in-memory Process pipeline",
 }
 
-// comparisons returns those whose name contains only (all of them when it is empty).
+// selects reports whether the filter only (BENCH_ONLY) selects the comparison named name:
+// when the name starts with it, so that "sync publish" selects the two sync comparisons and
+// not the async ones, whose names contain it too. Every empty filter selects everything.
+func selects(only, name string) bool { return strings.HasPrefix(name, only) }
+
+// TestSelects pins the filter's rule: a name's start, so that a filter naming the sync
+// comparisons does not also run the async ones, whose names contain it.
+func TestSelects(t *testing.T) {
+	selected := func(only string) []string {
+		var out []string
+		for _, name := range append(comparisonNames[:], latencyName) {
+			if selects(only, name) {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		only string
+		want []string
+	}{
+		{"sync publish", []string{comparisonNames[2], comparisonNames[3]}},
+		{"async publish", []string{comparisonNames[4], comparisonNames[5], comparisonNames[6]}},
+		{"consume", []string{comparisonNames[0], comparisonNames[1]}},
+		{"consume, no-op handler, WithConcurrency(4)", []string{comparisonNames[1]}},
+		{"latency", []string{latencyName}},
+		{"WithConcurrency(4)", nil},
+		{"", append(comparisonNames[:], latencyName)},
+	} {
+		if got := selected(tc.only); !slices.Equal(got, tc.want) {
+			t.Errorf("BENCH_ONLY=%q selects %q, want %q", tc.only, got, tc.want)
+		}
+	}
+}
+
+// comparisons returns those that the filter only selects (all of them when it is empty).
 func (h *harness) comparisons(only string) []comparison {
 	all := []comparison{
 		h.consume(comparisonNames[0], 1),
@@ -524,7 +559,7 @@ func (h *harness) comparisons(only string) []comparison {
 	}
 	var out []comparison
 	for _, c := range all {
-		if only == "" || strings.Contains(c.name, only) {
+		if selects(only, c.name) {
 			out = append(out, c)
 		}
 	}

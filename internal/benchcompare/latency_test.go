@@ -26,7 +26,7 @@ import (
 )
 
 // latencyName names the latency comparison for BENCH_ONLY, as comparisonNames name the
-// others: it runs when the filter is empty or a part of this name ("latency").
+// others: it runs when the filter selects this name (selects: "latency", say).
 const latencyName = "latency under load"
 
 // stampProp is the property that carries a message's scheduled send time: nanoseconds since
@@ -787,13 +787,13 @@ func eachStat(ss []latencyStats, f func(latencyStats) float64) []float64 {
 }
 
 // compareSelected runs what the filter only selects, as TestCompare does: the comparisons
-// whose name contains it, and the latency comparison when latencyName does (all of them when
-// only is empty). It returns the report: the tables of both, and the judged rows of both for
+// whose name starts with it, and the latency comparison when latencyName does (all of them
+// when only is empty). It returns the report: the tables of both, and the judged rows of both for
 // the chart. A filter that selects nothing fails the test, as comparisons does.
 func (h *harness) compareSelected(only string, n, reps int) report {
-	withLatency := strings.Contains(latencyName, only)
+	withLatency := selects(only, latencyName)
 	var rep report
-	if !withLatency || slices.ContainsFunc(comparisonNames[:], func(name string) bool { return strings.Contains(name, only) }) {
+	if !withLatency || slices.ContainsFunc(comparisonNames[:], func(name string) bool { return selects(only, name) }) {
 		rep = h.compareAll(h.comparisons(only), n, reps)
 	}
 	if !withLatency {
