@@ -512,7 +512,7 @@ var comparisonNames = [...]string{
 
 // selects reports whether the filter only (BENCH_ONLY) selects the comparison named name:
 // when the name starts with it, so that "sync publish" selects the two sync comparisons and
-// not the async ones, whose names contain it too. Every empty filter selects everything.
+// not the async ones, whose names contain it too. The empty filter selects everything.
 func selects(only, name string) bool { return strings.HasPrefix(name, only) }
 
 // TestSelects pins the filter's rule: a name's start, so that a filter naming the sync

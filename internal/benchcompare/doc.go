@@ -44,7 +44,8 @@
 // Consumer's Run starts inside the window and is stopped after it) and only the client's
 // prefetch, its receiver queue of 1,000 messages on every side, arrives before the window.
 // The topics are named compare-<run>-… in public/default, apart from an earlier run's, and
-// left behind.
+// left behind with what was sent to them, which the broker keeps until their ledgers roll
+// over: tens of gigabytes a run, so a run wants a broker of its own (tools/pulsar/bench.conf).
 //
 // Every run's first lines name the machine (GOMAXPROCS, the processor's model name and the
 // load average), the broker and, with BENCH_BUILT_FROM (flag -compare.built-from), what was
